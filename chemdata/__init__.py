@@ -1,0 +1,1 @@
+"""chemdata wing of labrecord (see DESIGN.md, Layout)."""

@@ -1,0 +1,1 @@
+"""exporters wing of labrecord (see DESIGN.md, Layout)."""

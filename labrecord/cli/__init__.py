@@ -1,0 +1,92 @@
+"""The ``labrecord`` command line.
+
+Library first: every command is a few lines in its own module under ``labrecord/cli/``
+that parse options and call a library function.  Commands are imported lazily, so
+``labrecord --help`` and ``import labrecord`` never load a wing or an extra.
+"""
+from __future__ import annotations
+
+import importlib
+import sys
+from typing import Any
+
+import click
+
+from labrecord.errors import LabrecordError
+
+#: command name -> (module under labrecord.cli, attribute, one-line help)
+COMMANDS: dict[str, tuple[str, str, str]] = {
+    "validate": ("validate", "validate", "Check run directories, logs and populations against the schema."),
+    "schema": ("schema", "schema", "Export or check the JSON Schema files."),
+    "ingest": ("ingest", "ingest", "Load run directories into a DuckDB corpus."),
+    "sql": ("sql", "sql", "Run SQL over a corpus."),
+    "snapshot": ("snapshot", "snapshot", "Write a Hive-partitioned Parquet copy of a corpus."),
+    "score": ("score", "score", "Recompute the benchmark metrics from stored runs."),
+    "report": ("report", "report", "Write a self-contained HTML report comparing systems."),
+    "audit": ("audit", "audit", "Replay measurements through the task contract and check the events."),
+    "sim": ("sim", "sim", "Run episodes in the embedded MuJoCo simulator."),
+    "demo": ("demo", "demo", "Run a short weighing evaluation end to end on this machine."),
+    "export": ("export", "export", "Export demonstrations for training (LeRobot, robomimic HDF5, Parquet)."),
+    "rxn": ("rxn", "rxn", "Reaction records: ingest, score, stats, extract, render."),
+}
+
+CONTEXT_SETTINGS = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
+
+
+class LazyGroup(click.Group):
+    """A group whose sub-commands are imported on first use."""
+
+    def __init__(self, *args: Any, lazy: dict[str, tuple[str, str, str]] | None = None, package: str = __name__, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.lazy = dict(lazy or {})
+        self.package = package
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(set(super().list_commands(ctx)) | set(self.lazy))
+
+    def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
+        if name in self.lazy:
+            module_name, attr, _ = self.lazy[name]
+            module = importlib.import_module(f"{self.package}.{module_name}")
+            return getattr(module, attr)
+        return super().get_command(ctx, name)
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        rows = [(name, self.lazy[name][2]) for name in sorted(self.lazy)]
+        rows += [(name, cmd.get_short_help_str()) for name, cmd in sorted(self.commands.items())]
+        if rows:
+            with formatter.section("Commands"):
+                formatter.write_dl(rows)
+
+
+@click.group(cls=LazyGroup, lazy=COMMANDS, context_settings=CONTEXT_SETTINGS)
+@click.version_option(package_name="labrecord")
+def cli() -> None:
+    """labrecord: record store and replay scorer for robot-lab runs and reaction records.
+
+    \b
+    Example:
+      labrecord demo                       # simulate, ingest, score, audit, report
+      labrecord validate runs/             # check every run directory
+      labrecord score runs/ --json         # recompute the metrics
+    """
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Entry point: library errors become one ``Error: …`` line and exit status 1."""
+    try:
+        cli.main(args=argv, prog_name="labrecord", standalone_mode=False)
+    except click.exceptions.Exit as exc:
+        sys.exit(exc.exit_code)
+    except click.exceptions.Abort:
+        click.echo("Aborted.", err=True)
+        sys.exit(130)
+    except click.ClickException as exc:
+        exc.show()
+        sys.exit(exc.exit_code)
+    except LabrecordError as exc:
+        click.echo(f"Error: {exc}", err=True)
+        sys.exit(1)
+    except BrokenPipeError:
+        sys.exit(0)
+    sys.exit(0)

@@ -1,0 +1,93 @@
+"""Options and output helpers shared by every command."""
+from __future__ import annotations
+
+import csv
+import io
+import json
+import sys
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any, TypeVar
+
+import click
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+CONTEXT_SETTINGS = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
+
+
+def output_options(func: F) -> F:
+    """Adds ``--json`` and ``--csv``; the default is a readable table."""
+    func = click.option("--csv", "as_csv", is_flag=True, help="Print CSV instead of a table.")(func)
+    func = click.option("--json", "as_json", is_flag=True, help="Print JSON for machines.")(func)
+    return func
+
+
+def echo_json(obj: Any) -> None:
+    click.echo(json.dumps(obj, indent=2, sort_keys=False, default=_json_default))
+
+
+def _json_default(obj: Any) -> Any:
+    import msgspec
+
+    try:
+        return msgspec.to_builtins(obj)
+    except TypeError:
+        return str(obj)
+
+
+def format_cell(value: Any) -> str:
+    if value is None:
+        return "—"
+    if isinstance(value, float):
+        return f"{value:.4g}"
+    return str(value)
+
+
+def echo_table(columns: Sequence[str], rows: Iterable[Sequence[Any]], title: str | None = None) -> None:
+    """A plain-text table on the terminal (rich handles widths and wrapping)."""
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title=title, show_lines=False, header_style="bold")
+    for column in columns:
+        table.add_column(str(column))
+    for row in rows:
+        table.add_row(*(format_cell(v) for v in row))
+    Console(soft_wrap=False).print(table)
+
+
+def echo_csv(columns: Sequence[str], rows: Iterable[Sequence[Any]]) -> None:
+    buffer = io.StringIO()
+    writer = csv.writer(buffer)
+    writer.writerow(columns)
+    writer.writerows(["" if v is None else v for v in row] for row in rows)
+    click.echo(buffer.getvalue(), nl=False)
+
+
+def echo_rows(columns: Sequence[str], rows: Sequence[Sequence[Any]], as_json: bool, as_csv: bool, title: str | None = None) -> None:
+    """Print rows as JSON records, CSV, or a table."""
+    if as_json:
+        echo_json([dict(zip(columns, row)) for row in rows])
+    elif as_csv:
+        echo_csv(columns, rows)
+    else:
+        echo_table(columns, rows, title=title)
+
+
+@contextmanager
+def progress(total: int | None, description: str) -> Iterator[Callable[[int], None]]:
+    """A progress bar on stderr when it is a terminal; silent otherwise.
+
+    Yields ``advance(n)``.
+    """
+    if not sys.stderr.isatty() or total is not None and total <= 1:
+        yield lambda n=1: None
+        return
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+    from rich.console import Console
+
+    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                  TimeRemainingColumn(), console=Console(stderr=True), transient=True) as bar:
+        task = bar.add_task(description, total=total)
+        yield lambda n=1: bar.advance(task, n)

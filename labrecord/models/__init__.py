@@ -1,0 +1,17 @@
+"""Typed models of every record labrecord stores (see DESIGN.md, run directory)."""
+from labrecord.models.events import (
+    EVENT_TYPES, OPP_BOUND_TYPES, BaseEvent, Choice, Confirm, Dwell, EpisodeEnd, EpisodeStart,
+    Event, Failure, Geometry, InterventionEvent, Opportunity, Recovery, StateReport, Validity,
+    Violation,
+)
+from labrecord.models.manifest import (
+    RUN_ID_PATTERN, RUN_SCHEMA, ActionSpec, Assets, Budget, Evaluation, Intervention,
+    ObservationSpec, Physics, Population, RunManifest, Seeds, System, Task, check_run_id,
+)
+from labrecord.models.operation import Operation
+from labrecord.models.populations import (
+    POPULATION_TYPES, Checkpoint, FixedStart, Instance, OraclePair, Pair, PopulationEntry,
+)
+from labrecord.models.records import FinalScores, MetricValue, ObservationReceipt, OnlineScore
+
+__all__ = [name for name in dir() if not name.startswith("_")]

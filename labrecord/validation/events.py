@@ -1,0 +1,93 @@
+"""Checks on the order and references of ``events.jsonl``."""
+from __future__ import annotations
+
+import msgspec
+
+from labrecord.models import (
+    BaseEvent, Choice, EpisodeEnd, EpisodeStart, Event, Failure, InterventionEvent, Opportunity,
+    Recovery,
+)
+from labrecord.validation.findings import Report
+from labrecord.validation.jsonl import decode_jsonl
+
+_decoder = msgspec.json.Decoder(Event)
+
+
+class EventLogSummary:
+    """What later cross-file checks need from a log."""
+
+    def __init__(self) -> None:
+        self.opportunities: dict[str, Opportunity] = {}
+        self.obs_ids: dict[str, int] = {}
+        self.count = 0
+
+
+def validate_events(path: str, data: bytes, report: Report) -> EventLogSummary:
+    """Validate one events log; every problem is added to ``report``."""
+    summary = EventLogSummary()
+    opportunities = summary.opportunities
+    first_native: set[str] = set()
+    failures: set[int] = set()
+    last_seq: int | None = None
+    last_t = float("-inf")
+    last_version = -1
+    open_episode: int | None = None
+    for line, event in decode_jsonl(path, data, _decoder, report):
+        summary.count += 1
+        _check_order(path, line, event, last_seq, last_t, report)
+        last_seq = event.seq if last_seq is None else max(last_seq, event.seq)
+        last_t = max(last_t, event.t)
+        kind = type(event)
+        if kind is Opportunity:
+            if event.opp in opportunities:
+                report.error(path, line, "opportunity.opp", f"opportunity {event.opp!r} opened again (first at seq {opportunities[event.opp].seq})")
+            if event.evidence_version < last_version:
+                report.error(path, line, "opportunity.evidence_version", f"evidence version {event.evidence_version} goes back from {last_version}")
+            last_version = max(last_version, event.evidence_version)
+            opportunities[event.opp] = event
+            if event.obs_id is not None:
+                summary.obs_ids[event.obs_id] = line
+        elif kind is Choice:
+            opened = _opened(path, line, "choice", event.opp, event.seq, opportunities, report)
+            if event.first and event.track == "native":
+                if event.opp in first_native:
+                    report.error(path, line, "choice.first", f"second first=true native choice for opportunity {event.opp!r}")
+                first_native.add(event.opp)
+            if opened is not None and event.evidence_version is not None and event.evidence_version != opened.evidence_version:
+                report.error(path, line, "choice.evidence_version", f"choice carries evidence version {event.evidence_version}, opportunity {event.opp!r} has {opened.evidence_version}")
+        elif kind is InterventionEvent:
+            opened = _opened(path, line, "intervention", event.opp, event.seq, opportunities, report)
+            if opened is not None and event.evidence_version != opened.evidence_version:
+                report.error(path, line, "intervention.evidence_version", f"intervention bound to evidence version {event.evidence_version}, opportunity {event.opp!r} has {opened.evidence_version}")
+        elif kind.__struct_config__.tag in ("geometry", "state_report"):
+            _opened(path, line, kind.__struct_config__.tag, event.opp, event.seq, opportunities, report)
+        elif kind is Failure:
+            failures.add(event.seq)
+        elif kind is Recovery:
+            if event.of_seq not in failures:
+                report.error(path, line, "recovery.of_seq", f"no failure at seq {event.of_seq} before seq {event.seq}")
+        elif kind is EpisodeStart:
+            if open_episode is not None:
+                report.error(path, line, "episode_start.episode", f"episode {event.episode} starts before episode {open_episode} ended")
+            open_episode = event.episode
+        elif kind is EpisodeEnd:
+            if open_episode != event.episode:
+                report.error(path, line, "episode_end.episode", f"episode {event.episode} ends but the open episode is {open_episode}")
+            open_episode = None
+    if open_episode is not None and summary.count:
+        report.warn(path, None, "episode_end", f"episode {open_episode} has no episode_end (run interrupted?)")
+    return summary
+
+
+def _check_order(path: str, line: int, event: BaseEvent, last_seq: int | None, last_t: float, report: Report) -> None:
+    if last_seq is not None and event.seq <= last_seq:
+        report.error(path, line, "seq", f"seq {event.seq} does not increase (previous {last_seq})")
+    if event.t < last_t:
+        report.error(path, line, "t", f"t {event.t} goes back from {last_t}")
+
+
+def _opened(path: str, line: int, kind: str, opp: str, seq: int, opportunities: dict[str, Opportunity], report: Report) -> Opportunity | None:
+    opened = opportunities.get(opp)
+    if opened is None:
+        report.error(path, line, f"{kind}.opp", f"no opportunity {opp!r} before seq {seq}")
+    return opened

@@ -1,0 +1,1 @@
+"""recorders wing of labrecord (see DESIGN.md, Layout)."""

@@ -1,0 +1,1 @@
+"""scorers wing of labrecord (see DESIGN.md, Layout)."""

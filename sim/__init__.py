@@ -1,0 +1,1 @@
+"""sim wing of labrecord (see DESIGN.md, Layout)."""
