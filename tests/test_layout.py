@@ -1,0 +1,35 @@
+"""The package layout of DESIGN.md: wings install under labrecord, the core stays light."""
+from __future__ import annotations
+
+import importlib
+import subprocess
+import sys
+
+import pytest
+
+from labrecord.cli import COMMANDS, cli
+
+
+@pytest.mark.parametrize("wing", ["scorers", "recorders", "sim", "exporters", "chemdata"])
+def test_wings_install_under_labrecord(wing: str) -> None:
+    module = importlib.import_module(f"labrecord.{wing}")
+    assert module.__file__ is not None and f"/{wing}/__init__.py" in module.__file__
+
+
+def test_importing_the_core_imports_no_extra_or_wing() -> None:
+    code = ("import sys, labrecord, labrecord.rundir, labrecord.validation, labrecord.cli;"
+            "heavy = {'mujoco', 'rdkit', 'lerobot', 'ray', 'torch', 'matplotlib', 'isaacsim',"
+            " 'labrecord.sim', 'labrecord.chemdata', 'labrecord.recorders', 'labrecord.exporters'};"
+            "print(sorted(heavy & set(sys.modules)))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"
+
+
+def test_every_registered_command_loads_and_has_an_example() -> None:
+    from click.testing import CliRunner
+
+    runner = CliRunner()
+    for name in COMMANDS:
+        result = runner.invoke(cli, [name, "-h"])
+        assert result.exit_code == 0, f"{name}: {result.output}"
+        assert "Example:" in result.output, f"{name} --help has no Example block"
