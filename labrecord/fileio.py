@@ -78,6 +78,9 @@ class LineProblem(LabrecordError):
 def iter_lines(path: str | os.PathLike[str], data: bytes | None = None) -> Iterator[Line | LineProblem | TruncatedLogError]:
     """Yield each non-blank line of a JSONL file, or a :class:`LineProblem` in its place.
 
+    UTF-8 is left to the decoder (msgspec refuses bad bytes); :func:`decode_error_message`
+    then names the byte and column.
+
     Problems are yielded rather than raised so a validator can collect them all; the
     truncated last line (no trailing newline) is reported as a :class:`TruncatedLogError`.
     """
@@ -97,17 +100,26 @@ def iter_lines(path: str | os.PathLike[str], data: bytes | None = None) -> Itera
         if len(raw) > MAX_LINE_BYTES:
             yield LineProblem(name, number, f"line is {len(raw)} bytes, over the {MAX_LINE_BYTES}-byte limit")
             continue
-        try:
-            raw.decode("utf-8")
-        except UnicodeDecodeError as error:
-            bad = raw[error.start:error.start + 1]
-            yield LineProblem(name, number, f"not UTF-8: byte {bad!r} at column {error.start + 1}")
-            continue
         yield Line(number, raw)
+
+
+def utf8_problem(raw: bytes) -> str | None:
+    """Describe the first non-UTF-8 byte of a line, or None when the line is valid UTF-8.
+
+    Called only after a decode failed, so the common path pays nothing for it.
+    """
+    try:
+        raw.decode("utf-8")
+    except UnicodeDecodeError as error:
+        return f"not UTF-8: byte {raw[error.start:error.start + 1]!r} at column {error.start + 1}"
+    return None
 
 
 def decode_error_message(error: msgspec.DecodeError | msgspec.ValidationError, raw: bytes) -> tuple[str, str]:
     """Split a msgspec error into (field path, message with the offending value)."""
+    bad_encoding = utf8_problem(raw)
+    if bad_encoding is not None:
+        return "", bad_encoding
     text = str(error)
     field = ""
     if "- at `$" in text:

@@ -4,8 +4,8 @@ from __future__ import annotations
 import msgspec
 
 from labrecord.models import (
-    BaseEvent, Choice, EpisodeEnd, EpisodeStart, Event, Failure, InterventionEvent, Opportunity,
-    Recovery,
+    Choice, EpisodeEnd, EpisodeStart, Event, Failure, Geometry, InterventionEvent, Opportunity,
+    Recovery, StateReport,
 )
 from labrecord.validation.findings import Report
 from labrecord.validation.jsonl import decode_jsonl
@@ -34,9 +34,14 @@ def validate_events(path: str, data: bytes, report: Report) -> EventLogSummary:
     open_episode: int | None = None
     for line, event in decode_jsonl(path, data, _decoder, report):
         summary.count += 1
-        _check_order(path, line, event, last_seq, last_t, report)
-        last_seq = event.seq if last_seq is None else max(last_seq, event.seq)
-        last_t = max(last_t, event.t)
+        if last_seq is not None and event.seq <= last_seq:
+            report.error(path, line, "seq", f"seq {event.seq} does not increase (previous {last_seq})")
+        else:
+            last_seq = event.seq
+        if event.t < last_t:
+            report.error(path, line, "t", f"t {event.t} goes back from {last_t}")
+        else:
+            last_t = event.t
         kind = type(event)
         if kind is Opportunity:
             if event.opp in opportunities:
@@ -59,7 +64,7 @@ def validate_events(path: str, data: bytes, report: Report) -> EventLogSummary:
             opened = _opened(path, line, "intervention", event.opp, event.seq, opportunities, report)
             if opened is not None and event.evidence_version != opened.evidence_version:
                 report.error(path, line, "intervention.evidence_version", f"intervention bound to evidence version {event.evidence_version}, opportunity {event.opp!r} has {opened.evidence_version}")
-        elif kind.__struct_config__.tag in ("geometry", "state_report"):
+        elif kind is Geometry or kind is StateReport:
             _opened(path, line, kind.__struct_config__.tag, event.opp, event.seq, opportunities, report)
         elif kind is Failure:
             failures.add(event.seq)
@@ -77,13 +82,6 @@ def validate_events(path: str, data: bytes, report: Report) -> EventLogSummary:
     if open_episode is not None and summary.count:
         report.warn(path, None, "episode_end", f"episode {open_episode} has no episode_end (run interrupted?)")
     return summary
-
-
-def _check_order(path: str, line: int, event: BaseEvent, last_seq: int | None, last_t: float, report: Report) -> None:
-    if last_seq is not None and event.seq <= last_seq:
-        report.error(path, line, "seq", f"seq {event.seq} does not increase (previous {last_seq})")
-    if event.t < last_t:
-        report.error(path, line, "t", f"t {event.t} goes back from {last_t}")
 
 
 def _opened(path: str, line: int, kind: str, opp: str, seq: int, opportunities: dict[str, Opportunity], report: Report) -> Opportunity | None:
