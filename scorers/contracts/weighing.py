@@ -219,6 +219,7 @@ class WeighingContract(TaskContract):
     version: ClassVar[str] = "weighing/1"
     recognizer: ClassVar[str] = "grasp/1"
     sensor_source: ClassVar[str] = "load_cell"
+    failure_reasons: ClassVar[frozenset[str]] = frozenset({"miss"})
     features_type = WeighingFeatures
     signature = ("valid", "stable", "supported", "grasped", "released", "low_motion", "settled", "success", "held")
 
