@@ -41,6 +41,7 @@ state changes so far) come from the tracker.
 from __future__ import annotations
 
 import hashlib
+import re
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
@@ -376,4 +377,37 @@ class Tracker:
 def sorted_ops(ops: Iterable[Operation], order: Mapping[str | None, int] | None = None) -> list[Operation]:
     """Operations in a deterministic order (kind, then object rank or name, then dest)."""
     rank = order or {}
-    return sorted(set(ops), key=lambda op: (op.kind, rank.get(op.object, 0), op.object or "", op.dest or ""))
+
+    def natural(text: str | None) -> tuple[Any, ...]:
+        parts = re.split(r"(\d+)", text or "")
+        return tuple(int(p) if p.isdigit() else p for p in parts)
+
+    return sorted(set(ops), key=lambda op: (op.kind, rank.get(op.object, 0), op.object or "", natural(op.dest)))
+
+
+def hold_key(key: np.ndarray, t: np.ndarray, duration: float) -> np.ndarray:
+    """For an integer series ``key`` (n,; -1 = off): the key where the same non-negative
+    value has held ``duration`` s without interruption, else -1.  Matches :class:`KeyHold`."""
+    n = len(key)
+    if n == 0:
+        return key.copy()
+    changed = np.ones(n, dtype=bool)
+    changed[1:] = key[1:] != key[:-1]
+    start = np.maximum.accumulate(np.where(changed, np.arange(n), 0))
+    return np.where((key >= 0) & (t - t[start] >= duration), key, -1)
+
+
+class KeyHold:
+    """The scalar twin of :func:`hold_key`."""
+
+    __slots__ = ("duration", "key", "since")
+
+    def __init__(self, duration: float) -> None:
+        self.duration = duration
+        self.key: int | None = None
+        self.since = 0.0
+
+    def push(self, key: int, t: float) -> int:
+        if key != self.key:
+            self.key, self.since = key, t
+        return key if key >= 0 and t - self.since >= self.duration else -1

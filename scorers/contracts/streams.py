@@ -167,3 +167,60 @@ def jitter(rows: list[Row], rng: np.random.Generator, columns: Sequence[str], sc
                 row[name] = row[name] + e
         out.append(row)
     return out
+
+
+def slot_pose(calibration: Any, rotor: tuple[float, float, float, float], slot: int, depth_frac: float,
+              radial_m: float = 0.0, axial_deg: float = 0.0) -> dict[str, float]:
+    """World tip position and axis of a tube in rotor slot ``slot`` (rotor = x, y, z, yaw),
+    inserted to ``depth_frac`` of the socket depth, offset ``radial_m`` and tilted
+    ``axial_deg`` off the socket axis (both in the vertical plane through the slot)."""
+    mouths, axes = calibration.slots()
+    mouth, axis = mouths[slot], axes[slot]
+    tilt = math.radians(axial_deg)
+    side = np.cross(axis, [0.0, 0.0, 1.0])
+    side = side / np.linalg.norm(side) if np.linalg.norm(side) > 0 else np.array([1.0, 0.0, 0.0])
+    bent = math.cos(tilt) * axis + math.sin(tilt) * np.cross(side, axis)
+    tip = mouth + depth_frac * calibration.socket_depth_m * axis + radial_m * np.cross(side, axis)
+    x0, y0, z0, yaw = rotor
+    c, s = math.cos(yaw), math.sin(yaw)
+
+    def world(v: np.ndarray, origin: bool) -> tuple[float, float, float]:
+        wx, wy = c * v[0] - s * v[1], s * v[0] + c * v[1]
+        return (wx + x0, wy + y0, v[2] + z0) if origin else (wx, wy, v[2])
+
+    (x, y, z), (ax, ay, az) = world(tip, True), world(bent, False)
+    return {"x": x, "y": y, "z": z, "ax": ax, "ay": ay, "az": az}
+
+
+class CentrifugeStream(_Stream):
+    """Centrifuge loading: each tube is ``away`` (on the rack, far from the rotor) or in a
+    slot with a depth, offsets and flags; the rotor has a pose (x, y, z, yaw)."""
+
+    AWAY = {"x": 0.4, "y": 0.0, "z": 0.1, "ax": 0.0, "ay": 0.0, "az": -1.0}
+
+    def __init__(self, instance: Any, hz: float = 500.0, rotor: tuple[float, float, float, float] | None = None) -> None:
+        super().__init__(hz)
+        self.instance = instance
+        self.rotor = rotor if rotor is not None else (0.5, 0.0, 0.1, instance.rotor_yaw)
+        self.tubes: dict[str, dict[str, Any]] = {}
+        for tube in ("tube_a", "tube_b"):
+            self.place(tube, None)
+        for tube, slot in instance.start:
+            self.place(tube, slot)
+
+    def place(self, tube: str, slot: int | None, depth_frac: float = 0.9, radial_m: float = 0.0, axial_deg: float = 0.0,
+              grasped: bool = False, supported: bool | None = None, speed: float = 0.0) -> CentrifugeStream:
+        pose = dict(self.AWAY) if slot is None else slot_pose(self.instance.calibration, self.rotor, slot, depth_frac,
+                                                             radial_m, axial_deg)
+        self.tubes[tube] = {**pose, "grasped": grasped, "contact": grasped,
+                            "supported": (slot is not None and not grasped) if supported is None else supported,
+                            "speed": speed}
+        return self
+
+    def row(self) -> Row:
+        x, y, z, yaw = self.rotor
+        row: Row = {"rotor_x": x, "rotor_y": y, "rotor_z": z, "rotor_yaw": yaw}
+        for tube, state in self.tubes.items():
+            for key, value in state.items():
+                row[f"{tube}_{key}"] = value
+        return row
