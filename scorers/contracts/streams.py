@@ -224,3 +224,77 @@ class CentrifugeStream(_Stream):
             for key, value in state.items():
                 row[f"{tube}_{key}"] = value
         return row
+
+
+class RackStream(_Stream):
+    """Placement recall: a rack pose, the tube (in a slot, in the gripper, or on the
+    table) and the gripper (position, vertical speed); ``move_rack`` applies eq. 10."""
+
+    def __init__(self, instance: Any, hz: float = 500.0) -> None:
+        super().__init__(hz)
+        self.instance = instance
+        self.rack = tuple(instance.rack_pose)
+        self.tube = {"x": 0.2, "y": 0.0, "z": 0.0, "in_rack": False, "on_table": True, "contact": False,
+                     "grasped": False, "speed": 0.0}
+        self.grip = {"x": 0.0, "y": 0.0, "z": 0.4, "vz": 0.0}
+        self.occluded = False
+
+    def slot_world(self, label: str, height: float = 0.0) -> tuple[float, float, float]:
+        from labrecord.scorers.contracts.rack import pose_matrix, slot_center
+
+        lx, ly = slot_center(label)
+        p = pose_matrix(*self.rack) @ np.array([lx, ly, height, 1.0])
+        return float(p[0]), float(p[1]), float(p[2])
+
+    def approach(self, label: str, carrying: bool = False, height: float = 0.05, vz: float = -0.05) -> RackStream:
+        """Gripper descending over ``label`` (carrying the tube or empty)."""
+        x, y, z = self.slot_world(label, height)
+        self.grip = {"x": x, "y": y, "z": z, "vz": vz}
+        if carrying:
+            self.tube.update(x=x, y=y, z=z, in_rack=False, on_table=False, contact=True, grasped=True, speed=abs(vz))
+        return self
+
+    def seat(self, label: str) -> RackStream:
+        """Tube released into ``label``; the gripper withdraws upward."""
+        x, y, z = self.slot_world(label)
+        self.tube.update(x=x, y=y, z=z, in_rack=True, on_table=False, contact=False, grasped=False, speed=0.0)
+        self.grip = {**self.grip, "z": self.grip["z"] + 0.2, "vz": 0.05}
+        return self
+
+    def lift(self) -> RackStream:
+        """Grasp the tube and lift it clear of the rack."""
+        self.grip = {**self.grip, "x": self.tube["x"], "y": self.tube["y"], "z": self.tube["z"] + 0.15, "vz": 0.05}
+        self.tube.update(z=self.tube["z"] + 0.1, in_rack=False, on_table=False, contact=True, grasped=True, speed=0.05)
+        return self
+
+    def to_table(self, x: float = 0.4, y: float = -0.2) -> RackStream:
+        self.tube.update(x=x, y=y, z=0.0, in_rack=False, on_table=True, contact=False, grasped=False, speed=0.0)
+        self.grip = {"x": x, "y": y, "z": 0.3, "vz": 0.05}
+        return self
+
+    def still(self) -> RackStream:
+        self.grip = {**self.grip, "vz": 0.0}
+        return self
+
+    def move_rack(self, pose: tuple[float, float, float, float]) -> RackStream:
+        """The occluded transition: the rack jumps to ``pose``, a seated tube follows (eq. 10)."""
+        from labrecord.scorers.contracts.rack import pose_matrix, rack_transition
+
+        if self.tube["in_rack"]:
+            t_tube = pose_matrix(self.tube["x"], self.tube["y"], self.tube["z"], 0.0)
+            moved = rack_transition(t_tube, pose_matrix(*self.rack), pose_matrix(*pose))
+            self.tube.update(x=float(moved[0, 3]), y=float(moved[1, 3]), z=float(moved[2, 3]))
+        self.rack = tuple(pose)
+        return self
+
+    def set(self, **state: Any) -> RackStream:
+        for key, value in state.items():
+            setattr(self, key, value)
+        return self
+
+    def row(self) -> Row:
+        x, y, z, yaw = self.rack
+        row: Row = {"rack_x": x, "rack_y": y, "rack_z": z, "rack_yaw": yaw, "occluded": self.occluded}
+        row.update({f"tube_{k}": v for k, v in self.tube.items()})
+        row.update({f"grip_{k}": v for k, v in self.grip.items()})
+        return row
