@@ -114,6 +114,8 @@ def record_run(root: str | os.PathLike[str], manifest: RunManifest, contract: Ta
     observation (interventions, reports); a field value ``"$opp"`` / ``"$ev"`` is replaced
     by the current opportunity id / evidence version.
     """
+    if manifest.task.contract_hash is None:
+        manifest.task.contract_hash = contract.contract_hash()
     tracker = contract.tracker(instance, window_s=window_s)
     pending: dict[int, list[tuple[Any, dict[str, Any]]]] = {}
     for step, kind, fields in extra_events:
