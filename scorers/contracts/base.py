@@ -242,19 +242,21 @@ class TaskContract(ABC):
         receipt_rows: dict[int, list[ObservationReceipt]] = {}
         if receipts:
             order = np.argsort(steps, kind="stable")
-            for receipt in receipts:
-                pos = int(np.searchsorted(steps, receipt.step, sorter=order))
-                if pos >= n or steps[order[pos]] != receipt.step:
+            wanted = np.array([r.step for r in receipts], dtype=np.int64)
+            pos = np.minimum(np.searchsorted(steps, wanted, sorter=order), max(n - 1, 0))
+            rows = order[pos] if n else pos
+            for receipt, row in zip(receipts, rows.tolist()):
+                if n == 0 or steps[row] != receipt.step:
                     raise LabrecordError(f"observation {receipt.obs_id!r}: step {receipt.step} is not a measurement row")
-                row = int(order[pos])
                 receipt_rows.setdefault(row, []).append(receipt)
-                change[row] = True
-        fields = self.features_type._fields
-        columns = [arrays[name] for name in fields]
+            change[rows] = True
+        visit = np.flatnonzero(change)
+        # python scalars at the visited rows only, column by column
+        columns = [arrays[name][visit].tolist() for name in self.features_type._fields]
         events: list[ContractEvent] = []
-        for k in np.flatnonzero(change).tolist():
-            f = self.features_type(*(c[k].item() for c in columns))
-            events.extend(tracker.advance(f))
+        make = self.features_type
+        for k, values in zip(visit.tolist(), zip(*columns)):
+            events.extend(tracker.advance(make(*values)))
             for receipt in receipt_rows.get(k, ()):
                 opened = tracker.observe(receipt)
                 if opened is not None:
