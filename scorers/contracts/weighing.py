@@ -26,7 +26,7 @@ than 0.01 m/s), held continuously 3 s; any disturbance restarts the timer.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from collections.abc import Sequence
 from typing import Any, ClassVar, NamedTuple
 
@@ -119,7 +119,6 @@ class WeighingFeatures(NamedTuple):
 class WeighingState(TaskState):
     supported: int = 0     # W_t, the confirmed supported set
     pending_add: int = 0   # standards grasped off the pan since the last settled step
-    history: list[int] = field(default_factory=list)
 
 
 class WeighingStepper:
@@ -291,7 +290,6 @@ class WeighingContract(TaskContract):
         if f.supported != state.supported:
             state.supported = f.supported
             state.changes += 1
-            state.history.append(f.supported)
         state.pending_add = 0
         return events
 

@@ -196,3 +196,45 @@ def test_cli_missing_directory_is_one_error_line(tmp_path: Path, capsys: pytest.
     assert exit_info.value.code == 1
     err = capsys.readouterr().err
     assert err.startswith("Error: ") and "no such directory" in err and err.count("\n") == 1
+
+
+def test_two_episodes_replay_separately(tmp_path: Path) -> None:
+    import pyarrow as pa
+
+    from labrecord.models import EpisodeEnd, EpisodeStart, ObservationReceipt
+    from labrecord.rundir import RunWriter
+
+    contract = get_contract("weighing")
+    inst = WeighingInstance(target_g=180.0, sample_g=130.0, goal=frozenset({"w50"}))
+    manifest = example_manifest("two-episodes")
+    manifest.task.variant = inst.variant()
+    rows_all: list[dict] = []
+    opened = 0
+    with RunWriter.create(tmp_path, manifest) as run:
+        for episode, land in ((0, True), (1, False)):
+            s = WeighingStream(inst).hold(1.5).set(grasped={"w50"}, speed=0.1).hold(0.4)
+            s.set(grasped=set(), on_pan={"w50"} if land else set(), speed=0.0).hold(4.0)
+            tracker = contract.tracker(inst, first_opp=opened)
+            offset = len(rows_all)
+            t_offset = rows_all[-1]["t"] + 0.002 if rows_all else 0.0
+            run.emit(EpisodeStart, t=t_offset, episode=episode)
+            for index, row in enumerate(s.rows):
+                row = {**row, "step": row["step"] + offset, "t": row["t"] + t_offset, "episode": episode}
+                rows_all.append(row)
+                for event in tracker.step(row):
+                    event.emit(run)
+                if index % 50 == 0:
+                    receipt = ObservationReceipt(obs_id=f"e{episode}-{index}", step=row["step"], t_acquired=row["t"],
+                                                 t_delivered=row["t"], evidence_version=len(rows_all))
+                    run.observation(receipt)
+                    if (opp := tracker.observe(receipt)) is not None:
+                        opp.emit(run)
+            opened = tracker.opportunities_opened
+            end = tracker.end()
+            run.emit(EpisodeEnd, t=rows_all[-1]["t"], episode=episode, reason="done", valid_complete=end["physical_complete"],
+                     physical_complete=end["physical_complete"])
+        run.write_measurements(pa.Table.from_pylist(rows_all))
+    result = audit_run(run.dir)
+    assert result.ok, [str(f) for f in result.findings]
+    edit_events(run.dir, _set("episode_end", 1, physical_complete=True))
+    assert [f.check for f in audit_run(run.dir).findings] == ["episode_end"]
