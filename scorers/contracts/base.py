@@ -230,6 +230,10 @@ class TaskContract(ABC):
         acquired; returns ``(events, end)`` where ``end`` is :meth:`Tracker.end`.
         """
         tracker = self.tracker(instance, window_s=window_s, first_opp=first_opp)
+        if table.num_rows == 0:
+            if receipts:
+                raise LabrecordError(f"observation {receipts[0].obs_id!r}: step {receipts[0].step} is not a measurement row")
+            return [], tracker.end()
         arrays = self.features_bulk(table, instance)
         n = len(arrays["t"])
         steps = arrays["step"]

@@ -238,3 +238,31 @@ def test_two_episodes_replay_separately(tmp_path: Path) -> None:
     assert result.ok, [str(f) for f in result.findings]
     edit_events(run.dir, _set("episode_end", 1, physical_complete=True))
     assert [f.check for f in audit_run(run.dir).findings] == ["episode_end"]
+
+
+def test_truncated_event_log_is_a_read_finding(tmp_path: Path) -> None:
+    run_dir = weighing_run(tmp_path)
+    path = run_dir / EVENTS_FILE
+    path.write_bytes(path.read_bytes()[:-20])
+    findings = audit_run(run_dir).findings
+    assert [f.check for f in findings] == ["read"] and "truncated" in findings[0].message
+
+
+def test_observation_at_an_unknown_step_is_a_read_finding(tmp_path: Path) -> None:
+    run_dir = weighing_run(tmp_path)
+    with open(run_dir / "observations.jsonl", "a") as fh:
+        fh.write(json.dumps({"obs_id": "late", "step": 10**9, "t_acquired": 99.0, "t_delivered": 99.0,
+                             "evidence_version": 10**6}) + "\n")
+    findings = audit_run(run_dir).findings
+    assert [f.check for f in findings] == ["read"] and "step 1000000000" in findings[0].message
+
+
+def test_empty_measurements_expect_an_incomplete_episode(tmp_path: Path) -> None:
+    import pyarrow.parquet as pq
+
+    run_dir = weighing_run(tmp_path)
+    table = pq.read_table(run_dir / MEASUREMENTS_FILE)
+    pq.write_table(table.slice(0, 0), run_dir / MEASUREMENTS_FILE)
+    (run_dir / "observations.jsonl").write_text("")
+    checks = {f.check for f in audit_run(run_dir).findings}
+    assert {"opportunity", "episode_end", "dwell"} <= checks
