@@ -7,7 +7,9 @@ from in :data:`FAMILY_COLUMNS` (the contracts live in ``labrecord.scorers.contra
 their type when present.  Kept in the core so ``labrecord validate`` can check a run
 without importing a wing.
 
-Conventions: SI units (newtons, metres, m/s, radians unless the name says ``_deg``),
+Conventions: float columns are written as float64 (the replay audit recomputes the
+online scorer's thresholds from them bit for bit; float32 rounding can flip a threshold);
+SI units (newtons, metres, m/s, radians unless the name says ``_deg``),
 world frame with z up, positions of a body's reference point; a ``*_contact`` flag is
 true when any robot link (fingers, hand, arm) touches the body; ``*_grasped`` is the
 stricter bilateral finger contact with the gripper closed on the body.
