@@ -26,6 +26,8 @@ Feedback weighing (standards ``w10 w20 w50 w100``), for each standard ``{w}``:
   body that rests on the pan), whoever else touches it;
 * ``{w}_contact`` / ``{w}_grasped`` – robot contact / bilateral grasp of the standard;
 * ``{w}_speed`` – linear speed of the standard;
+* optional ``{w}_over_pan`` – the standard is above the pan's footprint (a release there
+  that does not land is a *miss*; a release elsewhere is a put-back);
 * optional ``{w}_x, {w}_y, {w}_z`` – its position (diagnostics only).
 
 Centrifuge loading (tubes ``tube_a tube_b``):
@@ -91,7 +93,8 @@ FAMILY_COLUMNS: dict[str, dict[str, str]] = {
 
 #: columns any family may add; their type is checked when present
 OPTIONAL_COLUMNS: dict[str, dict[str, str]] = {
-    "weighing": {f"{w}_{axis}": "float" for w in WEIGHING_STANDARDS for axis in ("x", "y", "z")},
+    "weighing": {**{f"{w}_{axis}": "float" for w in WEIGHING_STANDARDS for axis in ("x", "y", "z")},
+                 **{f"{w}_over_pan": "bool" for w in WEIGHING_STANDARDS}},
     "centrifuge": {},
     "rack": {},
 }

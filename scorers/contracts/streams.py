@@ -76,6 +76,7 @@ class WeighingStream(_Stream):
         self.press_g = 0.0
         self.sensor_ok = True
         self.speed = 0.0
+        self.over_pan: set[str] | None = None  # None: no {w}_over_pan columns
 
     def set(self, **state: Any) -> WeighingStream:
         for key, value in state.items():
@@ -101,6 +102,8 @@ class WeighingStream(_Stream):
             row[f"{w}_contact"] = w in self.grasped or w in self.contact
             row[f"{w}_grasped"] = w in self.grasped
             row[f"{w}_speed"] = self.speed
+            if self.over_pan is not None:
+                row[f"{w}_over_pan"] = w in self.over_pan
         return row
 
 
