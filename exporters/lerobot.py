@@ -202,9 +202,12 @@ def _write_dataset(datasets: Any, root: Path, repo_id: str, fps: int, features: 
     from lerobot.configs.video import RGBEncoderConfig
 
     has_video = any(f["dtype"] == "video" for f in features.values())
+    # lerobot's streaming encoder drops a frame when its queue stays full for 0.1 s (right
+    # for live cameras, wrong for an export): a queue that holds a whole episode never fills.
+    longest = max(plan.end - plan.start for plan in plans)
     dataset = datasets.LeRobotDataset.create(
         repo_id, fps=fps, features=features, root=root, use_videos=has_video, video_backend="pyav",
-        rgb_encoder=RGBEncoderConfig(vcodec=codec), streaming_encoding=has_video)
+        rgb_encoder=RGBEncoderConfig(vcodec=codec), streaming_encoding=has_video, encoder_queue_maxsize=longest + 2)
     frames = 0
     loaded: tuple[str, str, Demo] | None = None
     try:
