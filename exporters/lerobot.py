@@ -8,9 +8,10 @@ it is imported only inside :func:`export_lerobot`.
 Features (from the runs' ActionSpec and the demo's observation keys):
 
 * ``action``: float32 (A,), A = ActionSpec.dim
-* ``observation.state``: float32, from obs key ``state``
+* ``observation.state``: float32, the obs key ``state``, or else every low-dimensional
+  obs key concatenated in sorted order (``names`` lists where each element came from)
 * ``observation.images.<camera>``: video, from every (H, W, 3) uint8 obs key
-* ``observation.<key>``: float32, any other numeric obs key
+* ``observation.<key>``: float32, other low-dimensional keys when ``state`` exists
 
 Frames where the environment was in control (``control_mask`` false) follow a declared
 rule: ``split`` (default) cuts the demo there, so each stretch of policy control becomes
@@ -67,34 +68,78 @@ def is_camera(shape: tuple[int, ...], dtype: Any) -> bool:
     return len(shape) == 3 and shape[-1] == 3 and np.dtype(dtype) == np.uint8
 
 
-def feature_name(key: str, shape: tuple[int, ...], dtype: Any) -> str:
-    if is_camera(shape, dtype):
-        return f"observation.images.{key}"
-    return "observation.state" if key == "state" else f"observation.{key}"
+@dataclass
+class FeatureMap:
+    """How demo observation keys become LeRobot features.
+
+    ``observation.state`` is the demo's ``state`` key when it has one; otherwise it is the
+    concatenation of every low-dimensional key in sorted order (robomimic-style demos keep
+    ``robot0_eef_pos``, ``robot0_gripper_qpos`` … apart), and its ``names`` say which
+    element came from which key.  Cameras become ``observation.images.<key>`` videos; with
+    an explicit ``state`` key the other low-dimensional keys keep their own
+    ``observation.<key>`` features.
+    """
+
+    cameras: dict[str, str]
+    state_keys: list[str]
+    state_names: list[str]
+    separate: dict[str, str]
+    shapes: dict[str, tuple[int, ...]]
+
+    @classmethod
+    def from_obs(cls, obs: dict[str, tuple[tuple[int, ...], Any]]) -> FeatureMap:
+        cameras: dict[str, str] = {}
+        low_dim: dict[str, tuple[int, ...]] = {}
+        for key, (shape, dtype) in sorted(obs.items()):
+            if is_camera(shape, dtype):
+                cameras[key] = f"observation.images.{key}"
+            elif np.issubdtype(np.dtype(dtype), np.number) or np.dtype(dtype) == np.bool_:
+                low_dim[key] = tuple(shape)
+            else:
+                raise LabrecordError(f"observation {key!r} has dtype {dtype}; only numbers and (H, W, 3) uint8 images export")
+        state_keys = ["state"] if "state" in low_dim else sorted(low_dim)
+        separate = {k: f"observation.{k}" for k in low_dim if k not in state_keys}
+        names = [name for k in state_keys for name in _element_names(k, low_dim[k])]
+        return cls(cameras, state_keys, names, separate, {k: tuple(s) for k, (s, _) in obs.items()})
+
+    def features(self, action_dim: int, env_frames: str) -> dict[str, dict]:
+        features: dict[str, dict] = {"action": {"dtype": "float32", "shape": (action_dim,), "names": None}}
+        if self.state_keys:
+            features["observation.state"] = {"dtype": "float32", "shape": (len(self.state_names),),
+                                             "names": self.state_names}
+        for key, name in self.separate.items():
+            features[name] = {"dtype": "float32", "shape": (int(np.prod(self.shapes[key], dtype=int)),), "names": None}
+        for key, name in self.cameras.items():
+            features[name] = {"dtype": "video", "shape": self.shapes[key], "names": ["height", "width", "channels"]}
+        if env_frames == "keep":
+            features["policy_in_control"] = {"dtype": "bool", "shape": (1,), "names": None}
+        return features
+
+    def state(self, demo: Demo) -> np.ndarray:
+        """(N, S) float32 state rows for a whole demo."""
+        parts = [demo.obs[k].reshape(demo.num_samples, -1) for k in self.state_keys]
+        return np.concatenate(parts, axis=1).astype(np.float32)
+
+
+def _element_names(key: str, shape: tuple[int, ...]) -> list[str]:
+    size = int(np.prod(shape, dtype=int))
+    return [key] if size == 1 else [f"{key}[{i}]" for i in range(size)]
 
 
 def build_features(obs: dict[str, tuple[tuple[int, ...], Any]], action_dim: int, env_frames: str) -> dict[str, dict]:
     """LeRobot feature specs for the shared observation keys and the action."""
-    features: dict[str, dict] = {"action": {"dtype": "float32", "shape": (action_dim,), "names": None}}
-    for key, (shape, dtype) in sorted(obs.items()):
-        name = feature_name(key, shape, dtype)
-        if is_camera(shape, dtype):
-            features[name] = {"dtype": "video", "shape": tuple(shape), "names": ["height", "width", "channels"]}
-        elif np.issubdtype(np.dtype(dtype), np.number) or np.dtype(dtype) == np.bool_:
-            features[name] = {"dtype": "float32", "shape": tuple(shape) or (1,), "names": None}
-        else:
-            raise LabrecordError(f"observation {key!r} has dtype {dtype}; only numbers and (H, W, 3) uint8 images export")
-    if env_frames == "keep":
-        features["policy_in_control"] = {"dtype": "bool", "shape": (1,), "names": None}
-    return features
+    return FeatureMap.from_obs(obs).features(action_dim, env_frames)
 
 
-def task_string(manifest: RunManifest) -> str:
-    """The language task: an explicit instruction if the run has one, else goal and rule."""
+def task_string(manifest: RunManifest, env_args: dict[str, Any] | None = None) -> str:
+    """The language task: the run's instruction (``task.variant.instruction`` or the demo's
+    ``env_args.labrecord.instruction``) if it has one, else built from goal and rule."""
     task = manifest.task
     variant = dict(task.variant)
-    if isinstance(variant.get("instruction"), str):
-        return variant["instruction"]
+    recorded = dict((env_args or {}).get("labrecord") or {})
+    for instruction in (variant.pop("instruction", None), recorded.get("instruction")):
+        if isinstance(instruction, str) and instruction:
+            return instruction
     goal = variant.pop("goal", None)
     rule = variant.pop("rule", None)
     if goal is None and variant:
@@ -142,7 +187,7 @@ def plan_episodes(selection: Selection, env_frames: str) -> list[EpisodePlan]:
     for split in ("train", "valid"):
         for row in (r for r in selection.accepted if r.split == split):
             source = selection.runs[row.run_id]
-            task = task_string(source.manifest)
+            task = task_string(source.manifest, source.env_args)
             if env_frames == "keep":
                 plans.append(EpisodePlan(row, 0, row.num_samples, task))
                 continue
@@ -152,15 +197,17 @@ def plan_episodes(selection: Selection, env_frames: str) -> list[EpisodePlan]:
     return plans
 
 
-def iter_frames(demo: Demo, plan: EpisodePlan, obs: dict[str, tuple[tuple[int, ...], Any]],
-                env_frames: str) -> Iterator[dict[str, Any]]:
+def iter_frames(demo: Demo, plan: EpisodePlan, features: FeatureMap, env_frames: str) -> Iterator[dict[str, Any]]:
     """The ``add_frame`` dicts of one planned episode."""
-    names = {key: feature_name(key, shape, dtype) for key, (shape, dtype) in obs.items()}
+    state = features.state(demo) if features.state_keys else None
     for i in range(plan.start, plan.end):
         frame: dict[str, Any] = {"action": demo.actions[i].astype(np.float32), "task": plan.task}
-        for key, name in names.items():
-            value = demo.obs[key][i]
-            frame[name] = value if name.startswith("observation.images.") else np.atleast_1d(value).astype(np.float32)
+        if state is not None:
+            frame["observation.state"] = state[i]
+        for key, name in features.separate.items():
+            frame[name] = np.ravel(demo.obs[key][i]).astype(np.float32)
+        for key, name in features.cameras.items():
+            frame[name] = demo.obs[key][i]
         if env_frames == "keep":
             frame["policy_in_control"] = np.array([bool(demo.control_mask[i])])
         yield frame
@@ -176,7 +223,8 @@ def export_lerobot(runs_dir: str | os.PathLike[str], out: str | os.PathLike[str]
     out = check_output(out, overwrite)
     selection = select(runs_dir, accept, valid_ratio=valid_ratio, seed=seed)
     obs = check_same_obs(selection)
-    features = build_features(obs, selection.action_spec().dim, env_frames)
+    feature_map = FeatureMap.from_obs(obs)
+    features = feature_map.features(selection.action_spec().dim, env_frames)
     fps = fps_of(selection)
     plans = plan_episodes(selection, env_frames)
     if not plans:
@@ -186,7 +234,8 @@ def export_lerobot(runs_dir: str | os.PathLike[str], out: str | os.PathLike[str]
     tmp = out.with_name(f".{out.name}.tmp")
     shutil.rmtree(tmp, ignore_errors=True)
     try:
-        frames = _write_dataset(datasets, tmp, repo_id, fps, features, selection, plans, obs, env_frames, codec)
+        frames = _write_dataset(datasets, tmp, repo_id, fps, features, selection, plans, feature_map, env_frames,
+                                codec)
         n_train = sum(1 for p in plans if p.row.split == "train")
         _write_metadata(tmp, selection, plans, n_train, accept, valid_ratio, seed, env_frames)
         _move_into_place(tmp, out)
@@ -197,8 +246,7 @@ def export_lerobot(runs_dir: str | os.PathLike[str], out: str | os.PathLike[str]
 
 
 def _write_dataset(datasets: Any, root: Path, repo_id: str, fps: int, features: dict[str, dict], selection: Selection,
-                   plans: list[EpisodePlan], obs: dict[str, tuple[tuple[int, ...], Any]], env_frames: str,
-                   codec: str) -> int:
+                   plans: list[EpisodePlan], feature_map: FeatureMap, env_frames: str, codec: str) -> int:
     from lerobot.configs.video import RGBEncoderConfig
 
     has_video = any(f["dtype"] == "video" for f in features.values())
@@ -215,8 +263,8 @@ def _write_dataset(datasets: Any, root: Path, repo_id: str, fps: int, features: 
             row = plan.row
             if loaded is None or loaded[:2] != (row.run_id, row.demo):
                 with DemoReader(selection.runs[row.run_id].demo_path) as reader:  # type: ignore[arg-type]
-                    loaded = (row.run_id, row.demo, reader.demo(row.demo, keys=list(obs)))  # type: ignore[arg-type]
-            for frame in iter_frames(loaded[2], plan, obs, env_frames):
+                    loaded = (row.run_id, row.demo, reader.demo(row.demo))  # type: ignore[arg-type]
+            for frame in iter_frames(loaded[2], plan, feature_map, env_frames):
                 dataset.add_frame(frame)
             dataset.save_episode()
             frames += plan.end - plan.start

@@ -23,7 +23,10 @@ from labrecord.demo import DemoReader
 from labrecord.errors import LabrecordError
 from labrecord.examples import example_manifest
 from labrecord.exporters.examples import write_demo_runs
-from labrecord.exporters.lerobot import build_features, control_segments, export_lerobot, task_string
+from labrecord.demo import Demo
+from labrecord.exporters.lerobot import (
+    EpisodePlan, FeatureMap, build_features, control_segments, export_lerobot, iter_frames, task_string,
+)
 
 from tests.exporters.conftest import require_reader
 
@@ -175,7 +178,7 @@ def test_features_and_task() -> None:
            "load": ((), np.dtype("float64"))}
     features = build_features(obs, 4, "keep")
     assert features["observation.images.front"]["dtype"] == "video"
-    assert features["observation.state"] == {"dtype": "float32", "shape": (6,), "names": None}
+    assert features["observation.state"] == {"dtype": "float32", "shape": (6,), "names": [f"state[{i}]" for i in range(6)]}
     assert features["observation.load"]["shape"] == (1,)
     assert features["action"]["shape"] == (4,) and "policy_in_control" in features
     assert "policy_in_control" not in build_features(obs, 4, "split")
@@ -184,5 +187,26 @@ def test_features_and_task() -> None:
     manifest = example_manifest()
     manifest.task.variant = {"goal": "180 g", "rule": "exactly one standard", "seed": 3}
     assert task_string(manifest) == "weighing (basic): weighing-basic; goal: 180 g; rule: exactly one standard"
+    assert task_string(manifest, {"labrecord": {"instruction": "weigh out 180 g"}}) == "weigh out 180 g"
     manifest.task.variant = {"instruction": "put 20 g on the pan"}
     assert task_string(manifest) == "put 20 g on the pan"
+
+
+def test_state_composed_from_robomimic_keys() -> None:
+    obs = {"robot0_eef_pos": ((3,), np.dtype("float32")), "robot0_gripper_qpos": ((1,), np.dtype("float32")),
+           "agentview": ((8, 8, 3), np.dtype("uint8"))}
+    features = FeatureMap.from_obs(obs)
+    spec = features.features(4, "split")
+    assert spec["observation.state"]["names"] == ["robot0_eef_pos[0]", "robot0_eef_pos[1]", "robot0_eef_pos[2]",
+                                                  "robot0_gripper_qpos"]
+    assert set(spec) == {"action", "observation.state", "observation.images.agentview"}
+    demo = Demo(name="demo_0", run_id="r", episode=0, success=True, control_hz=10.0, action_units="m",
+                actions=np.zeros((2, 4), dtype=np.float32),
+                obs={"robot0_eef_pos": np.array([[1, 2, 3], [4, 5, 6]], dtype=np.float32),
+                     "robot0_gripper_qpos": np.array([[7], [8]], dtype=np.float32),
+                     "agentview": np.zeros((2, 8, 8, 3), dtype=np.uint8)},
+                next_obs={}, rewards=np.zeros(2), dones=np.zeros(2), control_mask=np.ones(2, dtype=bool),
+                timestamps={}, attrs={})
+    frames = list(iter_frames(demo, EpisodePlan(None, 0, 2, "t"), features, "split"))  # type: ignore[arg-type]
+    np.testing.assert_array_equal(frames[1]["observation.state"], [4, 5, 6, 8])
+    assert frames[0]["observation.images.agentview"].shape == (8, 8, 3) and frames[0]["task"] == "t"
