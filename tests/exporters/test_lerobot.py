@@ -1,10 +1,11 @@
 """Tests for labrecord.exporters.lerobot.
 
 The export itself needs lerobot (Python >= 3.12).  The main test suite runs on 3.11, so the
-end-to-end tests run the interpreter named by ``LABRECORD_LEROBOT_PYTHON`` in a subprocess:
+end-to-end tests run the interpreter named by ``LABRECORD_LEROBOT_PYTHON`` (or the venv that
+scripts/install-lerobot-venv.sh builds) in a subprocess:
 ``labrecord export lerobot`` writes the dataset, ``lerobot_reader.py`` loads it with
 ``lerobot.datasets.LeRobotDataset(repo_id, root=...)`` and the comparison with the source
-runs happens here.  Without the variable the tests skip locally and fail when CI=true.
+runs happens here.  Without such an interpreter the tests skip locally and fail when CI=true.
 """
 from __future__ import annotations
 
@@ -16,6 +17,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+
+import labrecord
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -36,9 +39,23 @@ VIDEO_TOLERANCE = 6.0
 
 
 def lerobot_python() -> str:
+    """``LABRECORD_LEROBOT_PYTHON``, else the venv scripts/install-lerobot-venv.sh builds
+    (``$LABRECORD_LEROBOT_VENV`` or ``~/.cache/labrecord/lerobot-venv``)."""
     python = os.environ.get("LABRECORD_LEROBOT_PYTHON", "")
-    require_reader(bool(python), "LABRECORD_LEROBOT_PYTHON (a Python 3.12 with lerobot[dataset] and labrecord)",
-                   "set LABRECORD_LEROBOT_PYTHON=/path/to/venv/bin/python")
+    if not python:
+        venv = os.environ.get("LABRECORD_LEROBOT_VENV") or str(Path.home() / ".cache/labrecord/lerobot-venv")
+        candidate = Path(venv) / "bin" / "python"
+        python = str(candidate) if candidate.exists() else ""
+    require_reader(bool(python), "a Python 3.12 with lerobot[dataset] and labrecord",
+                   "set LABRECORD_LEROBOT_PYTHON=/path/to/venv/bin/python or run scripts/install-lerobot-venv.sh")
+    # the subprocess must export with this checkout's code, not another installed labrecord
+    found = subprocess.run([python, "-c", "import labrecord.exporters.lerobot, labrecord; print(labrecord.__file__)"],
+                           capture_output=True, text=True, timeout=120)
+    here = str(Path(labrecord.__file__).resolve())
+    has = found.stdout.strip() or (found.stderr.strip().splitlines() or ["nothing"])[-1]
+    require_reader(found.returncode == 0 and str(Path(found.stdout.strip()).resolve()) == here,
+                   f"{python} with this checkout's labrecord (it has: {has})",
+                   f"{python} -m pip install -e {Path(here).parents[1]}")
     return python
 
 
