@@ -32,7 +32,7 @@ CREATE TABLE IF NOT EXISTS rxn_reactions (
     system VARCHAR NOT NULL, figure_id VARCHAR NOT NULL, reaction_index INTEGER NOT NULL,
     reaction_id VARCHAR, step INTEGER, n_reactants INTEGER, n_products INTEGER,
     n_conditions INTEGER, yield VARCHAR, selectivity VARCHAR, outcome VARCHAR,
-    identifiers VARCHAR[]);
+    identifiers VARCHAR[], condition_roles VARCHAR[]);
 CREATE TABLE IF NOT EXISTS rxn_molecules (
     system VARCHAR NOT NULL, figure_id VARCHAR NOT NULL, reaction_index INTEGER NOT NULL,
     role VARCHAR NOT NULL, position INTEGER NOT NULL, smiles VARCHAR NOT NULL,
@@ -65,6 +65,7 @@ COLUMN_COMMENTS: dict[str, dict[str, str]] = {
         "n_conditions": "condition entries listed", "yield": "reported yield as written",
         "selectivity": "reported selectivity (ee, dr, er …) as written", "outcome": "reported outcome",
         "identifiers": "printed compound or entry identifiers",
+        "condition_roles": "lower-cased roles of the reaction's conditions (reagent, catalyst, solvent …)",
     },
     "rxn_molecules": {
         "system": "extraction system name", "figure_id": "figure id",
@@ -116,7 +117,8 @@ def _reaction_rows(docs: Sequence[FigureDocument]) -> tuple[dict[str, list[Any]]
     for doc in docs:
         for index, rxn in enumerate(doc.reactions):
             values = (doc.system, doc.figure_id, index, rxn.id, rxn.step, len(rxn.reactants), len(rxn.products),
-                      len(rxn.conditions), rxn.yield_, rxn.selectivity, rxn.outcome, list(rxn.identifiers))
+                      len(rxn.conditions), rxn.yield_, rxn.selectivity, rxn.outcome, list(rxn.identifiers),
+                      [c.role.lower() for c in rxn.conditions])
             for name, value in zip(reactions, values):
                 reactions[name].append(value)
             for role, mols in (("reactant", rxn.reactants), ("product", rxn.products)):

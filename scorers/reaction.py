@@ -312,3 +312,67 @@ def counts_as_dicts(counts: Sequence[FigureCounts]) -> list[dict[str, Any]]:
 
 
 Canonicalizer = Callable[[str], CanonicalLike]
+
+
+def score_paths(gold: str, preds: Sequence[str], *, db: str | None = None,
+                by: str | None = None) -> dict[str, dict[str, Any]]:
+    """``{system: summary}`` for ``labrecord rxn score``.
+
+    ``gold`` and each of ``preds`` is a file or folder of documents (read by the
+    ``labrecord.chemdata`` adapters and ingested into ``db``, in memory when None) or, with
+    ``db``, the name of a system already stored there.  More than one prediction system
+    needs ``by="system"``; ``by="layout"`` adds per-layout groups to each summary.
+    """
+    from labrecord.chemdata.store import connect
+
+    con = connect(db)
+    try:
+        gold_name = _resolve_gold(con, gold, db)
+        systems: dict[str, bool] = {}
+        for pred in preds:
+            systems.update(_resolve_pred(con, pred, db))
+        if len(systems) > 1 and by != "system":
+            raise LabrecordError(f"predictions hold {len(systems)} systems ({', '.join(sorted(systems))}); "
+                                 "pass --by system or name one system")
+        layout = "layout" if by == "layout" else None
+        return {name: score_db(con, gold_name, name, by=layout, allow_empty=empty)
+                for name, empty in sorted(systems.items())}
+    finally:
+        con.close()
+
+
+def _resolve_gold(con: Any, gold: str, db: str | None) -> str:
+    from pathlib import Path
+
+    from labrecord.chemdata.adapters import load_documents
+    from labrecord.chemdata.store import ingest_documents
+
+    if Path(gold).exists():
+        docs = load_documents(gold, gold=True)
+        names = sorted({d.system for d in docs})
+        if len(names) != 1:
+            raise LabrecordError(f"{gold}: gold documents name {len(names)} systems ({', '.join(names) or 'none'}); expected one")
+        ingest_documents(con, docs, gold=True)
+        return names[0]
+    if db is None:
+        raise LabrecordError(f"{gold}: no such file or folder (a gold set name needs --db)")
+    return gold
+
+
+def _resolve_pred(con: Any, pred: str, db: str | None) -> dict[str, bool]:
+    """``{system name: has no documents}`` for one ``--pred`` value."""
+    from pathlib import Path
+
+    from labrecord.chemdata.adapters import load_documents
+    from labrecord.chemdata.store import ingest_documents
+
+    path = Path(pred)
+    if path.exists():
+        docs = load_documents(pred)
+        if not docs:
+            return {path.stem if path.is_file() else path.name: True}
+        ingest_documents(con, docs, gold=False)
+        return {name: False for name in {d.system for d in docs}}
+    if db is None:
+        raise LabrecordError(f"{pred}: no such file or folder (a system name needs --db)")
+    return {pred: False}
