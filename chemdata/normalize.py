@@ -10,10 +10,11 @@ this order:
    ``wildcard`` — any ``*`` (``*``, ``[1*]``, ``[*:1]``);
    ``extended_smiles`` — MolParser E-SMILES extension tags (``<sep>``, ``<a>``, ``<r>``, ``<c>``);
    ``cxsmiles`` — a ``|…|`` extension block or any inner whitespace (labels, coordinates);
-   ``placeholder`` — an R-group label outside brackets (``R``, ``X``), or a bracket atom whose
-   symbol is not an element (``[R1]``, ``[R']``, ``[X]``, ``[Het]``) or is an element that in
-   a reaction figure is a substituent label, not the element: ``PLACEHOLDER_ELEMENTS``
-   (``[Ar]`` aryl, ``[Rf]`` perfluoroalkyl, and the synthetic superheavy elements).
+   ``placeholder`` — an R-group label outside brackets (``R``, ``X``); a bracket whose text is
+   not a bracket atom or whose symbol is not an element (``[R1]``, ``[R']``, ``[X]``,
+   ``[Het]``); or a bracket atom of an element that in a reaction figure is a substituent
+   label, not the element: ``PLACEHOLDER_ELEMENTS`` (``[Ar]`` aryl, ``[Rf]`` perfluoroalkyl,
+   and the synthetic superheavy elements).
 3. RDKit parses without sanitizing; a failure is ``malformed: unparsable``.  Sanitization
    failures are ``malformed: hypervalent`` (valence check) or ``malformed: sanitization``
    (aromaticity/kekulization and the rest).  A molecule with no atoms is ``malformed: empty``.
@@ -64,7 +65,8 @@ Lr Rf Db Sg Bh Hs Mt Ds Rg Cn Nh Fl Mc Lv Ts Og
 """.split())
 _AROMATIC = frozenset({"b", "c", "n", "o", "p", "s", "se", "te", "as", "si"})
 _BRACKET = re.compile(r"\[([^\[\]]*)\]")
-_BRACKET_SYMBOL = re.compile(r"^\d*([A-Z][a-z]?|[a-z]{1,2})")
+#: a whole bracket atom: isotope, symbol, chirality, H count, charge, map number
+_BRACKET_ATOM = re.compile(r"^\d*([A-Z][a-z]?|[a-z]{1,2})(?:@(?:@|[A-Z]{2}\d{1,2})?)?(?:H\d*)?(?:[+-]+\d*)?(?::\d+)?$")
 _ESMILES_TAG = re.compile(r"<(?:sep|a|r|c|dum)>")
 
 
@@ -107,7 +109,7 @@ def unmatchable_reason(smiles: str) -> str | None:
     if "R" in outside or "X" in outside:
         return "placeholder"
     for content in _BRACKET.findall(smiles):
-        match = _BRACKET_SYMBOL.match(content)
+        match = _BRACKET_ATOM.match(content)
         if match is None:
             return "placeholder"
         symbol = match.group(1)

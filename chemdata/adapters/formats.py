@@ -68,6 +68,10 @@ def from_native(obj: dict[str, Any], figure_id: str, system: str) -> FigureDocum
     except msgspec.ValidationError as error:
         raise ConversionError(f"not a valid {RXN_SCHEMA} document: {error}") from error
     replace: dict[str, Any] = {}
+    unknown = {k: v for k, v in obj.items() if k not in FigureDocument.__struct_encode_fields__}
+    if unknown:
+        # keep fields this version does not know, so a read-write round trip loses nothing
+        replace["extra"] = {**doc.extra, **unknown}
     if not doc.system and system:
         replace["system"] = system
     return msgspec.structs.replace(doc, **replace) if replace else doc
