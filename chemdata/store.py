@@ -215,8 +215,9 @@ def _delete_existing(con: Any, keys: list[tuple[str, str]], replace: bool) -> No
 
     con.register("_rxn_keys", pa.table({"system": [k[0] for k in keys], "figure_id": [k[1] for k in keys]}))
     try:
-        clash = con.execute("SELECT f.system, f.figure_id FROM rxn_figures f JOIN _rxn_keys k "
-                            "USING (system, figure_id) LIMIT 1").fetchone()
+        rows = con.execute("SELECT f.system, f.figure_id FROM rxn_figures f JOIN _rxn_keys k "
+                           "USING (system, figure_id) LIMIT 1").fetchall()
+        clash = rows[0] if rows else None
         if clash is None:
             return
         if not replace:

@@ -187,7 +187,7 @@ def figure_counts(con: Any, gold: str, pred: str, *, allow_empty: bool = False) 
 
 
 def _require_system(con: Any, system: str) -> None:
-    found = con.execute("SELECT count(*) FROM rxn_figures WHERE system = ?", [system]).fetchone()[0]
+    found = con.execute("SELECT count(*) FROM rxn_figures WHERE system = ?", [system]).fetchall()[0][0]
     if not found:
         names = [r[0] for r in con.execute("SELECT DISTINCT system FROM rxn_figures ORDER BY 1").fetchall()]
         raise LabrecordError(f"no figures of system {system!r} in the corpus (systems: {', '.join(names) or 'none'})")
