@@ -314,14 +314,23 @@ def counts_as_dicts(counts: Sequence[FigureCounts]) -> list[dict[str, Any]]:
 Canonicalizer = Callable[[str], CanonicalLike]
 
 
-def score_paths(gold: str, preds: Sequence[str], *, db: str | None = None,
-                by: str | None = None) -> dict[str, dict[str, Any]]:
+def extra_figures(con: Any, gold: str, pred: str) -> list[str]:
+    """Figures system ``pred`` produced that are not in the gold manifest (never scored)."""
+    return [r[0] for r in con.execute(
+        "SELECT figure_id FROM rxn_figures WHERE system = ? EXCEPT SELECT figure_id FROM rxn_figures WHERE system = ? "
+        "ORDER BY 1", [pred, gold]).fetchall()]
+
+
+def score_paths(gold: str, preds: Sequence[str], *, db: str | None = None, by: str | None = None,
+                warn: Callable[[str], None] | None = None) -> dict[str, dict[str, Any]]:
     """``{system: summary}`` for ``labrecord rxn score``.
 
     ``gold`` and each of ``preds`` is a file or folder of documents (read by the
     ``labrecord.chemdata`` adapters and ingested into ``db``, in memory when None) or, with
     ``db``, the name of a system already stored there.  More than one prediction system
     needs ``by="system"``; ``by="layout"`` adds per-layout groups to each summary.
+    ``warn`` receives a line for each system with figures outside the gold manifest
+    (usually a figure-id mismatch; those figures are not scored).
     """
     from labrecord.chemdata.store import connect
 
@@ -335,8 +344,14 @@ def score_paths(gold: str, preds: Sequence[str], *, db: str | None = None,
             raise LabrecordError(f"predictions hold {len(systems)} systems ({', '.join(sorted(systems))}); "
                                  "pass --by system or name one system")
         layout = "layout" if by == "layout" else None
-        return {name: score_db(con, gold_name, name, by=layout, allow_empty=empty)
-                for name, empty in sorted(systems.items())}
+        results = {name: score_db(con, gold_name, name, by=layout, allow_empty=empty)
+                   for name, empty in sorted(systems.items())}
+        for name in results:
+            extra = extra_figures(con, gold_name, name)
+            if extra and warn is not None:
+                shown = ", ".join(extra[:5]) + (" …" if len(extra) > 5 else "")
+                warn(f"{name}: {len(extra)} figure(s) not in the gold manifest were not scored: {shown}")
+        return results
     finally:
         con.close()
 

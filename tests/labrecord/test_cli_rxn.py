@@ -83,6 +83,13 @@ def test_bad_input_is_one_error_line(capsys, corpus: Path) -> None:
     assert code == 1 and "bad.json: gold document cannot be read" in err
 
 
+def test_figures_outside_the_manifest_are_reported(capsys, corpus: Path) -> None:
+    (corpus / "pred" / "f9.json").write_text(json.dumps({"reactions": []}))
+    code, out, err = run(capsys, "rxn", "score", "--gold", str(corpus / "gold"), "--pred", str(corpus / "pred"), "--json")
+    assert code == 0 and json.loads(out)["figures"] == 2
+    assert "warning: pred: 1 figure(s) not in the gold manifest were not scored: f9" in err
+
+
 def test_stats_json(capsys, corpus: Path) -> None:
     code, out, _ = run(capsys, "rxn", "stats", str(corpus / "pred"), "--json")
     stats = json.loads(out)["pred"]
