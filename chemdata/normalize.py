@@ -67,6 +67,7 @@ _AROMATIC = frozenset({"b", "c", "n", "o", "p", "s", "se", "te", "as", "si"})
 _BRACKET = re.compile(r"\[([^\[\]]*)\]")
 #: a whole bracket atom: isotope, symbol, chirality, H count, charge, map number
 _BRACKET_ATOM = re.compile(r"^\d*([A-Z][a-z]?|[a-z]{1,2})(?:@(?:@|[A-Z]{2}\d{1,2})?)?(?:H\d*)?(?:[+-]+\d*)?(?::\d+)?$")
+_SPACE = re.compile(r"\s")
 _ESMILES_TAG = re.compile(r"<(?:sep|a|r|c|dum)>")
 
 
@@ -103,7 +104,7 @@ def unmatchable_reason(smiles: str) -> str | None:
         return "wildcard"
     if _ESMILES_TAG.search(smiles):
         return "extended_smiles"
-    if "|" in smiles or any(ch.isspace() for ch in smiles):
+    if "|" in smiles or _SPACE.search(smiles):
         return "cxsmiles"
     outside = _BRACKET.sub("", smiles)
     if "R" in outside or "X" in outside:
@@ -154,12 +155,13 @@ def _is_counter_ion(component: Any) -> bool:
     return atom.GetSymbol() in COUNTER_ION_METALS and atom.GetFormalCharge() > 0
 
 
-def _components(mol: Any) -> list[Any]:
-    """Rules 4-6: folded, split, counter-ions dropped."""
+def _components(mol: Any, mapped: bool) -> list[Any]:
+    """Rules 4-6: folded, split, counter-ions dropped (``mapped``: the text has atom maps)."""
     from rdkit import Chem
 
-    for atom in mol.GetAtoms():
-        atom.SetAtomMapNum(0)
+    if mapped:  # walking atoms from Python is slow; only strings with a ':' carry maps
+        for atom in mol.GetAtoms():
+            atom.SetAtomMapNum(0)
     mol = Chem.RemoveHs(mol)
     parts = list(Chem.GetMolFrags(mol, asMols=True, sanitizeFrags=False))
     kept = [part for part in parts if not _is_counter_ion(part)]
@@ -189,7 +191,7 @@ def canonicalize(smiles: str) -> Canonical:
     if mol is None:
         return _failed(reason or "unparsable")
     try:
-        pairs = sorted(_component_keys(part) for part in _components(mol))
+        pairs = sorted(_component_keys(part) for part in _components(mol, ":" in text))
     except Exception:  # RDKit raises its own types (e.g. on odd valences after RemoveHs)
         return _failed("sanitization")
     return Canonical(tuple(s for s, _ in pairs), tuple(sorted(b for _, b in pairs)))

@@ -102,18 +102,18 @@ WITH gold_fig AS (
     SELECT figure_id, layout FROM rxn_figures WHERE system = $gold),
 pred_fig AS (
     SELECT figure_id, status FROM rxn_figures WHERE system = $pred),
-occ AS (  -- one row per reactant/product component occurrence; NULL keys never match
+occ AS MATERIALIZED (  -- one row per reactant/product component occurrence; NULL keys never match
     SELECT m.system, m.figure_id, m.reaction_index, m.role,
            unnest(CASE WHEN s.reason IS NULL THEN s.strict ELSE [NULL] END) AS k_strict,
            unnest(CASE WHEN s.reason IS NULL THEN s.nonstereo ELSE [NULL] END) AS k_nonstereo
     FROM rxn_molecules m JOIN rxn_smiles s USING (smiles)
     WHERE m.system IN ($gold, $pred) AND m.role IN ('reactant', 'product')),
-sig AS (
+sig AS MATERIALIZED (
     SELECT r.system, r.figure_id, r.reaction_index,
            CASE WHEN count(o.role) = 0 OR bool_or(o.k_strict IS NULL) THEN NULL
-                ELSE string_agg(o.role || ':' || o.k_strict, ' ' ORDER BY o.role || ':' || o.k_strict) END AS s_strict,
+                ELSE array_to_string(list_sort(list(o.role || ':' || o.k_strict)), ' ') END AS s_strict,
            CASE WHEN count(o.role) = 0 OR bool_or(o.k_nonstereo IS NULL) THEN NULL
-                ELSE string_agg(o.role || ':' || o.k_nonstereo, ' ' ORDER BY o.role || ':' || o.k_nonstereo) END AS s_nonstereo
+                ELSE array_to_string(list_sort(list(o.role || ':' || o.k_nonstereo)), ' ') END AS s_nonstereo
     FROM rxn_reactions r LEFT JOIN occ o USING (system, figure_id, reaction_index)
     WHERE r.system IN ($gold, $pred)
     GROUP BY r.system, r.figure_id, r.reaction_index),

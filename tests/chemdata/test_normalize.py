@@ -87,3 +87,19 @@ def test_any_string_gives_a_form_or_a_reason_never_an_exception(text: str) -> No
     form = canonicalize(text)
     assert (form.reason is None) == bool(form.strict)
     assert len(form.strict) == len(form.nonstereo)
+
+
+def test_stereo_marks_on_non_stereogenic_atoms_are_ignored() -> None:
+    assert canonicalize("C[C@H](C)C") == canonicalize("CC(C)C")
+    assert canonicalize("C/C=C(/C)C") == canonicalize("CC=C(C)C")
+    assert canonicalize("[H][C@@](C)(N)O") == canonicalize("C[C@H](N)O")
+
+
+def test_importing_the_wing_does_not_import_rdkit() -> None:
+    import subprocess
+    import sys
+
+    code = ("import sys, labrecord, labrecord.chemdata, labrecord.chemdata.adapters, labrecord.chemdata.store, "
+            "labrecord.scorers.reaction, labrecord.models.rxn; print('rdkit' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "False"
