@@ -374,7 +374,7 @@ def _check_file(file: Path, report: Report) -> None:
     for line, raw in chunks:
         try:
             obj = json.loads(raw, parse_constant=_reject_constant)
-        except (ValueError, UnicodeDecodeError) as error:
-            report.error(str(file), line, "", f"not JSON: {error}")
+        except (ValueError, UnicodeDecodeError, RecursionError) as error:
+            report.error(str(file), line, "", f"not JSON: {error or 'nested too deeply'}")
             continue
         check_judge(obj, report, str(file), line)

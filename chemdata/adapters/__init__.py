@@ -53,6 +53,8 @@ def _parse(where: str, raw: bytes) -> tuple[str, Any, str | None]:
         return where, json.loads(raw), None
     except (json.JSONDecodeError, UnicodeDecodeError) as error:
         return where, None, f"not JSON: {error}"
+    except RecursionError:
+        return where, None, "not JSON: nested too deeply"
 
 
 def load_documents(path: str | os.PathLike[str], *, system: str | None = None, gold: bool = False) -> list[FigureDocument]:
@@ -90,12 +92,16 @@ def _document(where: str, obj: Any, error: str | None, fallback: str, system: st
     if error is None:
         try:
             doc = convert(obj, figure_id, name)
+        except ConversionError as exc:
+            error = str(exc)
+        else:
+            if gold and doc.status != "ok":
+                raise LabrecordError(f"{where}: gold document for figure {doc.figure_id!r} has status {doc.status!r}; "
+                                     "a reference must be a finished annotation")
             replace: dict[str, Any] = {"source": where}
             if system:
                 replace["system"] = system
             return msgspec.structs.replace(doc, **replace)
-        except ConversionError as exc:
-            error = str(exc)
     if gold:
         raise LabrecordError(f"{where}: gold document cannot be read: {error}")
     return FigureDocument(figure_id=figure_id, system=name, status="malformed", error=error, source=where)

@@ -95,6 +95,17 @@ def test_unconvertible_gold_is_refused_with_the_file_name(tmp_path: Path) -> Non
         load_documents(tmp_path / "g.json", gold=True)
 
 
+def test_hostile_nesting_is_a_malformed_prediction(tmp_path: Path) -> None:
+    (tmp_path / "deep.json").write_text("[" * 100_000 + "]" * 100_000)
+    (doc,) = load_documents(tmp_path / "deep.json")
+    assert doc.status == "malformed" and "nested too deeply" in doc.error
+
+
+def test_gold_must_be_a_finished_annotation(tmp_path: Path) -> None:
+    with pytest.raises(LabrecordError, match="has status 'timeout'"):
+        load_documents(write(tmp_path / "g.json", {"answer": None, "status": "timeout"}), gold=True)
+
+
 def test_odd_molecule_entries_become_malformed_molecules_not_dropped() -> None:
     doc = convert({"reactions": [{"reactants": [42, {"smiles": None}], "products": "CCO"}, "junk"]}, "f", "s")
     assert [m.smiles for m in doc.reactions[0].reactants] == ["", ""]
