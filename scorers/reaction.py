@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 from labrecord.errors import LabrecordError
@@ -306,12 +306,6 @@ def score_documents(gold: Sequence[Any], pred: Sequence[Any], *, by: str | None 
     pred_name = next(iter(pred_names), f"{gold_name}~no-predictions")
     return score_db(con, gold_name, pred_name, by=by, allow_empty=not pred)
 
-
-def counts_as_dicts(counts: Sequence[FigureCounts]) -> list[dict[str, Any]]:
-    return [asdict(c) for c in counts]
-
-
-Canonicalizer = Callable[[str], CanonicalLike]
 
 
 def extra_figures(con: Any, gold: str, pred: str) -> list[str]:

@@ -101,6 +101,13 @@ def test_hostile_nesting_is_a_malformed_prediction(tmp_path: Path) -> None:
     assert doc.status == "malformed" and "nested too deeply" in doc.error
 
 
+def test_gold_documents_share_one_name(tmp_path: Path) -> None:
+    write(tmp_path / "a.json", {"schema": "labrecord.rxn/1", "figure_id": "a", "system": "annotator-1"})
+    write(tmp_path / "b.json", {"system": "annotator-2", "selected_examples": []})
+    assert {d.system for d in load_documents(tmp_path, gold=True)} == {"gold"}
+    assert {d.system for d in load_documents(tmp_path, gold=True, system="bench-v1")} == {"bench-v1"}
+
+
 def test_gold_must_be_a_finished_annotation(tmp_path: Path) -> None:
     with pytest.raises(LabrecordError, match="has status 'timeout'"):
         load_documents(write(tmp_path / "g.json", {"answer": None, "status": "timeout"}), gold=True)
