@@ -237,6 +237,10 @@ def connect(path: str | None = None) -> Any:
     """A DuckDB connection (in memory when ``path`` is None) with the reaction tables."""
     import duckdb
 
-    con = duckdb.connect(path or ":memory:")
+    try:
+        con = duckdb.connect(path or ":memory:")
+    except duckdb.Error as error:  # locked by another process, not a DuckDB file, …
+        first_line = str(error).splitlines()[0] if str(error) else type(error).__name__
+        raise LabrecordError(f"{path}: cannot open the corpus: {first_line}") from error
     create_tables(con)
     return con

@@ -53,3 +53,9 @@ def test_existing_figure_refused_without_replace() -> None:
     ingest_documents(con, [figure("a", [])])
     with pytest.raises(LabrecordError, match="already in the corpus"):
         ingest_documents(con, [figure("a", [])], replace=False)
+
+
+def test_a_file_that_is_not_a_corpus_is_one_error(tmp_path: Path) -> None:
+    (tmp_path / "x.duckdb").write_text("not a database")
+    with pytest.raises(LabrecordError, match="x.duckdb: cannot open the corpus"):
+        connect(str(tmp_path / "x.duckdb"))
