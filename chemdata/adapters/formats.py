@@ -154,4 +154,4 @@ def convert(obj: Any, figure_id: str, system: str) -> FigureDocument:
     return CONVERTERS[fmt](obj, figure_id, system)
 
 
-__all__ = ["CONVERTERS", "ConversionError", "convert", "detect", "conditions", "molecules"]
+__all__ = ["CONVERTERS", "ConversionError", "convert", "detect"]
