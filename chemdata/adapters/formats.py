@@ -23,9 +23,7 @@ from typing import Any
 
 import msgspec
 
-from labrecord.chemdata.adapters.common import (
-    ConversionError, conditions, document_figure_id, molecules, reactions, templates,
-)
+from labrecord.chemdata.adapters.common import ConversionError, document_figure_id, reactions, templates
 from labrecord.models.rxn import RXN_SCHEMA, FigureDocument, Reaction, Timing
 
 #: wrapper status words that mean the run did not finish
