@@ -9,6 +9,7 @@ import msgspec
 
 from labrecord.fileio import atomic_write_bytes, dumps_pretty
 from labrecord.models import Event, FinalScores, ObservationReceipt, OnlineScore, PopulationEntry, RunManifest
+from labrecord.models.rxn import FigureDocument
 
 #: file stem -> (model, title); a wing's models are added here when they join the core
 SCHEMA_MODELS: dict[str, tuple[Any, str]] = {
@@ -18,6 +19,7 @@ SCHEMA_MODELS: dict[str, tuple[Any, str]] = {
     "online_score": (OnlineScore, "labrecord.run/1 online_scores.jsonl line"),
     "scores": (FinalScores, "labrecord.run/1 scores.json"),
     "population": (PopulationEntry, "labrecord.run/1 populations/<name>.jsonl line"),
+    "rxn": (FigureDocument, "labrecord.rxn/1 figure document"),
 }
 
 
