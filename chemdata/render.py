@@ -30,7 +30,8 @@ from typing import Any
 
 from labrecord.chemdata import rgroup
 from labrecord.errors import LabrecordError
-from labrecord.fileio import atomic_write_bytes, dumps_pretty
+from labrecord.chemdata.extract.records import write_document
+from labrecord.fileio import atomic_write_bytes
 
 FONT_CANDIDATES = ("/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf",
                    "/usr/share/fonts/truetype/liberation/LiberationSans-Regular.ttf")
@@ -322,6 +323,6 @@ def render(reactions_file: str | os.PathLike[str], out_dir: str | os.PathLike[st
         image.save(buffer, format="PNG")
         png = out / f"{spec.figure_id}.png"
         atomic_write_bytes(png, buffer.getvalue())
-        atomic_write_bytes(out / f"{spec.figure_id}.json", dumps_pretty(document))
+        write_document(out / f"{spec.figure_id}.json", document)
         written.append(png)
     return written

@@ -13,7 +13,9 @@ Per figure (:func:`extract_figure`, a pure function of the image and the config)
 Tool errors and timeouts end the figure with status ``failed``/``timeout`` and a reason;
 an unexpected exception does the same (with its traceback in the trajectory).  No
 figure is ever dropped: each gets ``<out>/<figure_id>.json`` and its trajectory
-``<out>/trajectories/<figure_id>.jsonl``; ``<out>/trajectories/summary.json`` counts
+``<out>/trajectories/<figure_id>.ndjson`` (one JSON event per line; the ``.ndjson``
+suffix keeps record readers, which take every ``.json``/``.jsonl`` under a folder, from
+mistaking it for a prediction); ``<out>/trajectories/summary.ndjson`` (one line) counts
 statuses and failures per stage.  Executors: in-process (``workers=1``), a process pool
 (``workers=N``) or Ray (``executor="ray"``); all call the same function, so the records
 agree.
@@ -32,12 +34,15 @@ from pathlib import Path
 from typing import Any
 
 from labrecord.chemdata.extract import associate, assemble, endpoint, layout, osra, tesseract
+from labrecord.chemdata.extract.records import document_json, write_document
 from labrecord.chemdata.extract.trajectory import BudgetExceeded, ToolFailed, Trajectory
 from labrecord.errors import LabrecordError
-from labrecord.fileio import atomic_write_bytes, dumps_pretty
+from labrecord.fileio import atomic_write_bytes, dumps
 
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".tif", ".tiff", ".gif", ".bmp")
 TRAJECTORY_DIR = "trajectories"
+TRAJECTORY_SUFFIX = ".ndjson"
+SUMMARY_NAME = "summary.ndjson"
 CROP_MARGIN = 30
 
 
@@ -194,19 +199,17 @@ def _config_json(config: ExtractConfig) -> dict[str, Any]:
 def _document(figure_id: str, path: Path, config: ExtractConfig, status: str, error: str | None, stage: str | None,
               reactions: list[Any], templates: list[Any], timing: dict[str, float], state: dict[str, Any],
               trajectory: Trajectory) -> dict[str, Any]:
-    import msgspec
-
     from labrecord.models.rxn import FigureDocument, Timing
 
     extra: dict[str, Any] = {"readings": state["readings"], "failures": state["failures"],
-                             "plan_source": state["plan_source"], "trajectory": f"{TRAJECTORY_DIR}/{figure_id}.jsonl"}
+                             "plan_source": state["plan_source"], "trajectory": f"{TRAJECTORY_DIR}/{figure_id}{TRAJECTORY_SUFFIX}"}
     if stage and status != "ok":
         extra["failed_stage"] = stage
     document = FigureDocument(figure_id=figure_id, system=config.system, status=status, error=error,  # type: ignore[arg-type]
                               reactions=reactions if status == "ok" else [], templates=templates if status == "ok" else [],
                               timing=Timing(wall_s=round(trajectory.elapsed(), 6), timeout_s=config.budget_s, steps=timing),
                               source=path.name, extra=extra)
-    return msgspec.to_builtins(document)
+    return document_json(document)
 
 
 # --------------------------------------------------------------------------- many figures
@@ -263,14 +266,14 @@ def run_extraction(figures_dir: str | os.PathLike[str], out_dir: str | os.PathLi
         raise LabrecordError(f"unknown executor {executor!r} (local or ray)")
     documents: dict[str, dict[str, Any]] = {}
     for result in results:
-        atomic_write_bytes(out / f"{result.figure_id}.json", dumps_pretty(result.document))
+        write_document(out / f"{result.figure_id}.json", result.document)
         trajectory = Trajectory(result.figure_id, config.budget_s, events=result.events)
-        trajectory.write(out / TRAJECTORY_DIR / f"{result.figure_id}.jsonl")
+        trajectory.write(out / TRAJECTORY_DIR / f"{result.figure_id}{TRAJECTORY_SUFFIX}")
         documents[result.figure_id] = result.document
         if on_figure:
             on_figure(result)
     summary = summarize(documents, config, executor, workers)
-    atomic_write_bytes(out / TRAJECTORY_DIR / "summary.json", dumps_pretty(summary))
+    atomic_write_bytes(out / TRAJECTORY_DIR / SUMMARY_NAME, dumps(summary) + b"\n")
     return summary
 
 

@@ -1,6 +1,6 @@
 """The trajectory of one figure's extraction: every input, tool call and model message.
 
-A trajectory is a list of JSON-able events, written as ``trajectories/<figure_id>.jsonl``
+A trajectory is a list of JSON-able events, written as ``trajectories/<figure_id>.ndjson``
 beside the records.  Each event has ``seq`` (0, 1, …), ``t`` (seconds since the figure
 started), ``kind`` (input | tool_call | model_message | failure | result) and its fields.
 Tool calls carry ``tool``, ``args``, ``output``, ``elapsed_s`` and ``status`` (ok | error |
