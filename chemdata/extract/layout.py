@@ -4,7 +4,8 @@ The figure is binarized (grey < 128 is ink), cut into horizontal *bands* at runs
 least ``band_gap`` blank rows, and each band into *segments* at runs of at least
 ``column_gap`` blank columns.  A segment is then classified by shape:
 
-* ``arrow`` — short (ink height ≤ 24 px), wide (≥ 60 px) and mostly one horizontal line;
+* ``arrow`` — short (ink height ≤ 24 px), wide (≥ 60 px), one row of ink spanning ≥ 80 % of
+  the width while the block is less than half ink or at most 6 px tall (a bare line);
 * ``plus`` — small (both sides ≤ 40 px), its middle row and middle column mostly ink;
 * ``text`` — overlapped by a tesseract line and no taller than 40 px;
 * ``structure`` — everything else, a candidate for an osra crop.
@@ -72,7 +73,7 @@ def segment(image: Any, text_lines: list[TextLine], band_gap: int = 20, column_g
 
 def _classify(block: Any, box: Box, text_lines: list[TextLine]) -> str:
     height, width = block.shape
-    if height <= 24 and width >= 60 and block.any(axis=0).mean() > 0.9:
+    if height <= 24 and width >= 60 and block.mean(axis=1).max() > 0.8 and (block.mean() < 0.5 or height <= 6):
         return "arrow"
     if height <= 40 and width <= 40 and block[height // 2].mean() > 0.6 and block[:, width // 2].mean() > 0.6 \
             and block.mean() < 0.5:
