@@ -1,6 +1,8 @@
 """Tests for chemdata/extract/runner.py and ``labrecord rxn extract``/``render`` end to end."""
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import shutil
 from pathlib import Path
@@ -39,16 +41,18 @@ def baseline(rendered: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     if shutil.which("osra") is None or shutil.which("tesseract") is None:
         pytest.skip("needs osra and tesseract-ocr")
     out = tmp_path_factory.mktemp("baseline")
-    run_extraction(rendered, out, ExtractConfig())
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed), pytest.raises(SystemExit) as exited:
+        main(["rxn", "extract", str(rendered), "--out", str(out), "--workers", "1", "--json"])
+    assert exited.value.code == 0
+    (out / "printed-summary.txt").write_text(printed.getvalue())
     return out
 
 
 @needs_tools
-def test_render_extract_score_end_to_end(rendered: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    out = tmp_path / "records"
-    code, stdout, _ = cli(capsys, "rxn", "extract", str(rendered), "--out", str(out), "--json")
-    assert code == 0
-    summary = json.loads(stdout)
+def test_render_extract_score_end_to_end(rendered: Path, baseline: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = baseline
+    summary = json.loads((out / "printed-summary.txt").read_text())
     assert summary["figures"] == 3 and summary["status"] == {"ok": 3}
     for figure in ("suzuki-1", "two-step", "scope-t"):
         assert (out / f"{figure}.json").exists() and (out / "trajectories" / f"{figure}.ndjson").exists()
