@@ -4,7 +4,8 @@ A benchmark generator whose answers are known: ``labrecord rxn render REACTIONS.
 FIGURES/`` writes ``FIGURES/<figure_id>.png`` and ``FIGURES/<figure_id>.json`` (a
 ``labrecord.rxn/1`` document with ``system = "gold"``).
 
-Input lines (``#`` starts a comment, blank lines are skipped)::
+Input lines (``#`` at a line start or after a space starts a comment — ``C#N`` is a
+triple bond; blank lines are skipped)::
 
     CC(=O)Cl.OCC>>CC(=O)OCC  ester-1                         # one reaction
     Brc1ccccc1>>OB(O)c1ccccc1>>c1ccc(-c2ccccc2)cc1 two-step  # multi-step: one arrow per step
@@ -40,6 +41,8 @@ GAP = 50          # white space between a structure and a "+" or an arrow
 ARROW_LEN = 150
 ROW_GAP = 70
 LABEL_GAP = 32      # white space between a drawn product and its entry label
+#: "#" starts a comment only at a line start or after white space: "C#N" is a triple bond
+_COMMENT = re.compile(r"(^|\s)#.*$")
 _FIGURE_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 
 
@@ -64,7 +67,7 @@ def parse_reactions_file(path: str | os.PathLike[str]) -> list[FigureSpec]:
     seen: set[str] = set()
     text = Path(path).read_text(encoding="utf-8")
     for number, raw in enumerate(text.splitlines(), start=1):
-        line = raw.split("#", 1)[0].strip()
+        line = _COMMENT.sub("", raw).strip()
         if not line:
             continue
         spec = _parse_line(str(path), number, line)

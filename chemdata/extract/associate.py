@@ -9,8 +9,9 @@ paths go through one assembly step.  Rules, in order:
    arrow; the product of one step is a reactant of the next).
 2. **Templates.** A row in which any structure reads with an attachment point ``*`` is
    a template row: stage 0 gives the reactant templates and stage 1 the product
-   template.  Its entries come from
-   a. printed binding lines ``<id> R1 = Me`` (a table under the scheme): one entry each;
+   template (if one of them was not read, no entry is expanded).  Its entries come from
+   a. printed binding lines ``<id> R1 = Me`` (a table under the scheme): one entry each,
+      the id printed at the start of the line or on its own to the left of it;
    b. concrete structures drawn in bands below the row (a product scope): one entry
       each, its identifier the text line just under it; binding lines without an id are
       then figure-level bindings (a footnote such as ``X = I``) given to every entry.
@@ -31,7 +32,7 @@ from labrecord.chemdata.extract.layout import Segment, contains, overlaps
 from labrecord.chemdata.extract.osra import Reading
 from labrecord.chemdata.extract.tesseract import TextLine
 
-_PAIR = re.compile(r"(?<![A-Za-z])(R\s?[0-9lI|]?'*|X|Y|Ar)\s*[=:]\s*([^\s,;]+)")
+_PAIR = re.compile(r"(?<![A-Za-z])(R\s?[0-9lIi|]?'*|X|Y|Ar)\s*[=:]\s*([^\s,;]+)")
 _ENTRY_ID = re.compile(r"^\(?([0-9lI|][0-9]*[a-z]?)\)?$")
 _OCR_SWAPS = (("I", "l"), ("1", "l"), ("|", "l"), ("0", "O"), ("l", "1"), ("5", "S"), (";", "3"))
 
@@ -46,9 +47,9 @@ def normalize_entry_id(token: str) -> str | None:
 
 
 def normalize_variable(token: str) -> str:
-    """``Rl``/``RI``/``R|`` -> ``R1``; other variable names unchanged (spaces removed)."""
+    """``Rl``/``RI``/``Ri``/``R|`` -> ``R1``; other variable names unchanged (spaces removed)."""
     text = token.replace(" ", "")
-    if text.startswith("R") and len(text) > 1 and text[1] in "lI|":
+    if text.startswith("R") and len(text) > 1 and text[1] in "lIi|":
         text = "R1" + text[2:]
     return text
 
@@ -73,9 +74,19 @@ def binding_lines(lines: list[TextLine]) -> list[tuple[str | None, dict[str, str
         if not pairs:
             continue
         first = line.text.split()[0]
-        entry = normalize_entry_id(first) if not _PAIR.match(line.text) else None
+        entry = normalize_entry_id(first) if not _PAIR.match(line.text) else _id_left_of(line, lines)
         found.append((entry, {normalize_variable(k): repair_value(v) for k, v in pairs}, line))
     return found
+
+
+def _id_left_of(line: TextLine, lines: list[TextLine]) -> str | None:
+    """An identifier printed on its own to the left of ``line``, on the same text row."""
+    for other in lines:
+        if other.box[2] < line.box[0] and other.box[1] < line.box[3] and line.box[1] < other.box[3]:
+            entry = normalize_entry_id(other.text)
+            if entry:
+                return entry
+    return None
 
 
 def assign_readings(segments: list[Segment], readings: list[Reading]) -> dict[int, Reading]:
@@ -153,6 +164,9 @@ def _scope(band: int, stages: list[list[Reading]], segments: list[Segment], assi
                              "entries": []}
     if len(stages) != 2:
         failures.append({"kind": "template_steps", "message": f"template row {band} has {len(stages) - 1} arrows; only one-step templates are expanded"})
+    if any(not r.smiles for stage in stages for r in stage) or not scope["reactant_templates"] or scope["product_template"] is None:
+        failures.append({"kind": "incomplete_template", "message": f"template row {band}: a template was not read; its entries are not expanded"})
+        return scope
     below_readings = [(i, r) for i, r in assigned.items() if segments[i].band > band and not r.is_template and r.id not in used]
     bound = binding_lines(lines)
     figure_level = {k: v for entry, pairs, _ in bound if entry is None for k, v in pairs.items()}

@@ -4,8 +4,9 @@ Per figure (:func:`extract_figure`, a pure function of the image and the config)
 
 1. **text** — ``tesseract`` over the whole figure (identifiers, binding lines);
 2. **layout** — white-space segmentation into rows, arrows, "+" signs and structure blobs;
-3. **recognition** — ``osra`` over the whole figure, then once per structure blob
-   (cropped with a white margin); a crop reading wins over a whole-figure one;
+3. **recognition** — ``osra`` once per structure blob (cropped with a white margin; short
+   blobs beside an arrow are tried too, small molecules look like words), then over the
+   whole figure; a crop reading wins over a whole-figure one;
 4. **association** — the rule-based plan (:mod:`.associate`), or, with a model endpoint,
    the plan the model returns from the figure plus the tool readings;
 5. **assembly** — readings and the R-group engine turn the plan into records.
@@ -145,7 +146,7 @@ def _stages(trajectory: Trajectory, path: Path, data: bytes, config: ExtractConf
         trajectory, str(path), command=list(config.tesseract_command), limit_s=config.tool_timeout_s))
     segments = _timed(timing, state, "layout", lambda: layout.segment(image, lines))
     trajectory.add("layout", segments=[{"kind": s.kind, "box": list(s.box), "band": s.band} for s in segments])
-    readings = _timed(timing, state, "recognition", lambda: _recognize(trajectory, path, image, segments, config))
+    segments, readings = _timed(timing, state, "recognition", lambda: _recognize(trajectory, path, image, segments, config))
     state["readings"] = [r.to_json() for r in readings]
     plan, problems = _timed(timing, state, "association", lambda: associate.plan_from_rules(segments, readings, lines))
     for problem in problems:
@@ -167,29 +168,45 @@ def _stages(trajectory: Trajectory, path: Path, data: bytes, config: ExtractConf
     return reactions, templates
 
 
+def _candidates(segments: list[layout.Segment]) -> list[int]:
+    """Blobs worth an osra crop: structures, and short "text" blobs that sit in an arrow
+    row beside (not above or below) every arrow — small molecules such as ethanol are
+    no taller than a printed line, while conditions are printed over the arrow."""
+    arrows = [s for s in segments if s.kind == "arrow"]
+    picked = []
+    for index, seg in enumerate(segments):
+        beside_arrows = seg.kind == "text" and any(a.band == seg.band for a in arrows) and not any(
+            a.band == seg.band and a.box[0] <= seg.box[2] and seg.box[0] <= a.box[2] for a in arrows)
+        if seg.kind == "structure" or beside_arrows:
+            picked.append(index)
+    return picked
+
+
 def _recognize(trajectory: Trajectory, path: Path, image: Any, segments: list[layout.Segment],
-               config: ExtractConfig) -> list[osra.Reading]:
-    """Crop readings (one osra call per structure blob) first, whole-figure readings after."""
+               config: ExtractConfig) -> tuple[list[layout.Segment], list[osra.Reading]]:
+    """Crop readings (one osra call per candidate blob) first, whole-figure readings after.
+    A "text" blob that osra reads as a structure becomes a structure segment."""
     from PIL import ImageOps
 
     command = list(config.osra_command)
     found: list[tuple[str, float, tuple[int, int, int, int], str]] = []
+    segments = list(segments)
     with tempfile.TemporaryDirectory(prefix="labrecord-osra-") as scratch:
-        for index, seg in enumerate(segments):
-            if seg.kind != "structure":
-                continue
+        for index in _candidates(segments):
+            seg = segments[index]
             x0, y0, x1, y1 = seg.box
             crop = ImageOps.expand(image.crop((x0, y0, x1 + 1, y1 + 1)), CROP_MARGIN, fill=255)
             crop_path = os.path.join(scratch, f"crop{index}.png")
             crop.save(crop_path)
-            for smiles, confidence, box in osra.read_structures(
-                    trajectory, crop_path, command=command, limit_s=config.tool_timeout_s,
-                    offset=(x0 - CROP_MARGIN, y0 - CROP_MARGIN), region=f"{x0},{y0},{x1},{y1}"):
-                found.append((smiles, confidence, box, "crop"))
+            read = osra.read_structures(trajectory, crop_path, command=command, limit_s=config.tool_timeout_s,
+                                        offset=(x0 - CROP_MARGIN, y0 - CROP_MARGIN), region=f"{x0},{y0},{x1},{y1}")
+            found.extend((smiles, confidence, box, "crop") for smiles, confidence, box in read)
+            if read and seg.kind == "text":
+                segments[index] = layout.Segment("structure", seg.box, seg.band)
     for smiles, confidence, box in osra.read_structures(trajectory, str(path), command=command,
                                                         limit_s=config.tool_timeout_s):
         found.append((smiles, confidence, box, "full"))
-    return [osra.Reading(f"m{i + 1}", s, c, b, src) for i, (s, c, b, src) in enumerate(found)]
+    return segments, [osra.Reading(f"m{i + 1}", s, c, b, src) for i, (s, c, b, src) in enumerate(found)]
 
 
 def _config_json(config: ExtractConfig) -> dict[str, Any]:

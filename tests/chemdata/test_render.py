@@ -21,9 +21,10 @@ def specs(tmp_path: Path, text: str) -> list:
 
 
 def test_single_multistep_and_scope_lines(tmp_path: Path) -> None:
-    parsed = specs(tmp_path, "# comment\nCCO.CC(=O)O>[H+]>CCOC(C)=O esterify\n\nBrc1ccccc1>>OB(O)c1ccccc1>>c1ccccc1\n"
-                             "@scope-table [*:1]c1ccccc1>>[*:1]c1ccc(Br)cc1 R1=Me,Cl sc\n")
-    assert [(s.figure_id, s.layout) for s in parsed] == [("esterify", "single"), ("rxn-0004", "multistep"), ("sc", "scope-table")]
+    parsed = specs(tmp_path, "# comment\nCCO.CC(=O)O>[H+]>CCOC(C)=O esterify  # acid\n\nBrc1ccccc1>>OB(O)c1ccccc1>>c1ccccc1\n"
+                             "@scope-table [*:1]c1ccccc1>>[*:1]c1ccc(Br)cc1 R1=Me,Cl sc\nC#N>>CC#N nitrile\n")
+    assert [(s.figure_id, s.layout) for s in parsed] == [("esterify", "single"), ("rxn-0004", "multistep"), ("sc", "scope-table"),
+                                                 ("nitrile", "single")]
     assert parsed[0].agents == [["[H+]"]] and parsed[2].values == ["Me", "Cl"]
 
 

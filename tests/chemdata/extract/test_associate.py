@@ -25,7 +25,7 @@ def test_entry_ids(token: str, expected: str | None) -> None:
     assert normalize_entry_id(token) == expected
 
 
-@pytest.mark.parametrize(("token", "expected"), [("Rl", "R1"), ("R|", "R1"), ("R 2", "R2"), ("X", "X")])
+@pytest.mark.parametrize(("token", "expected"), [("Rl", "R1"), ("R|", "R1"), ("Ri", "R1"), ("R 2", "R2"), ("X", "X")])
 def test_variables(token: str, expected: str) -> None:
     assert normalize_variable(token) == expected
 
@@ -91,3 +91,16 @@ def test_n_arrows_give_n_steps(arrows: int) -> None:
             segments.append(seg("arrow", index * 300 + 150, h=10))
     plan, failures = plan_from_rules(segments, readings, [])
     assert failures == [] and [r["step"] for r in plan["reactions"]] == list(range(1, arrows + 1))
+
+
+def test_entry_id_printed_left_of_its_binding_line() -> None:
+    lines = [TextLine("la", (40, 222, 70, 240), 95), TextLine("Rl =Me", (109, 222, 216, 241), 90),
+             TextLine("1b", (40, 265, 70, 284), 95), TextLine("Ri = Br", (109, 266, 237, 285), 90)]
+    assert [(entry, pairs) for entry, pairs, _ in binding_lines(lines)] == [("1a", {"R1": "Me"}), ("1b", {"R1": "Br"})]
+
+
+def test_unread_template_expands_no_entry() -> None:
+    segments = [seg("structure", 0), seg("arrow", 150, h=10), seg("structure", 300)]
+    plan, failures = plan_from_rules(segments, [read("m2", "*c1ccccc1", 300)], [TextLine("1a R1 = Me", (0, 200, 9, 220), 90)])
+    assert plan["scopes"][0]["entries"] == []
+    assert [f["kind"] for f in failures] == ["unread_structure", "incomplete_template"]
