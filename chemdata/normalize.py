@@ -10,10 +10,11 @@ this order:
    ``wildcard`` — any ``*`` (``*``, ``[1*]``, ``[*:1]``);
    ``extended_smiles`` — MolParser E-SMILES extension tags (``<sep>``, ``<a>``, ``<r>``, ``<c>``);
    ``cxsmiles`` — a ``|…|`` extension block or any inner whitespace (labels, coordinates);
-   ``placeholder`` — an R-group label outside brackets (``R``, ``X``), or a bracket atom whose
-   symbol is not an element (``[R1]``, ``[R']``, ``[X]``, ``[Het]``) or is an element that in
-   a reaction figure is a substituent label, not the element: ``PLACEHOLDER_ELEMENTS``
-   (``[Ar]`` aryl, ``[Rf]`` perfluoroalkyl, and the synthetic superheavy elements).
+   ``placeholder`` — an R-group label outside brackets (``R``, ``X``); a bracket whose text is
+   not a bracket atom or whose symbol is not an element (``[R1]``, ``[R']``, ``[X]``,
+   ``[Het]``); or a bracket atom of an element that in a reaction figure is a substituent
+   label, not the element: ``PLACEHOLDER_ELEMENTS`` (``[Ar]`` aryl, ``[Rf]`` perfluoroalkyl,
+   and the synthetic superheavy elements).
 3. RDKit parses without sanitizing; a failure is ``malformed: unparsable``.  Sanitization
    failures are ``malformed: hypervalent`` (valence check) or ``malformed: sanitization``
    (aromaticity/kekulization and the rest).  A molecule with no atoms is ``malformed: empty``.
@@ -64,7 +65,9 @@ Lr Rf Db Sg Bh Hs Mt Ds Rg Cn Nh Fl Mc Lv Ts Og
 """.split())
 _AROMATIC = frozenset({"b", "c", "n", "o", "p", "s", "se", "te", "as", "si"})
 _BRACKET = re.compile(r"\[([^\[\]]*)\]")
-_BRACKET_SYMBOL = re.compile(r"^\d*([A-Z][a-z]?|[a-z]{1,2})")
+#: a whole bracket atom: isotope, symbol, chirality, H count, charge, map number
+_BRACKET_ATOM = re.compile(r"^\d*([A-Z][a-z]?|[a-z]{1,2})(?:@(?:@|[A-Z]{2}\d{1,2})?)?(?:H\d*)?(?:[+-]+\d*)?(?::\d+)?$")
+_SPACE = re.compile(r"\s")
 _ESMILES_TAG = re.compile(r"<(?:sep|a|r|c|dum)>")
 
 
@@ -101,13 +104,13 @@ def unmatchable_reason(smiles: str) -> str | None:
         return "wildcard"
     if _ESMILES_TAG.search(smiles):
         return "extended_smiles"
-    if "|" in smiles or any(ch.isspace() for ch in smiles):
+    if "|" in smiles or _SPACE.search(smiles):
         return "cxsmiles"
     outside = _BRACKET.sub("", smiles)
     if "R" in outside or "X" in outside:
         return "placeholder"
     for content in _BRACKET.findall(smiles):
-        match = _BRACKET_SYMBOL.match(content)
+        match = _BRACKET_ATOM.match(content)
         if match is None:
             return "placeholder"
         symbol = match.group(1)
@@ -152,12 +155,13 @@ def _is_counter_ion(component: Any) -> bool:
     return atom.GetSymbol() in COUNTER_ION_METALS and atom.GetFormalCharge() > 0
 
 
-def _components(mol: Any) -> list[Any]:
-    """Rules 4-6: folded, split, counter-ions dropped."""
+def _components(mol: Any, mapped: bool) -> list[Any]:
+    """Rules 4-6: folded, split, counter-ions dropped (``mapped``: the text has atom maps)."""
     from rdkit import Chem
 
-    for atom in mol.GetAtoms():
-        atom.SetAtomMapNum(0)
+    if mapped:  # walking atoms from Python is slow; only strings with a ':' carry maps
+        for atom in mol.GetAtoms():
+            atom.SetAtomMapNum(0)
     mol = Chem.RemoveHs(mol)
     parts = list(Chem.GetMolFrags(mol, asMols=True, sanitizeFrags=False))
     kept = [part for part in parts if not _is_counter_ion(part)]
@@ -187,7 +191,7 @@ def canonicalize(smiles: str) -> Canonical:
     if mol is None:
         return _failed(reason or "unparsable")
     try:
-        pairs = sorted(_component_keys(part) for part in _components(mol))
+        pairs = sorted(_component_keys(part) for part in _components(mol, ":" in text))
     except Exception:  # RDKit raises its own types (e.g. on odd valences after RemoveHs)
         return _failed("sanitization")
     return Canonical(tuple(s for s, _ in pairs), tuple(sorted(b for _, b in pairs)))

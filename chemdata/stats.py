@@ -28,7 +28,7 @@ def _share(num: int, den: int) -> float | None:
 
 def _systems(con: Any, system: str | None) -> list[str]:
     if system is not None:
-        found = con.execute("SELECT count(*) FROM rxn_figures WHERE system = ?", [system]).fetchone()[0]
+        found = con.execute("SELECT count(*) FROM rxn_figures WHERE system = ?", [system]).fetchall()[0][0]
         if not found:
             from labrecord.errors import LabrecordError
 
@@ -42,11 +42,11 @@ def _figures(con: Any, system: str) -> tuple[dict[str, Any], dict[str, Any], int
                               [system]).fetchall())
     total, reactions, templates, mean, median, top = con.execute(
         "SELECT count(*), sum(n_reactions), sum(n_templates), avg(n_reactions), median(n_reactions), max(n_reactions) "
-        "FROM rxn_figures WHERE system = ?", [system]).fetchone()
+        "FROM rxn_figures WHERE system = ?", [system]).fetchall()[0]
     bands = {}
     for label, low, high in BANDS:
         bands[label] = con.execute("SELECT count(*) FROM rxn_figures WHERE system = ? AND n_reactions BETWEEN ? AND ?",
-                                   [system, low, high]).fetchone()[0]
+                                   [system, low, high]).fetchall()[0][0]
     per_figure = {"mean": float(mean) if mean is not None else None,
                   "median": float(median) if median is not None else None, "max": top, "bands": bands}
     return {"total": total, "status": status}, per_figure, int(reactions or 0), int(templates or 0)
@@ -55,7 +55,7 @@ def _figures(con: Any, system: str) -> tuple[dict[str, Any], dict[str, Any], int
 def _parse(con: Any, system: str) -> dict[str, Any]:
     total, ok, distinct = con.execute(
         "SELECT count(*), count(*) FILTER (WHERE s.status = 'ok'), count(DISTINCT m.smiles) "
-        "FROM rxn_molecules m JOIN rxn_smiles s USING (smiles) WHERE m.system = ?", [system]).fetchone()
+        "FROM rxn_molecules m JOIN rxn_smiles s USING (smiles) WHERE m.system = ?", [system]).fetchall()[0]
     reasons = dict(con.execute(
         "SELECT s.reason, count(*) FROM rxn_molecules m JOIN rxn_smiles s USING (smiles) "
         "WHERE m.system = ? AND s.reason IS NOT NULL GROUP BY 1 ORDER BY 2 DESC, 1", [system]).fetchall())
@@ -75,7 +75,7 @@ def _coverage(con: Any, system: str, reactions: int) -> dict[str, float | None]:
         "SELECT count(*) FILTER (WHERE yield IS NOT NULL), count(*) FILTER (WHERE selectivity IS NOT NULL), "
         "count(*) FILTER (WHERE n_conditions > 0), count(*) FILTER (WHERE len(identifiers) > 0), "
         "count(*) FILTER (WHERE outcome IS NOT NULL), count(*) FILTER (WHERE step IS NOT NULL) "
-        "FROM rxn_reactions WHERE system = ?", [system]).fetchone()
+        "FROM rxn_reactions WHERE system = ?", [system]).fetchall()[0]
     names = ("yield", "selectivity", "conditions", "identifiers", "outcome", "step")
     coverage = {name: _share(int(n), reactions) for name, n in zip(names, row)}
     for role in COVERAGE_ROLES:
@@ -87,7 +87,7 @@ def _coverage(con: Any, system: str, reactions: int) -> dict[str, float | None]:
 def _role_count(con: Any, system: str, role: str) -> int:
     """Reactions with at least one condition of ``role``."""
     return con.execute("SELECT count(*) FROM rxn_reactions WHERE system = ? AND list_contains(condition_roles, ?)",
-                       [system, role]).fetchone()[0]
+                       [system, role]).fetchall()[0][0]
 
 
 def corpus_stats(con: Any, system: str | None = None) -> dict[str, dict[str, Any]]:

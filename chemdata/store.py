@@ -100,53 +100,54 @@ def normalizer_tag() -> str:
     return f"{NORMALIZER_VERSION} rdkit {rdkit_version()}"
 
 
-def _figure_rows(docs: Sequence[FigureDocument], gold: bool) -> dict[str, list[Any]]:
-    cols: dict[str, list[Any]] = {name: [] for name in COLUMN_COMMENTS["rxn_figures"]}
-    for doc in docs:
-        values = (doc.system, doc.figure_id, gold, doc.status, doc.error, doc.layout, list(doc.tags),
-                  len(doc.reactions), len(doc.templates), doc.source,
-                  doc.timing.wall_s if doc.timing else None, msgspec.json.encode(doc).decode())
-        for name, value in zip(cols, values):
-            cols[name].append(value)
-    return cols
+Row = tuple[Any, ...]
 
 
-def _reaction_rows(docs: Sequence[FigureDocument]) -> tuple[dict[str, list[Any]], dict[str, list[Any]]]:
-    reactions: dict[str, list[Any]] = {name: [] for name in COLUMN_COMMENTS["rxn_reactions"]}
-    molecules: dict[str, list[Any]] = {name: [] for name in COLUMN_COMMENTS["rxn_molecules"]}
+def _figure_rows(docs: Sequence[FigureDocument], gold: bool) -> list[Row]:
+    return [(doc.system, doc.figure_id, gold, doc.status, doc.error, doc.layout, list(doc.tags),
+             len(doc.reactions), len(doc.templates), doc.source,
+             doc.timing.wall_s if doc.timing else None, msgspec.json.encode(doc).decode()) for doc in docs]
+
+
+def _reaction_rows(docs: Sequence[FigureDocument]) -> tuple[list[Row], list[Row]]:
+    """Rows of ``rxn_reactions`` and ``rxn_molecules`` (column order of COLUMN_COMMENTS).
+
+    Plain tuples: this loop runs once per molecule occurrence, so it stays lean."""
+    reactions: list[Row] = []
+    molecules: list[Row] = []
     for doc in docs:
+        system, figure_id = doc.system, doc.figure_id
         for index, rxn in enumerate(doc.reactions):
-            values = (doc.system, doc.figure_id, index, rxn.id, rxn.step, len(rxn.reactants), len(rxn.products),
-                      len(rxn.conditions), rxn.yield_, rxn.selectivity, rxn.outcome, list(rxn.identifiers),
-                      [c.role.lower() for c in rxn.conditions])
-            for name, value in zip(reactions, values):
-                reactions[name].append(value)
+            reactions.append((system, figure_id, index, rxn.id, rxn.step, len(rxn.reactants), len(rxn.products),
+                              len(rxn.conditions), rxn.yield_, rxn.selectivity, rxn.outcome, list(rxn.identifiers),
+                              [c.role.lower() for c in rxn.conditions]))
             for role, mols in (("reactant", rxn.reactants), ("product", rxn.products)):
                 for position, mol in enumerate(mols):
                     prov = mol.provenance
-                    _append(molecules, doc, index, role, position, mol.smiles, mol.label, None,
-                            prov.origin if prov else None, prov.template if prov else None,
-                            prov.region if prov else None)
+                    if prov is None:
+                        molecules.append((system, figure_id, index, role, position, mol.smiles, mol.label,
+                                          None, None, None, None))
+                    else:
+                        molecules.append((system, figure_id, index, role, position, mol.smiles, mol.label,
+                                          None, prov.origin, prov.template, prov.region))
             for position, cond in enumerate(rxn.conditions):
                 if cond.smiles is not None:
-                    _append(molecules, doc, index, "condition", position, cond.smiles, None, cond.role, None, None, None)
+                    molecules.append((system, figure_id, index, "condition", position, cond.smiles, None,
+                                      cond.role, None, None, None))
     return reactions, molecules
 
 
-def _append(cols: dict[str, list[Any]], doc: FigureDocument, index: int, *values: Any) -> None:
-    for name, value in zip(cols, (doc.system, doc.figure_id, index, *values)):
-        cols[name].append(value)
-
-
-def _insert(con: Any, table: str, cols: dict[str, list[Any]]) -> None:
+def _insert(con: Any, table: str, rows: Sequence[Row]) -> None:
+    """Bulk insert ``rows`` (tuples in the table's column order) through one Arrow table."""
     import pyarrow as pa
 
-    if not next(iter(cols.values()), []):
+    if not rows:
         return
-    arrow = pa.table(cols)
+    names = list(COLUMN_COMMENTS[table])
+    arrow = pa.table({name: list(column) for name, column in zip(names, zip(*rows))})
     con.register("_rxn_rows", arrow)
     try:
-        con.execute(f"INSERT INTO {table} ({', '.join(chr(34) + c + chr(34) for c in cols)}) "
+        con.execute(f"INSERT INTO {table} ({', '.join(chr(34) + c + chr(34) for c in names)}) "
                     f"SELECT * FROM _rxn_rows")
     finally:
         con.unregister("_rxn_rows")
@@ -176,10 +177,8 @@ def _store_smiles(con: Any, strings: Iterable[str]) -> int:
         con.unregister("_rxn_stale")
     todo = [s for s in distinct if s not in known]
     forms = canonicalize_many(todo)
-    cols = {"smiles": todo, "normalizer": [tag] * len(todo),
-            "status": [forms[s].status for s in todo], "reason": [forms[s].reason for s in todo],
-            "strict": [list(forms[s].strict) for s in todo], "nonstereo": [list(forms[s].nonstereo) for s in todo]}
-    _insert(con, "rxn_smiles", cols)
+    _insert(con, "rxn_smiles", [(s, tag, f.status, f.reason, list(f.strict), list(f.nonstereo))
+                                for s, f in forms.items()])
     return len(todo)
 
 
@@ -202,12 +201,11 @@ def ingest_documents(con: Any, docs: Sequence[FigureDocument], *, gold: bool = F
         return {"figures": 0, "reactions": 0, "molecules": 0, "new_smiles": 0}
     _delete_existing(con, list(seen), replace)
     reactions, molecules = _reaction_rows(docs)
-    new = _store_smiles(con, molecules["smiles"])
+    new = _store_smiles(con, [row[5] for row in molecules])
     _insert(con, "rxn_figures", _figure_rows(docs, gold))
     _insert(con, "rxn_reactions", reactions)
     _insert(con, "rxn_molecules", molecules)
-    return {"figures": len(docs), "reactions": len(reactions["system"]),
-            "molecules": len(molecules["system"]), "new_smiles": new}
+    return {"figures": len(docs), "reactions": len(reactions), "molecules": len(molecules), "new_smiles": new}
 
 
 def _delete_existing(con: Any, keys: list[tuple[str, str]], replace: bool) -> None:
@@ -215,8 +213,9 @@ def _delete_existing(con: Any, keys: list[tuple[str, str]], replace: bool) -> No
 
     con.register("_rxn_keys", pa.table({"system": [k[0] for k in keys], "figure_id": [k[1] for k in keys]}))
     try:
-        clash = con.execute("SELECT f.system, f.figure_id FROM rxn_figures f JOIN _rxn_keys k "
-                            "USING (system, figure_id) LIMIT 1").fetchone()
+        rows = con.execute("SELECT f.system, f.figure_id FROM rxn_figures f JOIN _rxn_keys k "
+                           "USING (system, figure_id) LIMIT 1").fetchall()
+        clash = rows[0] if rows else None
         if clash is None:
             return
         if not replace:
@@ -238,6 +237,10 @@ def connect(path: str | None = None) -> Any:
     """A DuckDB connection (in memory when ``path`` is None) with the reaction tables."""
     import duckdb
 
-    con = duckdb.connect(path or ":memory:")
+    try:
+        con = duckdb.connect(path or ":memory:")
+    except duckdb.Error as error:  # locked by another process, not a DuckDB file, …
+        first_line = str(error).splitlines()[0] if str(error) else type(error).__name__
+        raise LabrecordError(f"{path}: cannot open the corpus: {first_line}") from error
     create_tables(con)
     return con

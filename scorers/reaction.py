@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 from labrecord.errors import LabrecordError
@@ -102,18 +102,18 @@ WITH gold_fig AS (
     SELECT figure_id, layout FROM rxn_figures WHERE system = $gold),
 pred_fig AS (
     SELECT figure_id, status FROM rxn_figures WHERE system = $pred),
-occ AS (  -- one row per reactant/product component occurrence; NULL keys never match
+occ AS MATERIALIZED (  -- one row per reactant/product component occurrence; NULL keys never match
     SELECT m.system, m.figure_id, m.reaction_index, m.role,
            unnest(CASE WHEN s.reason IS NULL THEN s.strict ELSE [NULL] END) AS k_strict,
            unnest(CASE WHEN s.reason IS NULL THEN s.nonstereo ELSE [NULL] END) AS k_nonstereo
     FROM rxn_molecules m JOIN rxn_smiles s USING (smiles)
     WHERE m.system IN ($gold, $pred) AND m.role IN ('reactant', 'product')),
-sig AS (
+sig AS MATERIALIZED (
     SELECT r.system, r.figure_id, r.reaction_index,
            CASE WHEN count(o.role) = 0 OR bool_or(o.k_strict IS NULL) THEN NULL
-                ELSE string_agg(o.role || ':' || o.k_strict, ' ' ORDER BY o.role || ':' || o.k_strict) END AS s_strict,
+                ELSE array_to_string(list_sort(list(o.role || ':' || o.k_strict)), ' ') END AS s_strict,
            CASE WHEN count(o.role) = 0 OR bool_or(o.k_nonstereo IS NULL) THEN NULL
-                ELSE string_agg(o.role || ':' || o.k_nonstereo, ' ' ORDER BY o.role || ':' || o.k_nonstereo) END AS s_nonstereo
+                ELSE array_to_string(list_sort(list(o.role || ':' || o.k_nonstereo)), ' ') END AS s_nonstereo
     FROM rxn_reactions r LEFT JOIN occ o USING (system, figure_id, reaction_index)
     WHERE r.system IN ($gold, $pred)
     GROUP BY r.system, r.figure_id, r.reaction_index),
@@ -187,7 +187,7 @@ def figure_counts(con: Any, gold: str, pred: str, *, allow_empty: bool = False) 
 
 
 def _require_system(con: Any, system: str) -> None:
-    found = con.execute("SELECT count(*) FROM rxn_figures WHERE system = ?", [system]).fetchone()[0]
+    found = con.execute("SELECT count(*) FROM rxn_figures WHERE system = ?", [system]).fetchall()[0][0]
     if not found:
         names = [r[0] for r in con.execute("SELECT DISTINCT system FROM rxn_figures ORDER BY 1").fetchall()]
         raise LabrecordError(f"no figures of system {system!r} in the corpus (systems: {', '.join(names) or 'none'})")
@@ -307,21 +307,24 @@ def score_documents(gold: Sequence[Any], pred: Sequence[Any], *, by: str | None 
     return score_db(con, gold_name, pred_name, by=by, allow_empty=not pred)
 
 
-def counts_as_dicts(counts: Sequence[FigureCounts]) -> list[dict[str, Any]]:
-    return [asdict(c) for c in counts]
+
+def extra_figures(con: Any, gold: str, pred: str) -> list[str]:
+    """Figures system ``pred`` produced that are not in the gold manifest (never scored)."""
+    return [r[0] for r in con.execute(
+        "SELECT figure_id FROM rxn_figures WHERE system = ? EXCEPT SELECT figure_id FROM rxn_figures WHERE system = ? "
+        "ORDER BY 1", [pred, gold]).fetchall()]
 
 
-Canonicalizer = Callable[[str], CanonicalLike]
-
-
-def score_paths(gold: str, preds: Sequence[str], *, db: str | None = None,
-                by: str | None = None) -> dict[str, dict[str, Any]]:
+def score_paths(gold: str, preds: Sequence[str], *, db: str | None = None, by: str | None = None,
+                warn: Callable[[str], None] | None = None) -> dict[str, dict[str, Any]]:
     """``{system: summary}`` for ``labrecord rxn score``.
 
     ``gold`` and each of ``preds`` is a file or folder of documents (read by the
     ``labrecord.chemdata`` adapters and ingested into ``db``, in memory when None) or, with
     ``db``, the name of a system already stored there.  More than one prediction system
     needs ``by="system"``; ``by="layout"`` adds per-layout groups to each summary.
+    ``warn`` receives a line for each system with figures outside the gold manifest
+    (usually a figure-id mismatch; those figures are not scored).
     """
     from labrecord.chemdata.store import connect
 
@@ -335,8 +338,14 @@ def score_paths(gold: str, preds: Sequence[str], *, db: str | None = None,
             raise LabrecordError(f"predictions hold {len(systems)} systems ({', '.join(sorted(systems))}); "
                                  "pass --by system or name one system")
         layout = "layout" if by == "layout" else None
-        return {name: score_db(con, gold_name, name, by=layout, allow_empty=empty)
-                for name, empty in sorted(systems.items())}
+        results = {name: score_db(con, gold_name, name, by=layout, allow_empty=empty)
+                   for name, empty in sorted(systems.items())}
+        for name in results:
+            extra = extra_figures(con, gold_name, name)
+            if extra and warn is not None:
+                shown = ", ".join(extra[:5]) + (" …" if len(extra) > 5 else "")
+                warn(f"{name}: {len(extra)} figure(s) not in the gold manifest were not scored: {shown}")
+        return results
     finally:
         con.close()
 

@@ -53,13 +53,15 @@ def _parse(where: str, raw: bytes) -> tuple[str, Any, str | None]:
         return where, json.loads(raw), None
     except (json.JSONDecodeError, UnicodeDecodeError) as error:
         return where, None, f"not JSON: {error}"
+    except RecursionError:
+        return where, None, "not JSON: nested too deeply"
 
 
 def load_documents(path: str | os.PathLike[str], *, system: str | None = None, gold: bool = False) -> list[FigureDocument]:
     """Figure documents from ``path``.
 
-    ``system`` names the system for every document (default: the document's own
-    ``system`` field, else ``"gold"`` for gold, else the file or folder name).  A figure's
+    ``system`` names the system for every document (default: ``"gold"`` for gold; else the
+    document's own ``system``/``model`` field, else the file or folder name).  A figure's
     id is the document's ``figure_id``/``file_name``/``image`` field, else the file stem
     (``X.png``, ``X.jpg`` and ``X`` name one figure); a multi-document file without ids
     uses ``stem#index``.
@@ -86,16 +88,21 @@ def _own_system(obj: Any) -> str | None:
 def _document(where: str, obj: Any, error: str | None, fallback: str, system: str | None,
               default_system: str, gold: bool) -> FigureDocument:
     figure_id = document_figure_id(obj) or fallback
-    name = system or _own_system(obj) or default_system
+    # a gold set is one reference: its documents share one name whatever they call themselves
+    name = system or (default_system if gold else _own_system(obj) or default_system)
     if error is None:
         try:
             doc = convert(obj, figure_id, name)
-            replace: dict[str, Any] = {"source": where}
-            if system:
-                replace["system"] = system
-            return msgspec.structs.replace(doc, **replace)
         except ConversionError as exc:
             error = str(exc)
+        else:
+            if gold and doc.status != "ok":
+                raise LabrecordError(f"{where}: gold document for figure {doc.figure_id!r} has status {doc.status!r}; "
+                                     "a reference must be a finished annotation")
+            replace: dict[str, Any] = {"source": where}
+            if system or gold:
+                replace["system"] = name
+            return msgspec.structs.replace(doc, **replace)
     if gold:
         raise LabrecordError(f"{where}: gold document cannot be read: {error}")
     return FigureDocument(figure_id=figure_id, system=name, status="malformed", error=error, source=where)

@@ -112,10 +112,9 @@ def condition(item: Any, role: str) -> Condition:
         return Condition(role=str(item.get("role", item.get("category", role)) or role),
                          smiles=smiles if isinstance(smiles, str) else None,
                          text=str(text) if text is not None else None)
-    text = str(item)
-    # a bare string in a reagent/catalyst/solvent list is a structure only if it parses as one;
-    # we keep it as text and let the judge, not the F1, deal with it
-    return Condition(role=role, text=text)
+    # a bare string may be a name or a SMILES; telling them apart would need RDKit here, and
+    # conditions are not part of reaction F1, so it is kept verbatim as text
+    return Condition(role=role, text=str(item))
 
 
 def _text(value: Any) -> str | None:

@@ -23,9 +23,7 @@ from typing import Any
 
 import msgspec
 
-from labrecord.chemdata.adapters.common import (
-    ConversionError, conditions, document_figure_id, molecules, reactions, templates,
-)
+from labrecord.chemdata.adapters.common import ConversionError, document_figure_id, reactions, templates
 from labrecord.models.rxn import RXN_SCHEMA, FigureDocument, Reaction, Timing
 
 #: wrapper status words that mean the run did not finish
@@ -68,6 +66,10 @@ def from_native(obj: dict[str, Any], figure_id: str, system: str) -> FigureDocum
     except msgspec.ValidationError as error:
         raise ConversionError(f"not a valid {RXN_SCHEMA} document: {error}") from error
     replace: dict[str, Any] = {}
+    unknown = {k: v for k, v in obj.items() if k not in FigureDocument.__struct_encode_fields__}
+    if unknown:
+        # keep fields this version does not know, so a read-write round trip loses nothing
+        replace["extra"] = {**doc.extra, **unknown}
     if not doc.system and system:
         replace["system"] = system
     return msgspec.structs.replace(doc, **replace) if replace else doc
@@ -150,4 +152,4 @@ def convert(obj: Any, figure_id: str, system: str) -> FigureDocument:
     return CONVERTERS[fmt](obj, figure_id, system)
 
 
-__all__ = ["CONVERTERS", "ConversionError", "convert", "detect", "conditions", "molecules"]
+__all__ = ["CONVERTERS", "ConversionError", "convert", "detect"]

@@ -120,7 +120,7 @@ def score_cmd(gold: str, preds: tuple[str, ...], db: str | None, by: str | None,
     """
     from labrecord.scorers.reaction import score_paths
 
-    results = score_paths(gold, list(preds), db=db, by=by)
+    results = score_paths(gold, list(preds), db=db, by=by, warn=lambda line: click.echo(f"warning: {line}", err=True))
     _print_scores(results, by, as_json, as_csv)
 
 

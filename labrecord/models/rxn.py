@@ -90,9 +90,11 @@ class Timing(RxnModel, kw_only=True):
     steps: dict[str, float] = {}
 
 
-class FigureDocument(RxnModel, kw_only=True):
+class FigureDocument(RxnModel, kw_only=True, omit_defaults=False):
     """All concrete reactions one system read from one figure (or the gold annotation).
 
+    Every top-level field is written, ``schema`` and ``status`` included, so a reader
+    never has to know the defaults.
     ``status`` other than ``ok`` keeps the figure in the manifest with zero credit;
     ``error`` says why.  ``layout`` and ``tags`` are the figure's taxonomy (gold side).
     ``extra`` keeps fields an adapter did not map, so nothing is silently dropped.

@@ -1,0 +1,61 @@
+"""The reaction tables: comments, idempotent re-ingestion, the canonical-form cache."""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+from labrecord.chemdata.store import COLUMN_COMMENTS, connect, ingest_documents, systems
+from labrecord.errors import LabrecordError
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from rxn_factories import figure, gold  # noqa: E402
+
+pytest.importorskip("rdkit")
+
+
+def test_every_column_is_commented() -> None:
+    con = connect()
+    rows = con.execute("SELECT table_name, column_name, comment FROM duckdb_columns() "
+                       "WHERE table_name LIKE 'rxn_%'").fetchall()
+    assert {(t, c) for t, c, _ in rows} == {(t, c) for t, cols in COLUMN_COMMENTS.items() for c in cols}
+    assert all(comment for _, _, comment in rows)
+
+
+def test_ingest_counts_and_cache(tmp_path: Path) -> None:
+    con = connect(str(tmp_path / "c.duckdb"))
+    docs = [gold("a", [(["CCO", "CC(=O)O"], ["CCOC(C)=O"])]), gold("b", [(["CCO"], ["CC=O"])])]
+    first = ingest_documents(con, docs, gold=True)
+    assert first == {"figures": 2, "reactions": 2, "molecules": 5, "new_smiles": 4}
+    again = ingest_documents(con, docs, gold=True)           # replaced, nothing canonicalized twice
+    assert again["new_smiles"] == 0
+    assert con.execute("SELECT count(*) FROM rxn_reactions").fetchall()[0][0] == 2
+    assert systems(con) == [("gold", True, 2)]
+    row = con.execute("SELECT status, reason, strict, nonstereo FROM rxn_smiles WHERE smiles = 'CCOC(C)=O'").fetchall()[0]
+    assert row == ("ok", None, ["CCOC(C)=O"], ["CCOC(C)=O"])
+
+
+def test_failure_reasons_are_stored() -> None:
+    con = connect()
+    ingest_documents(con, [figure("a", [(["*C", "C1CC"], ["CC"])])])
+    rows = dict(con.execute("SELECT smiles, reason FROM rxn_smiles WHERE reason IS NOT NULL").fetchall())
+    assert rows == {"*C": "wildcard", "C1CC": "unparsable"}
+
+
+def test_same_figure_twice_in_one_batch_is_refused() -> None:
+    with pytest.raises(LabrecordError, match="appears twice"):
+        ingest_documents(connect(), [figure("a", []), figure("a", [])])
+
+
+def test_existing_figure_refused_without_replace() -> None:
+    con = connect()
+    ingest_documents(con, [figure("a", [])])
+    with pytest.raises(LabrecordError, match="already in the corpus"):
+        ingest_documents(con, [figure("a", [])], replace=False)
+
+
+def test_a_file_that_is_not_a_corpus_is_one_error(tmp_path: Path) -> None:
+    (tmp_path / "x.duckdb").write_text("not a database")
+    with pytest.raises(LabrecordError, match="x.duckdb: cannot open the corpus"):
+        connect(str(tmp_path / "x.duckdb"))
