@@ -13,7 +13,8 @@ triple bond; blank lines are skipped)::
     @scope-grid  [*:1]c1ccc(I)cc1>>[*:1]c1ccc(-c2ccccc2)cc1 R1=Me,OMe,Cl suzuki-g # template + drawn products
 
 The figure id is the last token when there are more than one (else ``rxn-<line>``).
-Reaction SMILES agents (``A>B>C``) are kept as gold conditions but not drawn.  Scope
+Reaction SMILES agents (``A>B>C``) are printed over the arrow and kept as gold conditions
+(role ``agent``); conditions never enter the primary score.  Scope
 layouts take one variable; each value is an abbreviation or a fragment SMILES understood
 by :func:`labrecord.chemdata.rgroup.instantiate`.
 
@@ -39,6 +40,7 @@ FONT_CANDIDATES = ("/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf",
 MARGIN = 40
 GAP = 50          # white space between a structure and a "+" or an arrow
 ARROW_LEN = 150
+CONDITION_FONT = 22  # px; conditions are printed over the arrow
 ROW_GAP = 70
 LABEL_GAP = 32      # white space between a drawn product and its entry label
 #: "#" starts a comment only at a line start or after white space: "C#N" is a triple bond
@@ -213,12 +215,13 @@ def _font(size: int) -> Any:
     return ImageFont.load_default(size)
 
 
-def _row_images(stages: list[list[str]]) -> list[tuple[str, Any]]:
-    """Items of one drawn row: ("mol", image), ("plus", None), ("arrow", None)."""
+def _row_images(stages: list[list[str]], agents: list[list[str]] | None = None) -> list[tuple[str, Any]]:
+    """Items of one drawn row: ("mol", image), ("plus", None), ("arrow", conditions text or None)."""
     items: list[tuple[str, Any]] = []
     for index, stage in enumerate(stages):
         if index:
-            items.append(("arrow", None))
+            printed = agents[index - 1] if agents and index - 1 < len(agents) else []
+            items.append(("arrow", ", ".join(printed) or None))
         for position, smiles in enumerate(stage):
             if position:
                 items.append(("plus", None))
@@ -226,8 +229,12 @@ def _row_images(stages: list[list[str]]) -> list[tuple[str, Any]]:
     return items
 
 
-def _item_width(kind: str, image: Any) -> int:
-    return image.width if kind == "mol" else (ARROW_LEN if kind == "arrow" else 30)
+def _item_width(kind: str, payload: Any) -> int:
+    if kind == "mol":
+        return payload.width
+    if kind == "arrow":
+        return max(ARROW_LEN, int(_font(CONDITION_FONT).getlength(payload)) + 30) if payload else ARROW_LEN
+    return 30
 
 
 def _draw_row(canvas: Any, items: list[tuple[str, Any]], top: int, height: int) -> None:
@@ -245,6 +252,9 @@ def _draw_row(canvas: Any, items: list[tuple[str, Any]], top: int, height: int) 
         else:
             pen.line([(x, middle), (x + width - 14, middle)], fill=0, width=3)
             pen.polygon([(x + width, middle), (x + width - 16, middle - 8), (x + width - 16, middle + 8)], fill=0)
+            if image:  # conditions printed centred over the arrow
+                font = _font(CONDITION_FONT)
+                pen.text((x + (width - font.getlength(image)) / 2, middle - 16 - CONDITION_FONT), image, fill=0, font=font)
         x += width + GAP
 
 
@@ -258,7 +268,7 @@ def draw_figure(spec: FigureSpec) -> Any:
     """The PIL image of one figure (white background, 8-bit grey)."""
     from PIL import Image, ImageDraw
 
-    items = _row_images(spec.stages)
+    items = _row_images(spec.stages, spec.agents)
     row_w, row_h = _row_size(items)
     font = _font(26)
     below: list[tuple[str, Any]] = []

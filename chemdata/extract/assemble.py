@@ -2,10 +2,10 @@
 
 Plan shape (the rule-based default and the model endpoint both produce it)::
 
-    {"reactions": [{"id", "step", "identifiers"?, "yield"?,
+    {"reactions": [{"id", "step", "identifiers"?, "yield"?, "conditions"?: [text | {role, smiles?, text?}],
                     "reactants": [REF], "products": [REF]}],
      "scopes":    [{"id", "reactant_templates": [reading id], "product_template": reading id,
-                    "entries": [{"id", "bindings"?: {VAR: value}, "product"?: reading id}]}]}
+                    "entries": [{"id", "bindings"?: {VAR: value}, "product"?: reading id, "yield"?}]}]}
     REF = {"reading": id} | {"smiles": "…"}            # the latter is model-written
 
 A reading becomes a ``tool_read`` molecule with its region; a scope entry with bindings
@@ -79,17 +79,42 @@ def assemble(plan: Any, readings: list[Reading]) -> tuple[list[Any], list[Any], 
     for item in plan.get("reactions") or []:
         if not isinstance(item, dict):
             raise PlanError(f"a plan reaction must be an object, got {str(item)[:80]!r}")
-        reactions.append(Reaction(id=str(item.get("id") or f"r{len(reactions) + 1}"), step=item.get("step"),
+        reactions.append(Reaction(id=str(item.get("id") or f"r{len(reactions) + 1}"), step=_int_or_none(item.get("step")),
                                   reactants=[_resolve(ref, by_id) for ref in item.get("reactants") or []],
                                   products=[_resolve(ref, by_id) for ref in item.get("products") or []],
+                                  conditions=_conditions(item.get("conditions")),
                                   identifiers=[str(i) for i in item.get("identifiers") or []],
-                                  yield_=item.get("yield")))
+                                  yield_=_text_or_none(item.get("yield"))))
     for scope in plan.get("scopes") or []:
         built, template, problems = _expand_scope(scope, by_id)
         reactions.extend(built)
         templates.append(template)
         failures.extend(problems)
     return reactions, templates, failures
+
+
+def _int_or_none(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _text_or_none(value: Any) -> str | None:
+    return None if value is None else str(value)
+
+
+def _conditions(items: Any) -> list[Any]:
+    """Plan conditions: printed strings, or {"role", "smiles"?, "text"?} objects."""
+    from labrecord.models.rxn import Condition
+
+    found = []
+    for item in items or []:
+        if isinstance(item, str):
+            found.append(Condition(text=item))
+        elif isinstance(item, dict):
+            found.append(Condition(role=str(item.get("role") or "condition"), smiles=_text_or_none(item.get("smiles")),
+                                   text=_text_or_none(item.get("text"))))
+        else:
+            raise PlanError(f"a condition must be text or an object, got {str(item)[:80]!r}")
+    return found
 
 
 def _template_smiles(ids: list[Any], by_id: dict[str, Reading], what: str) -> list[str]:
@@ -138,7 +163,8 @@ def _expand_scope(scope: Any, by_id: dict[str, Reading]) -> tuple[list[Any], Any
             continue
         reactants, products = built
         reactions.append(Reaction(id=f"{template.id}-{entry.get('id')}", step=1, reactants=reactants,
-                                  products=products, identifiers=[str(entry.get("id"))]))
+                                  products=products, identifiers=[str(entry.get("id"))],
+                                  yield_=_text_or_none(entry.get("yield"))))
     return reactions, template, failures
 
 

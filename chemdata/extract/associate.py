@@ -15,7 +15,10 @@ paths go through one assembly step.  Rules, in order:
    b. concrete structures drawn in bands below the row (a product scope): one entry
       each, its identifier the text line just under it; binding lines without an id are
       then figure-level bindings (a footnote such as ``X = I``) given to every entry.
-3. Structures outside any row and not used by a scope are left unassigned (kept in the
+3. **Conditions and yields.** Printed lines just above or below an arrow (centre over
+   the arrow, within 60 px) are that step's conditions, kept as text; a percentage on a
+   binding line is that entry's yield.  Neither enters the primary score.
+4. Structures outside any row and not used by a scope are left unassigned (kept in the
    trajectory, not guessed into a reaction).
 
 OCR confusions in identifiers and labels are repaired by a fixed table (``l``/``I``/``|``
@@ -33,6 +36,7 @@ from labrecord.chemdata.extract.osra import Reading
 from labrecord.chemdata.extract.tesseract import TextLine
 
 _PAIR = re.compile(r"(?<![A-Za-z])(R\s?[0-9lIi|]?'*|X|Y|Ar)\s*[=:]\s*([^\s,;]+)")
+_YIELD = re.compile(r"\b\d{1,3}(?:\.\d)?\s?%")
 _ENTRY_ID = re.compile(r"^\(?([0-9lI|][0-9]*[a-z]?)\)?$")
 _OCR_SWAPS = (("I", "l"), ("1", "l"), ("|", "l"), ("0", "O"), ("l", "1"), ("5", "S"), (";", "3"))
 
@@ -118,7 +122,7 @@ def plan_from_rules(segments: list[Segment], readings: list[Reading], lines: lis
         if any(r.is_template for r in readings_in_row):
             plan["scopes"].append(_scope(band, stages, segments, assigned, lines, used, failures))
         else:
-            plan["reactions"].extend(_steps(band, stages, failures))
+            plan["reactions"].extend(_steps(band, stages, failures, _arrow_texts(segments, band, lines)))
     shadowed = {r.id for i, chosen in assigned.items() if chosen.id in used
                 for r in readings if contains(segments[i].box, r.box)}
     for reading in readings:
@@ -144,16 +148,33 @@ def _stages(segments: list[Segment], assigned: dict[int, Reading], band: int,
     return stages
 
 
-def _steps(band: int, stages: list[list[Reading]], failures: list[dict[str, str]]) -> list[dict[str, Any]]:
+def _arrow_texts(segments: list[Segment], band: int, lines: list[TextLine]) -> list[list[str]]:
+    """Per arrow of a row (left to right): printed lines just above or below it — the
+    conditions of that step.  A line counts when its centre lies over the arrow's span and
+    within 60 px of the arrow vertically."""
+    arrows = sorted((s for s in segments if s.band == band and s.kind == "arrow"), key=lambda s: s.box[0])
+    texts = []
+    for arrow in arrows:
+        x0, y0, x1, y1 = arrow.box
+        texts.append([line.text for line in lines
+                      if x0 <= (line.box[0] + line.box[2]) / 2 <= x1 and y0 - 60 <= (line.box[1] + line.box[3]) / 2 <= y1 + 60])
+    return texts
+
+
+def _steps(band: int, stages: list[list[Reading]], failures: list[dict[str, str]],
+           conditions: list[list[str]] | None = None) -> list[dict[str, Any]]:
     reactions = []
     for step in range(1, len(stages)):
         before, after = stages[step - 1], stages[step]
         if not before or not after or any(not r.smiles for r in before + after):
             failures.append({"kind": "incomplete_step", "message": f"row {band} step {step}: a side has no read structure; step skipped"})
             continue
-        reactions.append({"id": f"r{band}s{step}", "step": step,
-                          "reactants": [{"reading": r.id} for r in before],
-                          "products": [{"reading": r.id} for r in after]})
+        reaction = {"id": f"r{band}s{step}", "step": step,
+                    "reactants": [{"reading": r.id} for r in before],
+                    "products": [{"reading": r.id} for r in after]}
+        if conditions and step <= len(conditions) and conditions[step - 1]:
+            reaction["conditions"] = list(conditions[step - 1])
+        reactions.append(reaction)
     return reactions
 
 
@@ -178,8 +199,12 @@ def _scope(band: int, stages: list[list[Reading]], segments: list[Segment], assi
                 entry["bindings"] = dict(figure_level)
             scope["entries"].append(entry)
     else:
-        for number, (entry_id, pairs, _) in enumerate(bound):
-            scope["entries"].append({"id": entry_id or f"e{number + 1}", "bindings": pairs})
+        for number, (entry_id, pairs, line) in enumerate(bound):
+            entry = {"id": entry_id or f"e{number + 1}", "bindings": pairs}
+            found_yield = _YIELD.search(line.text)
+            if found_yield:
+                entry["yield"] = found_yield.group(0).replace(" ", "")
+            scope["entries"].append(entry)
     if not scope["entries"]:
         failures.append({"kind": "no_entries", "message": f"template row {band} has no binding lines and no drawn products"})
     return scope

@@ -4,8 +4,9 @@ The figure is binarized (grey < 128 is ink), cut into horizontal *bands* at runs
 least ``band_gap`` blank rows, and each band into *segments* at runs of at least
 ``column_gap`` blank columns.  A segment is then classified by shape:
 
-* ``arrow`` — short (ink height ≤ 24 px), wide (≥ 60 px), one row of ink spanning ≥ 80 % of
-  the width while the block is less than half ink or at most 6 px tall (a bare line);
+* ``arrow`` — a run of ink rows at most 24 px tall and ≥ 60 px wide, holding a row that
+  spans ≥ 60 % of the blob, separated by blank rows from anything else in the blob (printed
+  conditions within 70 px above or below); the segment's box is the arrow's own;
 * ``plus`` — small (both sides ≤ 40 px), its middle row and middle column mostly ink;
 * ``text`` — overlapped by a tesseract line and no taller than 40 px;
 * ``structure`` — everything else, a candidate for an osra crop.
@@ -67,14 +68,41 @@ def segment(image: Any, text_lines: list[TextLine], band_gap: int = 20, column_g
             block = rows[:, left:right + 1]
             filled = block.any(axis=1).nonzero()[0]
             box = (left, top + int(filled[0]), right, top + int(filled[-1]))
-            segments.append(Segment(_classify(block[filled[0]:filled[-1] + 1], box, text_lines), box, band))
+            block = block[filled[0]:filled[-1] + 1]
+            arrow = _arrow_rows(block)
+            if arrow is not None:  # the box of the arrow itself, without printed conditions
+                segments.append(Segment("arrow", (left, box[1] + arrow[0], right, box[1] + arrow[1]), band))
+                continue
+            segments.append(Segment(_classify(block, box, text_lines), box, band))
     return segments
+
+
+def _arrow_rows(block: Any) -> tuple[int, int] | None:
+    """(first, last) block rows of an arrow, or None.
+
+    The arrow is the run of ink rows (split at blank rows) holding the row with the most
+    ink; it must be at most 24 px tall, span ≥ 60 px and ≥ 60 % of the blob's width, and be
+    less than half ink or at most 6 px tall (a bare line).  Other runs are printed
+    conditions and must lie within 70 px above or below it; a structure never splits
+    this way, because its bonds join its rows into one run.
+    """
+    height, width = block.shape
+    coverage = block.mean(axis=1)
+    peak = int(coverage.argmax())
+    if width < 60 or coverage[peak] < 0.6:
+        return None
+    runs = _runs(block.any(axis=1), 1)
+    first, last = next(run for run in runs if run[0] <= peak <= run[1])
+    core = block[first:last + 1]
+    if last - first + 1 > 24 or not (core.mean() < 0.5 or last - first + 1 <= 6):
+        return None
+    if first > 70 or height - 1 - last > 70:
+        return None
+    return first, last
 
 
 def _classify(block: Any, box: Box, text_lines: list[TextLine]) -> str:
     height, width = block.shape
-    if height <= 24 and width >= 60 and block.mean(axis=1).max() > 0.8 and (block.mean() < 0.5 or height <= 6):
-        return "arrow"
     if height <= 40 and width <= 40 and block[height // 2].mean() > 0.6 and block[:, width // 2].mean() > 0.6 \
             and block.mean() < 0.5:
         return "plus"

@@ -2,7 +2,8 @@
 
 Per figure (:func:`extract_figure`, a pure function of the image and the config):
 
-1. **text** — ``tesseract`` over the whole figure (identifiers, binding lines);
+1. **text** — ``tesseract`` over the whole figure (identifiers, binding lines), then on
+   crops it tends to miss: conditions over and under each arrow, and small unlabelled blobs;
 2. **layout** — white-space segmentation into rows, arrows, "+" signs and structure blobs;
 3. **recognition** — ``osra`` once per structure blob (cropped with a white margin; short
    blobs beside an arrow are tried too, small molecules look like words), then over the
@@ -145,6 +146,7 @@ def _stages(trajectory: Trajectory, path: Path, data: bytes, config: ExtractConf
     lines = _timed(timing, state, "text", lambda: tesseract.read_text(
         trajectory, str(path), command=list(config.tesseract_command), limit_s=config.tool_timeout_s))
     segments = _timed(timing, state, "layout", lambda: layout.segment(image, lines))
+    segments, lines = _timed(timing, state, "text", lambda: _read_crops(trajectory, image, segments, lines, config))
     trajectory.add("layout", segments=[{"kind": s.kind, "box": list(s.box), "band": s.band} for s in segments])
     segments, readings = _timed(timing, state, "recognition", lambda: _recognize(trajectory, path, image, segments, config))
     state["readings"] = [r.to_json() for r in readings]
@@ -168,6 +170,48 @@ def _stages(trajectory: Trajectory, path: Path, data: bytes, config: ExtractConf
     return reactions, templates
 
 
+def _crop_file(image: Any, box: tuple[int, int, int, int], folder: str, name: str) -> tuple[str, tuple[int, int]]:
+    """Save ``box`` of ``image`` with a white margin; return (path, offset into the figure)."""
+    from PIL import ImageOps
+
+    x0, y0, x1, y1 = box
+    crop = ImageOps.expand(image.crop((x0, y0, x1 + 1, y1 + 1)), CROP_MARGIN, fill=255)
+    path = os.path.join(folder, name)
+    crop.save(path)
+    return path, (x0 - CROP_MARGIN, y0 - CROP_MARGIN)
+
+
+def _read_crops(trajectory: Trajectory, image: Any, segments: list[layout.Segment], lines: list[tesseract.TextLine],
+                config: ExtractConfig) -> tuple[list[layout.Segment], list[tesseract.TextLine]]:
+    """Second text pass on crops the whole-figure pass tends to miss: conditions printed
+    over or under each arrow (block mode) and small blobs no text line covers, such as
+    entry labels under drawn products (line mode).  A blob read as text becomes text."""
+    ink = layout.ink_mask(image)
+    segments, lines = list(segments), list(lines)
+    with tempfile.TemporaryDirectory(prefix="labrecord-ocr-") as scratch:
+        for index, seg in enumerate(list(segments)):
+            if seg.kind == "arrow":
+                x0, y0, x1, y1 = seg.box
+                for part, (top, bottom) in (("above", (max(0, y0 - 70), y0 - 3)), ("below", (y1 + 3, min(ink.shape[0] - 1, y1 + 70)))):
+                    if bottom <= top or not ink[top:bottom + 1, x0:x1 + 1].any():
+                        continue
+                    path, offset = _crop_file(image, (x0, top, x1, bottom), scratch, f"arrow{index}{part}.png")
+                    lines += tesseract.read_text(trajectory, path, command=list(config.tesseract_command),
+                                                 limit_s=config.tool_timeout_s, psm=6, offset=offset,
+                                                 region=f"{x0},{top},{x1},{bottom}")
+            elif seg.box[3] - seg.box[1] <= 40 and seg.box[2] - seg.box[0] <= 200 and seg.kind != "plus" \
+                    and not any(layout.overlaps(seg.box, line.box) for line in lines):
+                path, offset = _crop_file(image, seg.box, scratch, f"blob{index}.png")
+                found = tesseract.read_text(trajectory, path, command=list(config.tesseract_command),
+                                            limit_s=config.tool_timeout_s, psm=7, offset=offset,
+                                            region=",".join(map(str, seg.box)))
+                found = [line for line in found if line.confidence >= 50]
+                if found:
+                    lines += found
+                    segments[index] = layout.Segment("text", seg.box, seg.band)
+    return segments, sorted(lines, key=lambda line: (line.box[1], line.box[0]))
+
+
 def _candidates(segments: list[layout.Segment]) -> list[int]:
     """Blobs worth an osra crop: structures, and short "text" blobs that sit in an arrow
     row beside (not above or below) every arrow — small molecules such as ethanol are
@@ -186,20 +230,15 @@ def _recognize(trajectory: Trajectory, path: Path, image: Any, segments: list[la
                config: ExtractConfig) -> tuple[list[layout.Segment], list[osra.Reading]]:
     """Crop readings (one osra call per candidate blob) first, whole-figure readings after.
     A "text" blob that osra reads as a structure becomes a structure segment."""
-    from PIL import ImageOps
-
     command = list(config.osra_command)
     found: list[tuple[str, float, tuple[int, int, int, int], str]] = []
     segments = list(segments)
     with tempfile.TemporaryDirectory(prefix="labrecord-osra-") as scratch:
         for index in _candidates(segments):
             seg = segments[index]
-            x0, y0, x1, y1 = seg.box
-            crop = ImageOps.expand(image.crop((x0, y0, x1 + 1, y1 + 1)), CROP_MARGIN, fill=255)
-            crop_path = os.path.join(scratch, f"crop{index}.png")
-            crop.save(crop_path)
+            crop_path, offset = _crop_file(image, seg.box, scratch, f"crop{index}.png")
             read = osra.read_structures(trajectory, crop_path, command=command, limit_s=config.tool_timeout_s,
-                                        offset=(x0 - CROP_MARGIN, y0 - CROP_MARGIN), region=f"{x0},{y0},{x1},{y1}")
+                                        offset=offset, region=",".join(map(str, seg.box)))
             found.extend((smiles, confidence, box, "crop") for smiles, confidence, box in read)
             if read and seg.kind == "text":
                 segments[index] = layout.Segment("structure", seg.box, seg.band)

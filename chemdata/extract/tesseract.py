@@ -44,7 +44,12 @@ def parse_tsv(text: str, min_confidence: float = 0.0) -> list[TextLine]:
     return sorted(lines, key=lambda item: (item.box[1], item.box[0]))
 
 
-def read_text(trajectory: Trajectory, image_path: str, *, command: list[str], limit_s: float) -> list[TextLine]:
-    """Run tesseract on the whole figure (page segmentation 11: sparse text)."""
-    argv = [*command, image_path, "-", "--psm", "11", "tsv"]
-    return parse_tsv(trajectory.run_tool("tesseract", argv, limit_s=limit_s))
+def read_text(trajectory: Trajectory, image_path: str, *, command: list[str], limit_s: float,
+              psm: int = 11, offset: tuple[int, int] = (0, 0), region: str = "full") -> list[TextLine]:
+    """Run tesseract on one image: the whole figure with page segmentation 11 (sparse
+    text), or a crop with 6 (a block) or 7 (one line); boxes shift by ``offset``."""
+    argv = [*command, image_path, "-", "--psm", str(psm), "tsv"]
+    lines = parse_tsv(trajectory.run_tool("tesseract", argv, limit_s=limit_s, note={"region": region}))
+    dx, dy = offset
+    return [TextLine(ln.text, (ln.box[0] + dx, ln.box[1] + dy, ln.box[2] + dx, ln.box[3] + dy), ln.confidence)
+            for ln in lines]

@@ -11,7 +11,7 @@ pytest.importorskip("rdkit")
 
 REACTIONS = """\
 # a two-component coupling, a two-step scheme and a table scope
-c1ccccc1I.OB(O)c1ccc(C)cc1>>c1ccccc1-c1ccc(C)cc1 suzuki-1
+c1ccccc1I.OB(O)c1ccc(C)cc1>[Pd]>c1ccccc1-c1ccc(C)cc1 suzuki-1
 Brc1ccc(C(F)(F)F)cc1>>OB(O)c1ccc(C(F)(F)F)cc1>>Cc1ccc(-c2ccc(C(F)(F)F)cc2)cc1 two-step
 @scope-table [*:1]c1ccc(I)cc1>>[*:1]c1ccc(-c2ccccc2)cc1 R1=Me,OMe,CF3 scope-t
 """

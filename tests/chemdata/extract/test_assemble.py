@@ -80,3 +80,14 @@ def test_table_and_drawn_product_routes_agree(abbreviation: str) -> None:
         assert failures[0]["kind"] == "ambiguous_match"
         return
     assert reactions[0].reactants[0].smiles == by_table.reactants[0].smiles
+
+
+def test_conditions_and_yields_are_carried_not_scored() -> None:
+    plan = {"reactions": [{"reactants": [{"reading": "m1"}], "products": [{"reading": "m2"}], "yield": 85, "step": "x",
+                           "conditions": ["Pd(PPh3)4", {"role": "solvent", "smiles": "C1CCOC1"}]}],
+            "scopes": [{"reactant_templates": ["t1"], "product_template": "t2", "entries": [{"id": "e", "bindings": {"R": "F"}, "yield": "92%"}]}]}
+    (reaction, entry), _, _ = assemble(plan, READINGS)
+    assert [(c.role, c.smiles, c.text) for c in reaction.conditions] == [("condition", None, "Pd(PPh3)4"), ("solvent", "C1CCOC1", None)]
+    assert reaction.yield_ == "85" and reaction.step is None and entry.yield_ == "92%"
+    with pytest.raises(PlanError, match="a condition must be"):
+        assemble({"reactions": [{"conditions": [3]}]}, READINGS)

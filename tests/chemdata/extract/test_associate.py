@@ -104,3 +104,17 @@ def test_unread_template_expands_no_entry() -> None:
     plan, failures = plan_from_rules(segments, [read("m2", "*c1ccccc1", 300)], [TextLine("1a R1 = Me", (0, 200, 9, 220), 90)])
     assert plan["scopes"][0]["entries"] == []
     assert [f["kind"] for f in failures] == ["unread_structure", "incomplete_template"]
+
+
+def test_text_over_an_arrow_is_that_steps_condition_and_percent_is_a_yield() -> None:
+    segments = [seg("structure", 0), seg("arrow", 150, y=45, h=10), seg("structure", 300), seg("arrow", 450, y=45, h=10),
+                seg("structure", 600)]
+    readings = [read("m1", "Brc1ccccc1", 0), read("m2", "OB(O)c1ccccc1", 300), read("m3", "Cc1ccccc1", 600)]
+    lines = [TextLine("Pd(PPh3)4", (160, 20, 240, 35), 90), TextLine("THF, 60 C", (470, 60, 540, 75), 90),
+             TextLine("3a", (30, 150, 50, 165), 90)]
+    plan, _ = plan_from_rules(segments, readings, lines)
+    assert [r.get("conditions") for r in plan["reactions"]] == [["Pd(PPh3)4"], ["THF, 60 C"]]
+    table = [seg("structure", 0), seg("arrow", 150, h=10), seg("structure", 300)]
+    scope_plan, _ = plan_from_rules(table, [read("m1", "*c1ccc(I)cc1", 0), read("m2", "*c1ccccc1", 300)],
+                                    [TextLine("1a R1 = Me 92 %", (0, 200, 200, 220), 90)])
+    assert scope_plan["scopes"][0]["entries"] == [{"id": "1a", "bindings": {"R1": "Me"}, "yield": "92%"}]

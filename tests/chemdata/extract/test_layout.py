@@ -50,3 +50,22 @@ def test_separated_blocks_become_one_segment_each(widths: list[int]) -> None:
     segments = segment(image, [])
     assert len(segments) == len(widths)
     assert all(s.kind == "structure" and s.band == 0 for s in segments)
+
+
+def test_conditions_over_an_arrow_leave_the_arrow_box_alone() -> None:
+    image = Image.new("L", (400, 200), 255)
+    pen = ImageDraw.Draw(image)
+    pen.rectangle((120, 70, 260, 90), fill=0)                       # printed conditions
+    pen.line((100, 110, 280, 110), fill=0, width=3)                 # the arrow shaft
+    pen.polygon([(290, 110), (274, 102), (274, 118)], fill=0)       # and its head
+    (arrow,) = segment(image, [])
+    assert arrow.kind == "arrow" and arrow.box == (100, 102, 290, 118)
+
+
+def test_a_blob_whose_long_row_is_joined_to_the_rest_is_not_an_arrow() -> None:
+    image = Image.new("L", (400, 200), 255)
+    pen = ImageDraw.Draw(image)
+    pen.line((100, 110, 280, 110), fill=0, width=3)
+    pen.line((150, 110, 150, 40), fill=0, width=3)                  # a bond joins it to more ink
+    pen.line((150, 40, 200, 40), fill=0, width=3)
+    assert [s.kind for s in segment(image, [])] == ["structure"]

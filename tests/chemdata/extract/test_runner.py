@@ -78,6 +78,8 @@ def test_provenance_and_trajectory_content(baseline: Path) -> None:
     suzuki = json.loads((baseline / "suzuki-1.json").read_text())
     assert suzuki["reactions"][0]["products"][0]["provenance"]["origin"] == "tool_read"
     assert suzuki["extra"]["readings"][0]["confidence"] is not None
+    # the catalyst printed over the arrow is read by the second text pass and kept as a condition
+    assert "Pd" in " ".join(c.get("text", "") for c in suzuki["reactions"][0]["conditions"])
 
 
 @needs_tools
