@@ -1,0 +1,193 @@
+"""Record assembly: an entry plan plus tool readings -> concrete reactions with provenance.
+
+Plan shape (the rule-based default and the model endpoint both produce it)::
+
+    {"reactions": [{"id", "step", "identifiers"?, "yield"?, "conditions"?: [text | {role, smiles?, text?}],
+                    "reactants": [REF], "products": [REF]}],
+     "scopes":    [{"id", "reactant_templates": [reading id], "product_template": reading id,
+                    "entries": [{"id", "bindings"?: {VAR: value}, "product"?: reading id, "yield"?}]}]}
+    REF = {"reading": id} | {"smiles": "…"}            # the latter is model-written
+
+A reading becomes a ``tool_read`` molecule with its region; a scope entry with bindings
+only instantiates every template (``template_derived``); an entry with a drawn product
+keeps the product as read and derives the reactants with
+:func:`labrecord.chemdata.rgroup.derive_reactants`, its printed bindings taking
+precedence.  Templates read without label numbers (osra writes ``*`` for ``R1``) accept
+an entry's single variable.  Every failure is returned with its stage, never hidden.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from labrecord.chemdata import rgroup
+from labrecord.chemdata.extract.osra import Reading
+
+
+class PlanError(Exception):
+    """The plan itself is unusable (not the expected shape, unknown reading id)."""
+
+
+def canonical(smiles: str) -> str:
+    """RDKit canonical isomeric SMILES, or the input unchanged when RDKit refuses it
+    (a malformed molecule then sinks only its own reaction at scoring time)."""
+    from rdkit import Chem, RDLogger
+
+    RDLogger.DisableLog("rdApp.*")
+    mol = Chem.MolFromSmiles(smiles) if smiles else None
+    return Chem.MolToSmiles(mol) if mol is not None else smiles
+
+
+def _region(reading: Reading) -> str:
+    x0, y0, x1, y1 = reading.box
+    return f"{x0},{y0},{x1},{y1}"
+
+
+def _read_molecule(reading: Reading) -> Any:
+    from labrecord.models.rxn import Molecule, Provenance
+
+    return Molecule(smiles=canonical(reading.smiles), provenance=Provenance(
+        origin="tool_read", region=_region(reading), bbox=[float(v) for v in reading.box]))
+
+
+def _derived_molecule(smiles: str, template: str, bindings: dict[str, str]) -> Any:
+    from labrecord.models.rxn import Molecule, Provenance
+
+    return Molecule(smiles=smiles, provenance=Provenance(origin="template_derived", template=template,
+                                                         bindings=dict(sorted(bindings.items()))))
+
+
+def _resolve(ref: Any, readings: dict[str, Reading]) -> Any:
+    from labrecord.models.rxn import Molecule, Provenance
+
+    if isinstance(ref, dict) and isinstance(ref.get("reading"), str):
+        if ref["reading"] not in readings:
+            raise PlanError(f"unknown reading id {ref['reading']!r}")
+        return _read_molecule(readings[ref["reading"]])
+    if isinstance(ref, dict) and isinstance(ref.get("smiles"), str):
+        return Molecule(smiles=canonical(ref["smiles"]), provenance=Provenance(origin="model_written"))
+    raise PlanError(f"a participant must be {{'reading': id}} or {{'smiles': …}}, got {str(ref)[:80]!r}")
+
+
+def assemble(plan: Any, readings: list[Reading]) -> tuple[list[Any], list[Any], list[dict[str, str]]]:
+    """(reactions, templates, failures) for one figure; failures carry ``stage``."""
+    from labrecord.models.rxn import Reaction
+
+    if not isinstance(plan, dict):
+        raise PlanError(f"plan must be a JSON object, got {type(plan).__name__}")
+    by_id = {r.id: r for r in readings}
+    reactions, templates, failures = [], [], []
+    for item in plan.get("reactions") or []:
+        if not isinstance(item, dict):
+            raise PlanError(f"a plan reaction must be an object, got {str(item)[:80]!r}")
+        reactions.append(Reaction(id=str(item.get("id") or f"r{len(reactions) + 1}"), step=_int_or_none(item.get("step")),
+                                  reactants=[_resolve(ref, by_id) for ref in item.get("reactants") or []],
+                                  products=[_resolve(ref, by_id) for ref in item.get("products") or []],
+                                  conditions=_conditions(item.get("conditions")),
+                                  identifiers=[str(i) for i in item.get("identifiers") or []],
+                                  yield_=_text_or_none(item.get("yield"))))
+    for scope in plan.get("scopes") or []:
+        built, template, problems = _expand_scope(scope, by_id)
+        reactions.extend(built)
+        templates.append(template)
+        failures.extend(problems)
+    return reactions, templates, failures
+
+
+def _int_or_none(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _text_or_none(value: Any) -> str | None:
+    return None if value is None else str(value)
+
+
+def _conditions(items: Any) -> list[Any]:
+    """Plan conditions: printed strings, or {"role", "smiles"?, "text"?} objects."""
+    from labrecord.models.rxn import Condition
+
+    found = []
+    for item in items or []:
+        if isinstance(item, str):
+            found.append(Condition(text=item))
+        elif isinstance(item, dict):
+            found.append(Condition(role=str(item.get("role") or "condition"), smiles=_text_or_none(item.get("smiles")),
+                                   text=_text_or_none(item.get("text"))))
+        else:
+            raise PlanError(f"a condition must be text or an object, got {str(item)[:80]!r}")
+    return found
+
+
+def _template_smiles(ids: list[Any], by_id: dict[str, Reading], what: str) -> list[str]:
+    out = []
+    for ident in ids:
+        if ident not in by_id:
+            raise PlanError(f"{what}: unknown reading id {ident!r}")
+        out.append(by_id[ident].smiles)
+    return out
+
+
+def _fit_labels(templates: list[str], bindings: dict[str, str]) -> dict[str, str]:
+    """Give an entry's single variable to templates whose only label is the bare ``*``."""
+    labels = set()
+    for template in templates:
+        labels.update(rgroup.template_labels(template))
+    spare = [k for k in bindings if rgroup.normalize_label(k) not in labels]
+    if labels == {"*"} and len(spare) == 1:
+        fitted = dict(bindings)
+        fitted["*"] = fitted.pop(spare[0])
+        return fitted
+    return dict(bindings)
+
+
+def _expand_scope(scope: Any, by_id: dict[str, Reading]) -> tuple[list[Any], Any, list[dict[str, str]]]:
+    from labrecord.models.rxn import Molecule, Provenance, Reaction, Template
+
+    if not isinstance(scope, dict):
+        raise PlanError(f"a plan scope must be an object, got {str(scope)[:80]!r}")
+    reactant_templates = _template_smiles(list(scope.get("reactant_templates") or []), by_id, "reactant_templates")
+    product_id = scope.get("product_template")
+    product_template = _template_smiles([product_id], by_id, "product_template")[0] if product_id else None
+    template = Template(id=str(scope.get("id") or "t"),
+                        reactants=[Molecule(smiles=t, esmiles=t, provenance=Provenance(origin="tool_read")) for t in reactant_templates],
+                        products=[Molecule(smiles=product_template, esmiles=product_template,
+                                           provenance=Provenance(origin="tool_read"))] if product_template else [])
+    reactions, failures = [], []
+    for entry in scope.get("entries") or []:
+        try:
+            built = _expand_entry(entry, reactant_templates, product_template, by_id)
+        except rgroup.RGroupError as error:
+            built = error.failure
+        if isinstance(built, rgroup.Failure):
+            failures.append({"stage": "rgroup", "kind": built.kind,
+                             "message": f"entry {entry.get('id')}: {built.message}"})
+            continue
+        reactants, products = built
+        reactions.append(Reaction(id=f"{template.id}-{entry.get('id')}", step=1, reactants=reactants,
+                                  products=products, identifiers=[str(entry.get("id"))],
+                                  yield_=_text_or_none(entry.get("yield"))))
+    return reactions, template, failures
+
+
+def _expand_entry(entry: Any, reactant_templates: list[str], product_template: str | None,
+                  by_id: dict[str, Reading]) -> tuple[list[Any], list[Any]] | rgroup.Failure:
+    if not isinstance(entry, dict):
+        raise PlanError(f"a scope entry must be an object, got {str(entry)[:80]!r}")
+    if product_template is None:
+        return rgroup.Failure("no_match", "the template row has no product template")
+    bindings = {str(k): str(v) for k, v in (entry.get("bindings") or {}).items()}
+    if entry.get("product") is not None:
+        product = _resolve({"reading": entry["product"]}, by_id)
+        explicit = _fit_labels(reactant_templates + [product_template], bindings) if bindings else {}
+        derived = rgroup.derive_reactants(reactant_templates, product_template, product.smiles, explicit)
+        if isinstance(derived, rgroup.Failure):
+            return derived
+        return [_derived_molecule(str(s), s.template, s.bindings) for s in derived], [product]
+    fitted = _fit_labels(reactant_templates + [product_template], bindings)
+    reactants = [_instantiate(t, fitted) for t in reactant_templates]
+    return reactants, [_instantiate(product_template, fitted)]
+
+
+def _instantiate(template: str, bindings: dict[str, str]) -> Any:
+    labels = rgroup.template_labels(template)
+    used = {k: v for k, v in bindings.items() if rgroup.normalize_label(k) in labels}
+    return _derived_molecule(rgroup.instantiate(template, bindings), template, used)

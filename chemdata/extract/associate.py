@@ -1,0 +1,222 @@
+"""The rule-based default association: tool readings and layout -> an entry plan.
+
+The plan is the same JSON the model endpoint returns (see :mod:`.endpoint`), so both
+paths go through one assembly step.  Rules, in order:
+
+1. **Rows.** A band that holds an arrow is a reaction row.  Reading left to right, the
+   structures before the first arrow are stage 0, those between arrow k and k+1 are
+   stage k+1.  Step k is stage k-1 -> stage k (a multi-step scheme gives one reaction per
+   arrow; the product of one step is a reactant of the next).
+2. **Templates.** A row in which any structure reads with an attachment point ``*`` is
+   a template row: stage 0 gives the reactant templates and stage 1 the product
+   template (if one of them was not read, no entry is expanded).  Its entries come from
+   a. printed binding lines ``<id> R1 = Me`` (a table under the scheme): one entry each,
+      the id printed at the start of the line or on its own to the left of it;
+   b. concrete structures drawn in bands below the row (a product scope): one entry
+      each, its identifier the text line just under it; binding lines without an id are
+      then figure-level bindings (a footnote such as ``X = I``) given to every entry.
+3. **Conditions and yields.** Printed lines just above or below an arrow (centre over
+   the arrow, within 60 px) are that step's conditions, kept as text; a percentage on a
+   binding line is that entry's yield.  Neither enters the primary score.
+4. Structures outside any row and not used by a scope are left unassigned (kept in the
+   trajectory, not guessed into a reaction).
+
+OCR confusions in identifiers and labels are repaired by a fixed table (``l``/``I``/``|``
+-> ``1`` in ``R1`` and ``1a``; ``CI`` -> ``Cl``; ``0`` -> ``O``), applied only when the
+repaired value is a known abbreviation.
+"""
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from labrecord.chemdata.abbreviations import ABBREVIATIONS
+from labrecord.chemdata.extract.layout import Segment, contains, overlaps
+from labrecord.chemdata.extract.osra import Reading
+from labrecord.chemdata.extract.tesseract import TextLine
+
+_PAIR = re.compile(r"(?<![A-Za-z])(R\s?[0-9lIi|]?'*|X|Y|Ar)\s*[=:]\s*([^\s,;]+)")
+_YIELD = re.compile(r"\b\d{1,3}(?:\.\d)?\s?%")
+_ENTRY_ID = re.compile(r"^\(?([0-9lI|][0-9]*[a-z]?)\)?$")
+_OCR_SWAPS = (("I", "l"), ("1", "l"), ("|", "l"), ("0", "O"), ("l", "1"), ("5", "S"), (";", "3"))
+
+
+def normalize_entry_id(token: str) -> str | None:
+    """``la`` -> ``1a``, ``(2b)`` -> ``2b``; None when ``token`` is not an identifier."""
+    match = _ENTRY_ID.match(token.strip())
+    if not match:
+        return None
+    text = match.group(1)
+    return ("1" + text[1:]) if text[0] in "lI|" else text
+
+
+def normalize_variable(token: str) -> str:
+    """``Rl``/``RI``/``Ri``/``R|`` -> ``R1``; other variable names unchanged (spaces removed)."""
+    text = token.replace(" ", "")
+    if text.startswith("R") and len(text) > 1 and text[1] in "lIi|":
+        text = "R1" + text[2:]
+    return text
+
+
+def repair_value(value: str) -> str:
+    """An OCR'd substituent: itself if known, else the first single-swap repair that is."""
+    text = value.strip().rstrip(".")
+    if text in ABBREVIATIONS:
+        return text
+    for wrong, right in _OCR_SWAPS:
+        candidate = text.replace(wrong, right)
+        if candidate in ABBREVIATIONS:
+            return candidate
+    return text
+
+
+def binding_lines(lines: list[TextLine]) -> list[tuple[str | None, dict[str, str], TextLine]]:
+    """Printed lines with at least one ``VAR = value`` pair: (entry id or None, bindings, line)."""
+    found = []
+    for line in lines:
+        pairs = _PAIR.findall(line.text)
+        if not pairs:
+            continue
+        first = line.text.split()[0]
+        entry = normalize_entry_id(first) if not _PAIR.match(line.text) else _id_left_of(line, lines)
+        found.append((entry, {normalize_variable(k): repair_value(v) for k, v in pairs}, line))
+    return found
+
+
+def _id_left_of(line: TextLine, lines: list[TextLine]) -> str | None:
+    """An identifier printed on its own to the left of ``line``, on the same text row."""
+    for other in lines:
+        if other.box[2] < line.box[0] and other.box[1] < line.box[3] and line.box[1] < other.box[3]:
+            entry = normalize_entry_id(other.text)
+            if entry:
+                return entry
+    return None
+
+
+def assign_readings(segments: list[Segment], readings: list[Reading]) -> dict[int, Reading]:
+    """Map each structure segment (by index) to the reading inside it, crop readings first."""
+    assigned: dict[int, Reading] = {}
+    for index, seg in enumerate(segments):
+        if seg.kind != "structure":
+            continue
+        inside = [r for r in readings if contains(seg.box, r.box)]
+        inside.sort(key=lambda r: (r.source != "crop", -r.confidence))
+        if inside:
+            assigned[index] = inside[0]
+    return assigned
+
+
+def plan_from_rules(segments: list[Segment], readings: list[Reading], lines: list[TextLine]) -> tuple[dict[str, Any], list[dict[str, str]]]:
+    """The entry plan and the association failures (each {kind, message})."""
+    assigned = assign_readings(segments, readings)
+    failures: list[dict[str, str]] = []
+    plan: dict[str, Any] = {"reactions": [], "scopes": []}
+    used: set[str] = set()
+    bands = sorted({s.band for s in segments if s.kind == "arrow"})
+    if not bands:
+        failures.append({"kind": "no_arrow", "message": "no reaction arrow found; nothing to associate"})
+    for band in bands:
+        stages = _stages(segments, assigned, band, failures)
+        readings_in_row = [r for stage in stages for r in stage]
+        used.update(r.id for r in readings_in_row)
+        if any(r.is_template for r in readings_in_row):
+            plan["scopes"].append(_scope(band, stages, segments, assigned, lines, used, failures))
+        else:
+            plan["reactions"].extend(_steps(band, stages, failures, _arrow_texts(segments, band, lines)))
+    shadowed = {r.id for i, chosen in assigned.items() if chosen.id in used
+                for r in readings if contains(segments[i].box, r.box)}
+    for reading in readings:
+        if reading.id not in used and reading.id not in shadowed:
+            failures.append({"kind": "unassigned", "message": f"reading {reading.id} ({reading.smiles}) belongs to no reaction"})
+    return plan, failures
+
+
+def _stages(segments: list[Segment], assigned: dict[int, Reading], band: int,
+            failures: list[dict[str, str]]) -> list[list[Reading]]:
+    stages: list[list[Reading]] = [[]]
+    row = sorted((i for i, s in enumerate(segments) if s.band == band), key=lambda i: segments[i].box[0])
+    for index in row:
+        seg = segments[index]
+        if seg.kind == "arrow":
+            stages.append([])
+        elif seg.kind == "structure":
+            if index in assigned:
+                stages[-1].append(assigned[index])
+            else:
+                failures.append({"kind": "unread_structure", "message": f"structure at {list(seg.box)} in row {band} was not read"})
+                stages[-1].append(Reading(f"unread@{seg.box[0]},{seg.box[1]}", "", 0.0, seg.box, "none"))
+    return stages
+
+
+def _arrow_texts(segments: list[Segment], band: int, lines: list[TextLine]) -> list[list[str]]:
+    """Per arrow of a row (left to right): printed lines just above or below it — the
+    conditions of that step.  A line counts when its centre lies over the arrow's span and
+    within 60 px of the arrow vertically."""
+    arrows = sorted((s for s in segments if s.band == band and s.kind == "arrow"), key=lambda s: s.box[0])
+    texts = []
+    for arrow in arrows:
+        x0, y0, x1, y1 = arrow.box
+        texts.append([line.text for line in lines
+                      if x0 <= (line.box[0] + line.box[2]) / 2 <= x1 and y0 - 60 <= (line.box[1] + line.box[3]) / 2 <= y1 + 60])
+    return texts
+
+
+def _steps(band: int, stages: list[list[Reading]], failures: list[dict[str, str]],
+           conditions: list[list[str]] | None = None) -> list[dict[str, Any]]:
+    reactions = []
+    for step in range(1, len(stages)):
+        before, after = stages[step - 1], stages[step]
+        if not before or not after or any(not r.smiles for r in before + after):
+            failures.append({"kind": "incomplete_step", "message": f"row {band} step {step}: a side has no read structure; step skipped"})
+            continue
+        reaction = {"id": f"r{band}s{step}", "step": step,
+                    "reactants": [{"reading": r.id} for r in before],
+                    "products": [{"reading": r.id} for r in after]}
+        if conditions and step <= len(conditions) and conditions[step - 1]:
+            reaction["conditions"] = list(conditions[step - 1])
+        reactions.append(reaction)
+    return reactions
+
+
+def _scope(band: int, stages: list[list[Reading]], segments: list[Segment], assigned: dict[int, Reading],
+           lines: list[TextLine], used: set[str], failures: list[dict[str, str]]) -> dict[str, Any]:
+    scope: dict[str, Any] = {"id": f"t{band}", "reactant_templates": [r.id for r in stages[0] if r.smiles],
+                             "product_template": next((r.id for r in stages[1] if r.smiles), None) if len(stages) > 1 else None,
+                             "entries": []}
+    if len(stages) != 2:
+        failures.append({"kind": "template_steps", "message": f"template row {band} has {len(stages) - 1} arrows; only one-step templates are expanded"})
+    if any(not r.smiles for stage in stages for r in stage) or not scope["reactant_templates"] or scope["product_template"] is None:
+        failures.append({"kind": "incomplete_template", "message": f"template row {band}: a template was not read; its entries are not expanded"})
+        return scope
+    below_readings = [(i, r) for i, r in assigned.items() if segments[i].band > band and not r.is_template and r.id not in used]
+    bound = binding_lines(lines)
+    figure_level = {k: v for entry, pairs, _ in bound if entry is None for k, v in pairs.items()}
+    if below_readings:
+        for index, reading in sorted(below_readings, key=lambda item: (segments[item[0]].box[1], segments[item[0]].box[0])):
+            used.add(reading.id)
+            entry = {"id": _label_under(segments[index], lines) or reading.id, "product": reading.id}
+            if figure_level:
+                entry["bindings"] = dict(figure_level)
+            scope["entries"].append(entry)
+    else:
+        for number, (entry_id, pairs, line) in enumerate(bound):
+            entry = {"id": entry_id or f"e{number + 1}", "bindings": pairs}
+            found_yield = _YIELD.search(line.text)
+            if found_yield:
+                entry["yield"] = found_yield.group(0).replace(" ", "")
+            scope["entries"].append(entry)
+    if not scope["entries"]:
+        failures.append({"kind": "no_entries", "message": f"template row {band} has no binding lines and no drawn products"})
+    return scope
+
+
+def _label_under(seg: Segment, lines: list[TextLine], reach: int = 80) -> str | None:
+    """The identifier printed just below a structure (horizontally overlapping)."""
+    x0, _, x1, y1 = seg.box
+    for line in lines:
+        lx0, ly0, lx1, _ = line.box
+        if y1 <= ly0 <= y1 + reach and overlaps((x0, 0, x1, 1), (lx0, 0, lx1, 1)):
+            entry = normalize_entry_id(line.text.split()[0]) if line.text.split() else None
+            if entry:
+                return entry
+    return None

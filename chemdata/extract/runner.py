@@ -1,0 +1,354 @@
+"""The extraction runner: a folder of figures -> one reaction record per figure.
+
+Per figure (:func:`extract_figure`, a pure function of the image and the config):
+
+1. **text** — ``tesseract`` over the whole figure (identifiers, binding lines), then on
+   crops it tends to miss: conditions over and under each arrow, and small unlabelled blobs;
+2. **layout** — white-space segmentation into rows, arrows, "+" signs and structure blobs;
+3. **recognition** — ``osra`` once per structure blob (cropped with a white margin; short
+   blobs beside an arrow are tried too, small molecules look like words), then over the
+   whole figure; a crop reading wins over a whole-figure one;
+4. **association** — the rule-based plan (:mod:`.associate`), or, with a model endpoint,
+   the plan the model returns from the figure plus the tool readings;
+5. **assembly** — readings and the R-group engine turn the plan into records.
+
+Tool errors and timeouts end the figure with status ``failed``/``timeout`` and a reason;
+an unexpected exception does the same (with its traceback in the trajectory).  No
+figure is ever dropped: each gets ``<out>/<figure_id>.json`` and its trajectory
+``<out>/trajectories/<figure_id>.ndjson`` (one JSON event per line; the ``.ndjson``
+suffix keeps record readers, which take every ``.json``/``.jsonl`` under a folder, from
+mistaking it for a prediction); ``<out>/trajectories/summary.ndjson`` (one line) counts
+statuses and failures per stage.  Executors: in-process (``workers=1``), a process pool
+(``workers=N``) or Ray (``executor="ray"``); all call the same function, so the records
+agree.
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+import tempfile
+import time
+import traceback
+from collections import Counter
+from collections.abc import Callable, Iterator
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from labrecord.chemdata.extract import associate, assemble, endpoint, layout, osra, tesseract
+from labrecord.chemdata.extract.records import document_json, write_document
+from labrecord.chemdata.extract.trajectory import BudgetExceeded, ToolFailed, Trajectory
+from labrecord.errors import LabrecordError
+from labrecord.fileio import atomic_write_bytes, dumps
+
+IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".tif", ".tiff", ".gif", ".bmp")
+TRAJECTORY_DIR = "trajectories"
+TRAJECTORY_SUFFIX = ".ndjson"
+SUMMARY_NAME = "summary.ndjson"
+CROP_MARGIN = 30
+
+
+@dataclass(frozen=True)
+class ExtractConfig:
+    """Everything that shapes a run (kept in every trajectory's input event)."""
+
+    system: str = "labrecord-rules"
+    budget_s: float = 3600.0
+    tool_timeout_s: float = 120.0
+    osra_command: tuple[str, ...] = ("osra",)
+    tesseract_command: tuple[str, ...] = ("tesseract",)
+    model_endpoint: str | None = None
+    model: str | None = None
+    api_key_env: str | None = None
+
+
+@dataclass
+class FigureResult:
+    """What one figure produced: the record (plain JSON data) and its trajectory events."""
+
+    figure_id: str
+    document: dict[str, Any]
+    events: list[dict[str, Any]] = field(default_factory=list)
+
+
+def figure_id_of(path: Path) -> str:
+    """The file stem: ``X.png`` and ``X.jpg`` name one figure (DESIGN.md)."""
+    return path.stem
+
+
+def list_figures(figures_dir: str | os.PathLike[str]) -> list[Path]:
+    """Image files of ``figures_dir`` in name order; two images of one figure id are refused."""
+    folder = Path(figures_dir)
+    if not folder.is_dir():
+        raise LabrecordError(f"{folder}: not a directory of figures")
+    images = sorted(p for p in folder.iterdir() if p.is_file() and p.suffix.lower() in IMAGE_SUFFIXES)
+    seen: dict[str, Path] = {}
+    for image in images:
+        other = seen.setdefault(figure_id_of(image), image)
+        if other != image:
+            raise LabrecordError(f"{image}: figure id {figure_id_of(image)!r} also names {other.name}")
+    if not images:
+        raise LabrecordError(f"{folder}: no figures ({', '.join(IMAGE_SUFFIXES)})")
+    return images
+
+
+# --------------------------------------------------------------------------- one figure
+
+def extract_figure(image_path: str, config: ExtractConfig) -> FigureResult:
+    """Run every stage on one figure; never raises for a bad figure or a failing tool."""
+    path = Path(image_path)
+    figure_id = figure_id_of(path)
+    trajectory = Trajectory(figure_id, config.budget_s)
+    timing: dict[str, float] = {}
+    state: dict[str, Any] = {"readings": [], "failures": [], "plan": None, "plan_source": "rules"}
+    status, error, stage = "ok", None, None
+    reactions: list[Any] = []
+    templates: list[Any] = []
+    try:
+        data = path.read_bytes()
+        trajectory.add("input", figure=path.name, sha256=hashlib.sha256(data).hexdigest(), bytes=len(data),
+                       config=_config_json(config))
+        reactions, templates = _stages(trajectory, path, data, config, timing, state)
+    except BudgetExceeded as exc:
+        status, error, stage = "timeout", str(exc), "budget"
+    except ToolFailed as exc:
+        status, error = ("timeout" if exc.timeout else "failed"), str(exc)
+        stage = state.get("stage")
+    except assemble.PlanError as exc:
+        status, error, stage = "failed", f"plan: {exc}", state.get("stage")
+    except Exception as exc:  # a bug or an unreadable image must not drop the figure
+        status, error, stage = "failed", f"{type(exc).__name__}: {exc}", state.get("stage")
+        trajectory.add("error", traceback=traceback.format_exc(limit=8))
+    if status != "ok":
+        trajectory.failure(stage or "unknown", status, error or "")
+    document = _document(figure_id, path, config, status, error, stage, reactions, templates, timing, state, trajectory)
+    trajectory.add("result", status=status, reactions=len(document.get("reactions", [])), error=error)
+    return FigureResult(figure_id, document, trajectory.events)
+
+
+def _timed(timing: dict[str, float], state: dict[str, Any], name: str, work: Callable[[], Any]) -> Any:
+    state["stage"] = name
+    began = time.monotonic()
+    try:
+        return work()
+    finally:
+        timing[name] = round(timing.get(name, 0.0) + time.monotonic() - began, 6)
+
+
+def _stages(trajectory: Trajectory, path: Path, data: bytes, config: ExtractConfig, timing: dict[str, float],
+            state: dict[str, Any]) -> tuple[list[Any], list[Any]]:
+    from io import BytesIO
+
+    from PIL import Image
+
+    state["stage"] = "recognition"
+    image = Image.open(BytesIO(data)).convert("L")
+    lines = _timed(timing, state, "text", lambda: tesseract.read_text(
+        trajectory, str(path), command=list(config.tesseract_command), limit_s=config.tool_timeout_s))
+    segments = _timed(timing, state, "layout", lambda: layout.segment(image, lines))
+    segments, lines = _timed(timing, state, "text", lambda: _read_crops(trajectory, image, segments, lines, config))
+    trajectory.add("layout", segments=[{"kind": s.kind, "box": list(s.box), "band": s.band} for s in segments])
+    segments, readings = _timed(timing, state, "recognition", lambda: _recognize(trajectory, path, image, segments, config))
+    state["readings"] = [r.to_json() for r in readings]
+    plan, problems = _timed(timing, state, "association", lambda: associate.plan_from_rules(segments, readings, lines))
+    for problem in problems:
+        stage = "recognition" if problem["kind"] == "unread_structure" else "association"
+        state["failures"].append({"stage": stage, **problem})
+        trajectory.failure(stage, problem["kind"], problem["message"])
+    if config.model_endpoint:
+        plan = _timed(timing, state, "model", lambda: endpoint.request_plan(
+            trajectory, config.model_endpoint or "", config.model or "", data, state["readings"],
+            [{"text": ln.text, "box": list(ln.box)} for ln in lines], plan, limit_s=config.tool_timeout_s,
+            api_key_env=config.api_key_env))
+        state["plan_source"] = "model"
+    state["plan"] = plan
+    trajectory.add("plan", source=state["plan_source"], plan=plan)
+    reactions, templates, failures = _timed(timing, state, "assembly", lambda: assemble.assemble(plan, readings))
+    for failure in failures:
+        state["failures"].append(failure)
+        trajectory.failure(failure["stage"], failure["kind"], failure["message"])
+    return reactions, templates
+
+
+def _crop_file(image: Any, box: tuple[int, int, int, int], folder: str, name: str) -> tuple[str, tuple[int, int]]:
+    """Save ``box`` of ``image`` with a white margin; return (path, offset into the figure)."""
+    from PIL import ImageOps
+
+    x0, y0, x1, y1 = box
+    crop = ImageOps.expand(image.crop((x0, y0, x1 + 1, y1 + 1)), CROP_MARGIN, fill=255)
+    path = os.path.join(folder, name)
+    crop.save(path)
+    return path, (x0 - CROP_MARGIN, y0 - CROP_MARGIN)
+
+
+def _read_crops(trajectory: Trajectory, image: Any, segments: list[layout.Segment], lines: list[tesseract.TextLine],
+                config: ExtractConfig) -> tuple[list[layout.Segment], list[tesseract.TextLine]]:
+    """Second text pass on crops the whole-figure pass tends to miss: conditions printed
+    over or under each arrow (block mode) and small blobs no text line covers, such as
+    entry labels under drawn products (line mode).  A blob read as text becomes text."""
+    ink = layout.ink_mask(image)
+    segments, lines = list(segments), list(lines)
+    with tempfile.TemporaryDirectory(prefix="labrecord-ocr-") as scratch:
+        for index, seg in enumerate(list(segments)):
+            if seg.kind == "arrow":
+                x0, y0, x1, y1 = seg.box
+                for part, (top, bottom) in (("above", (max(0, y0 - 70), y0 - 3)), ("below", (y1 + 3, min(ink.shape[0] - 1, y1 + 70)))):
+                    if bottom <= top or not ink[top:bottom + 1, x0:x1 + 1].any():
+                        continue
+                    path, offset = _crop_file(image, (x0, top, x1, bottom), scratch, f"arrow{index}{part}.png")
+                    lines += tesseract.read_text(trajectory, path, command=list(config.tesseract_command),
+                                                 limit_s=config.tool_timeout_s, psm=6, offset=offset,
+                                                 region=f"{x0},{top},{x1},{bottom}")
+            elif seg.box[3] - seg.box[1] <= 40 and seg.box[2] - seg.box[0] <= 200 and seg.kind != "plus" \
+                    and not any(layout.overlaps(seg.box, line.box) for line in lines):
+                path, offset = _crop_file(image, seg.box, scratch, f"blob{index}.png")
+                found = tesseract.read_text(trajectory, path, command=list(config.tesseract_command),
+                                            limit_s=config.tool_timeout_s, psm=7, offset=offset,
+                                            region=",".join(map(str, seg.box)))
+                found = [line for line in found if line.confidence >= 50]
+                if found:
+                    lines += found
+                    segments[index] = layout.Segment("text", seg.box, seg.band)
+    return segments, sorted(lines, key=lambda line: (line.box[1], line.box[0]))
+
+
+def _candidates(segments: list[layout.Segment]) -> list[int]:
+    """Blobs worth an osra crop: structures, and short "text" blobs that sit in an arrow
+    row beside (not above or below) every arrow — small molecules such as ethanol are
+    no taller than a printed line, while conditions are printed over the arrow."""
+    arrows = [s for s in segments if s.kind == "arrow"]
+    picked = []
+    for index, seg in enumerate(segments):
+        beside_arrows = seg.kind == "text" and any(a.band == seg.band for a in arrows) and not any(
+            a.band == seg.band and a.box[0] <= seg.box[2] and seg.box[0] <= a.box[2] for a in arrows)
+        if seg.kind == "structure" or beside_arrows:
+            picked.append(index)
+    return picked
+
+
+def _recognize(trajectory: Trajectory, path: Path, image: Any, segments: list[layout.Segment],
+               config: ExtractConfig) -> tuple[list[layout.Segment], list[osra.Reading]]:
+    """Crop readings (one osra call per candidate blob) first, whole-figure readings after.
+    A "text" blob that osra reads as a structure becomes a structure segment."""
+    command = list(config.osra_command)
+    found: list[tuple[str, float, tuple[int, int, int, int], str]] = []
+    segments = list(segments)
+    with tempfile.TemporaryDirectory(prefix="labrecord-osra-") as scratch:
+        for index in _candidates(segments):
+            seg = segments[index]
+            crop_path, offset = _crop_file(image, seg.box, scratch, f"crop{index}.png")
+            read = osra.read_structures(trajectory, crop_path, command=command, limit_s=config.tool_timeout_s,
+                                        offset=offset, region=",".join(map(str, seg.box)))
+            found.extend((smiles, confidence, box, "crop") for smiles, confidence, box in read)
+            if read and seg.kind == "text":
+                segments[index] = layout.Segment("structure", seg.box, seg.band)
+    for smiles, confidence, box in osra.read_structures(trajectory, str(path), command=command,
+                                                        limit_s=config.tool_timeout_s):
+        found.append((smiles, confidence, box, "full"))
+    return segments, [osra.Reading(f"m{i + 1}", s, c, b, src) for i, (s, c, b, src) in enumerate(found)]
+
+
+def _config_json(config: ExtractConfig) -> dict[str, Any]:
+    return {k: (list(v) if isinstance(v, tuple) else v) for k, v in asdict(config).items()}
+
+
+def _document(figure_id: str, path: Path, config: ExtractConfig, status: str, error: str | None, stage: str | None,
+              reactions: list[Any], templates: list[Any], timing: dict[str, float], state: dict[str, Any],
+              trajectory: Trajectory) -> dict[str, Any]:
+    from labrecord.models.rxn import FigureDocument, Timing
+
+    extra: dict[str, Any] = {"readings": state["readings"], "failures": state["failures"],
+                             "plan_source": state["plan_source"], "trajectory": f"{TRAJECTORY_DIR}/{figure_id}{TRAJECTORY_SUFFIX}"}
+    if stage and status != "ok":
+        extra["failed_stage"] = stage
+    document = FigureDocument(figure_id=figure_id, system=config.system, status=status, error=error,  # type: ignore[arg-type]
+                              reactions=reactions if status == "ok" else [], templates=templates if status == "ok" else [],
+                              timing=Timing(wall_s=round(trajectory.elapsed(), 6), timeout_s=config.budget_s, steps=timing),
+                              source=path.name, extra=extra)
+    return document_json(document)
+
+
+# --------------------------------------------------------------------------- many figures
+
+def _run_inline(paths: list[Path], config: ExtractConfig) -> Iterator[FigureResult]:
+    for path in paths:
+        yield extract_figure(str(path), config)
+
+
+def _run_pool(paths: list[Path], config: ExtractConfig, workers: int) -> Iterator[FigureResult]:
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor, as_completed
+
+    # spawn, not fork: the parent may hold RDKit/threads state that must not be copied
+    with ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn")) as pool:
+        futures = [pool.submit(extract_figure, str(p), config) for p in paths]
+        for future in as_completed(futures):
+            yield future.result()
+
+
+def _run_ray(paths: list[Path], config: ExtractConfig, address: str | None) -> Iterator[FigureResult]:
+    try:
+        import ray
+    except ImportError:
+        raise LabrecordError("--executor ray needs Ray: pip install 'labrecord[ray]'") from None
+    if not ray.is_initialized():
+        ray.init(address=address or os.environ.get("RAY_ADDRESS"), include_dashboard=False,
+                 ignore_reinit_error=True, log_to_driver=False)
+    remote = ray.remote(num_cpus=1)(extract_figure)
+    pending = [remote.remote(str(p), config) for p in paths]
+    while pending:
+        done, pending = ray.wait(pending, num_returns=1)
+        yield ray.get(done[0])
+
+
+def run_extraction(figures_dir: str | os.PathLike[str], out_dir: str | os.PathLike[str], config: ExtractConfig,
+                   *, workers: int = 1, executor: str = "local", ray_address: str | None = None,
+                   on_figure: Callable[[FigureResult], None] | None = None) -> dict[str, Any]:
+    """Extract every figure of ``figures_dir`` into ``out_dir``; return the run summary."""
+    if workers < 1:
+        raise LabrecordError(f"--workers must be at least 1, got {workers}")
+    if config.budget_s <= 0:
+        raise LabrecordError(f"--budget-s must be positive, got {config.budget_s}")
+    if bool(config.model_endpoint) != bool(config.model):
+        raise LabrecordError("--model-endpoint and --model go together (one was given without the other)")
+    paths = list_figures(figures_dir)
+    out = Path(out_dir)
+    (out / TRAJECTORY_DIR).mkdir(parents=True, exist_ok=True)
+    if executor == "ray":
+        results = _run_ray(paths, config, ray_address)
+    elif executor == "local":
+        results = _run_inline(paths, config) if workers == 1 else _run_pool(paths, config, workers)
+    else:
+        raise LabrecordError(f"unknown executor {executor!r} (local or ray)")
+    documents: dict[str, dict[str, Any]] = {}
+    for result in results:
+        write_document(out / f"{result.figure_id}.json", result.document)
+        trajectory = Trajectory(result.figure_id, config.budget_s, events=result.events)
+        trajectory.write(out / TRAJECTORY_DIR / f"{result.figure_id}{TRAJECTORY_SUFFIX}")
+        documents[result.figure_id] = result.document
+        if on_figure:
+            on_figure(result)
+    summary = summarize(documents, config, executor, workers)
+    atomic_write_bytes(out / TRAJECTORY_DIR / SUMMARY_NAME, dumps(summary) + b"\n")
+    return summary
+
+
+def summarize(documents: dict[str, dict[str, Any]], config: ExtractConfig, executor: str, workers: int) -> dict[str, Any]:
+    """Statuses, reactions, and failures counted per stage and per stage:kind."""
+    statuses: Counter[str] = Counter()
+    stages: Counter[str] = Counter()
+    kinds: Counter[str] = Counter()
+    reactions = 0
+    for document in documents.values():
+        statuses[document.get("status", "ok")] += 1
+        reactions += len(document.get("reactions", []))
+        extra = document.get("extra", {})
+        failures = list(extra.get("failures", []))
+        if document.get("status", "ok") != "ok":
+            failures.append({"stage": extra.get("failed_stage") or "unknown", "kind": document["status"]})
+        for failure in failures:
+            stages[failure["stage"]] += 1
+            kinds[f"{failure['stage']}:{failure['kind']}"] += 1
+    return {"figures": len(documents), "status": dict(sorted(statuses.items())), "reactions": reactions,
+            "stage_failures": dict(sorted(stages.items())), "failure_kinds": dict(sorted(kinds.items())),
+            "executor": executor, "workers": workers, "config": _config_json(config)}

@@ -1,0 +1,55 @@
+"""Text reading with ``tesseract`` (Debian packages ``tesseract-ocr`` and ``tesseract-ocr-eng``).
+
+``tesseract IMAGE - tsv`` gives one word per row with its box; words are grouped into
+lines by tesseract's own (block, paragraph, line) numbers.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from labrecord.chemdata.extract.trajectory import Trajectory
+
+
+@dataclass(frozen=True)
+class TextLine:
+    """One printed line: its words joined by spaces and its box (x0, y0, x1, y1)."""
+
+    text: str
+    box: tuple[int, int, int, int]
+    confidence: float
+
+
+def parse_tsv(text: str, min_confidence: float = 0.0) -> list[TextLine]:
+    """Group tesseract TSV words into lines, top to bottom then left to right."""
+    groups: dict[tuple[int, int, int, int], list[tuple[int, int, int, int, str, float]]] = {}
+    for row in text.splitlines()[1:]:
+        cells = row.split("\t")
+        if len(cells) < 12 or not cells[11].strip():
+            continue
+        try:
+            level, page, block, par, line = (int(c) for c in cells[:5])
+            left, top, width, height = (int(c) for c in cells[6:10])
+            confidence = float(cells[10])
+        except ValueError:
+            continue
+        if level != 5 or confidence < min_confidence:
+            continue
+        groups.setdefault((page, block, par, line), []).append(
+            (left, top, left + width, top + height, cells[11].strip(), confidence))
+    lines = []
+    for words in groups.values():
+        words.sort()
+        box = (min(w[0] for w in words), min(w[1] for w in words), max(w[2] for w in words), max(w[3] for w in words))
+        lines.append(TextLine(" ".join(w[4] for w in words), box, min(w[5] for w in words)))
+    return sorted(lines, key=lambda item: (item.box[1], item.box[0]))
+
+
+def read_text(trajectory: Trajectory, image_path: str, *, command: list[str], limit_s: float,
+              psm: int = 11, offset: tuple[int, int] = (0, 0), region: str = "full") -> list[TextLine]:
+    """Run tesseract on one image: the whole figure with page segmentation 11 (sparse
+    text), or a crop with 6 (a block) or 7 (one line); boxes shift by ``offset``."""
+    argv = [*command, image_path, "-", "--psm", str(psm), "tsv"]
+    lines = parse_tsv(trajectory.run_tool("tesseract", argv, limit_s=limit_s, note={"region": region}))
+    dx, dy = offset
+    return [TextLine(ln.text, (ln.box[0] + dx, ln.box[1] + dy, ln.box[2] + dx, ln.box[3] + dy), ln.confidence)
+            for ln in lines]

@@ -1,0 +1,419 @@
+"""The R-group engine: deterministic template instantiation and product-template matching.
+
+Two operations (RxnMiner, section 4 "Reconstruction" and appendix C.1):
+
+* :func:`instantiate` fills the attachment points of a template with substituents.
+* :func:`derive_reactants` matches a concrete product to its product template, recovers
+  the substituent bound to each attachment point, and applies those bindings (plus any
+  explicit entry bindings, which take precedence) to the reactant templates.
+
+Attachment points are read from every common spelling and reduced to one label:
+
+=====================================  ===========
+template spelling                      label
+=====================================  ===========
+``[1*]`` (isotope)                     ``R1``
+``[*:1]`` (atom map)                   ``R1``
+``[R1]``, ``[R]``, ``[R']``, ``[X]``   ``R1``, ``R``, ``R'``, ``X``
+CXSMILES ``|$R1;;$|`` atom labels      ``R1``
+bare ``*``                             ``*``
+=====================================  ===========
+
+Binding keys are normalized the same way (``"1"``, ``"[*:1]"`` and ``"R1"`` all name
+``R1``).  A substituent is an abbreviation from :mod:`labrecord.chemdata.abbreviations`,
+a fragment SMILES with one attachment point (``*c1ccccc1``, ``[*]Cl``), ``H``, or a plain
+SMILES without ``*`` that attaches through its first atom (``Cl``, ``OC``).
+
+Joining uses RDKit's ``molzip`` so tetrahedral and double-bond stereo written in the
+template or the substituent is kept.  Every derived SMILES is checked by round trip:
+instantiating the template with the recovered bindings must give the product back.
+"""
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from labrecord.chemdata.abbreviations import lookup
+from labrecord.errors import LabrecordError
+
+FailureKind = Literal["bad_smiles", "bad_substituent", "no_match", "ambiguous_match", "unbound_label"]
+
+#: bracket labels RDKit cannot parse that name a variable position; element symbols such
+#: as [Ar] (argon) or [Y] (yttrium) are deliberately not in the list
+_BRACKET_LABEL = re.compile(r"\[(R\d*'*|X\d*|Z\d*|G\d*|Ar\d+|Q\d*|L\d*)\]")
+_KEY_FORMS = (re.compile(r"^\[?\*?:?(\d+)\*?\]?$"), re.compile(r"^\[(\d+)\*\]$"))
+#: atom-map numbers at or above this value mark labels substituted in by the parser
+_HANDLE_BASE = 900_000
+#: a bound on substructure matches so a pathological template cannot run forever
+MAX_MATCHES = 2000
+
+
+@dataclass(frozen=True)
+class Failure:
+    """Why a derivation could not be made: ``kind`` plus a one-line ``message``."""
+
+    kind: FailureKind
+    message: str
+    label: str | None = None
+    template: str | None = None
+
+    def __bool__(self) -> bool:  # a failure is never a usable result
+        return False
+
+
+class RGroupError(LabrecordError):
+    """:func:`instantiate` could not fill a template; ``failure`` says why."""
+
+    def __init__(self, failure: Failure) -> None:
+        self.failure = failure
+        super().__init__(failure.message)
+
+
+class DerivedSmiles(str):
+    """A SMILES string that remembers the template and bindings it was derived from."""
+
+    template: str
+    bindings: dict[str, str]
+
+    def __new__(cls, smiles: str, template: str, bindings: Mapping[str, str]) -> "DerivedSmiles":
+        obj = super().__new__(cls, smiles)
+        obj.template = template
+        obj.bindings = dict(sorted(bindings.items()))
+        return obj
+
+    def provenance(self) -> dict[str, Any]:
+        """``{"origin": "template_derived", "template": …, "bindings": …}``."""
+        return {"origin": "template_derived", "template": self.template, "bindings": dict(self.bindings)}
+
+
+def normalize_label(key: str) -> str:
+    """One spelling per attachment label: ``1``, ``[*:1]``, ``[1*]``, ``R1`` -> ``R1``."""
+    text = str(key).strip()
+    if text in {"*", "[*]"}:
+        return "*"
+    for pattern in _KEY_FORMS:
+        found = pattern.match(text)
+        if found:
+            return f"R{int(found.group(1))}"
+    if text.startswith("[") and text.endswith("]"):
+        text = text[1:-1]
+    return text
+
+
+# --------------------------------------------------------------------------- parsing
+
+def _chem() -> Any:
+    from rdkit import Chem, RDLogger
+
+    RDLogger.DisableLog("rdApp.*")  # parse failures become Failure objects, not stderr noise
+    return Chem
+
+
+def _parse_template(smiles: str) -> tuple[Any, dict[int, str]]:
+    """Parse a template; return (mol, {dummy atom index: label})."""
+    Chem = _chem()
+    handles: dict[int, str] = {}
+
+    def substitute(found: re.Match[str]) -> str:
+        number = _HANDLE_BASE + len(handles)
+        handles[number] = found.group(1)
+        return f"[*:{number}]"
+
+    text = _BRACKET_LABEL.sub(substitute, smiles.strip())
+    mol = Chem.MolFromSmiles(text) if text else None
+    if mol is None:
+        raise RGroupError(Failure("bad_smiles", f"template {smiles!r}: RDKit cannot parse it", template=smiles))
+    labels: dict[int, str] = {}
+    for atom in mol.GetAtoms():
+        if atom.GetAtomicNum() != 0:
+            continue
+        labels[atom.GetIdx()] = _atom_label(atom, handles)
+        atom.SetAtomMapNum(0)
+        atom.SetIsotope(0)
+    return mol, labels
+
+
+def _atom_label(atom: Any, handles: dict[int, str]) -> str:
+    mapped = atom.GetAtomMapNum()
+    if mapped >= _HANDLE_BASE:
+        return normalize_label(handles[mapped])
+    if atom.HasProp("atomLabel"):
+        return normalize_label(atom.GetProp("atomLabel").lstrip("_"))
+    if atom.HasProp("_MolFileRLabel"):
+        return f"R{atom.GetUnsignedProp('_MolFileRLabel')}"
+    if mapped:
+        return f"R{mapped}"
+    if atom.GetIsotope():
+        return f"R{atom.GetIsotope()}"
+    return "*"
+
+
+def _parse_substituent(label: str, text: str) -> Any | None:
+    """A substituent as a mol with exactly one dummy atom, or None for hydrogen."""
+    Chem = _chem()
+    raw = str(text).strip()
+    smiles = lookup(raw) or raw
+    if smiles in {"[H]*", "*[H]", "[H][*]", "[*][H]"}:
+        return None
+    if "*" not in smiles:
+        mol = Chem.MolFromSmiles(smiles) if smiles else None
+        if mol is None or mol.GetNumAtoms() == 0:
+            raise RGroupError(Failure("bad_substituent", f"substituent {label}={raw!r}: not an abbreviation "
+                                      "and not a SMILES RDKit can parse", label=label))
+        # attach through the first atom written: "Cl", "OC", "N(C)C" read left to right
+        editable = Chem.RWMol(mol)
+        dummy = editable.AddAtom(Chem.Atom(0))
+        editable.AddBond(0, dummy, Chem.BondType.SINGLE)
+        first = editable.GetAtomWithIdx(0)
+        first.SetNoImplicit(False)
+        mol = editable.GetMol()
+        try:
+            Chem.SanitizeMol(mol)
+        except Exception as error:  # RDKit raises several sanitize exception types
+            raise RGroupError(Failure("bad_substituent", f"substituent {label}={raw!r}: cannot attach "
+                                      f"through its first atom ({error})", label=label)) from None
+        return mol
+    mol = Chem.MolFromSmiles(smiles)
+    if mol is None:
+        raise RGroupError(Failure("bad_substituent", f"substituent {label}={raw!r}: RDKit cannot parse {smiles!r}",
+                                  label=label))
+    dummies = [a for a in mol.GetAtoms() if a.GetAtomicNum() == 0]
+    if len(dummies) != 1 or dummies[0].GetDegree() != 1:
+        raise RGroupError(Failure("bad_substituent", f"substituent {label}={raw!r}: needs exactly one "
+                                  f"attachment point, found {len(dummies)}", label=label))
+    dummies[0].SetAtomMapNum(0)
+    dummies[0].SetIsotope(0)
+    return mol
+
+
+# --------------------------------------------------------------------------- instantiate
+
+def template_labels(template_smiles: str) -> list[str]:
+    """The distinct attachment labels of a template, in atom order."""
+    _, labels = _parse_template(template_smiles)
+    return list(dict.fromkeys(labels.values()))
+
+
+def instantiate(template_smiles: str, bindings: Mapping[str, str]) -> str:
+    """Fill every attachment point of ``template_smiles`` from ``bindings``.
+
+    Returns the isomeric canonical SMILES of the concrete molecule.  Raises
+    :class:`RGroupError` (kind ``bad_smiles``, ``bad_substituent`` or ``unbound_label``).
+    A label that occurs several times takes the same substituent at each position.
+    """
+    Chem = _chem()
+    mol, labels = _parse_template(template_smiles)
+    bound = {normalize_label(k): v for k, v in bindings.items()}
+    missing = sorted({label for label in labels.values() if label not in bound})
+    if missing:
+        raise RGroupError(Failure("unbound_label", f"template {template_smiles!r}: no binding for "
+                                  f"{', '.join(missing)} (bound: {', '.join(sorted(bound)) or 'none'})",
+                                  label=missing[0], template=template_smiles))
+    editable = Chem.RWMol(mol)
+    hydrogens: list[int] = []
+    pieces = []
+    for handle, (index, label) in enumerate(sorted(labels.items()), start=1):
+        substituent = _parse_substituent(label, bound[label])
+        atom = editable.GetAtomWithIdx(index)
+        if substituent is None:
+            atom.SetAtomicNum(1)  # an explicit H, folded away below so stereo is kept
+            hydrogens.append(index)
+            continue
+        atom.SetAtomMapNum(handle)
+        piece = Chem.Mol(substituent)
+        for dummy in piece.GetAtoms():
+            if dummy.GetAtomicNum() == 0:
+                dummy.SetAtomMapNum(handle)
+        pieces.append(piece)
+    joined = editable.GetMol()
+    for piece in pieces:
+        joined = Chem.CombineMols(joined, piece)
+    try:
+        if pieces:
+            joined = Chem.molzip(joined)
+        Chem.SanitizeMol(joined)
+        joined = Chem.RemoveHs(joined)
+    except Exception as error:  # valence errors from an impossible binding
+        raise RGroupError(Failure("bad_substituent", f"template {template_smiles!r} with {dict(bound)}: "
+                                  f"not a valid molecule ({error})", template=template_smiles)) from None
+    return Chem.MolToSmiles(joined)
+
+
+# --------------------------------------------------------------------------- matching
+
+def _match_query(template_mol: Any, labels: dict[int, str]) -> Any:
+    """The template with each attachment point turned into an any-atom query (H included)."""
+    from rdkit.Chem import rdqueries
+
+    Chem = _chem()
+    query = Chem.RWMol(template_mol)
+    for index in labels:
+        query.ReplaceAtom(index, rdqueries.AtomNumGreaterQueryAtom(0))
+    return query.GetMol()
+
+
+def _fragment_smiles(product: Any, core_atom: int, start: int) -> str:
+    """SMILES (with ``*`` at the attachment) of the product side of bond core_atom–start."""
+    Chem = _chem()
+    if product.GetAtomWithIdx(start).GetAtomicNum() == 1 and product.GetAtomWithIdx(start).GetIsotope() == 0:
+        return "H"
+    bond = product.GetBondBetweenAtoms(core_atom, start)
+    pieces = Chem.FragmentOnBonds(product, [bond.GetIdx()], addDummies=True)
+    atom_groups: list[tuple[int, ...]] = []
+    frags = Chem.GetMolFrags(pieces, asMols=True, sanitizeFrags=False, fragsMolAtomMapping=atom_groups)
+    for frag, group in zip(frags, atom_groups):
+        if start in group:
+            for atom in frag.GetAtoms():
+                if atom.GetAtomicNum() == 0:
+                    atom.SetIsotope(0)
+            frag = Chem.RemoveHs(frag, sanitize=False)
+            Chem.SanitizeMol(frag)
+            return Chem.MolToSmiles(frag)
+    raise AssertionError("fragment of the attachment atom not found")  # FragmentOnBonds always yields it
+
+
+def _bindings_for_match(product: Any, match: tuple[int, ...], labels: dict[int, str],
+                        template_mol: Any) -> dict[str, str] | None:
+    """Substituents implied by one substructure match, or None if the match is not a
+    clean decomposition (leftover heavy atoms, substituents that touch, or fused rings)."""
+    core = {match[i] for i in range(len(match)) if i not in labels}
+    owner: dict[int, int] = {}
+    bindings: dict[str, str] = {}
+    for t_index, label in labels.items():
+        start = match[t_index]
+        anchor = match[template_mol.GetAtomWithIdx(t_index).GetNeighbors()[0].GetIdx()]
+        component = _component(product, start, core)
+        if any(atom in owner for atom in component):
+            return None
+        if _touches_core_elsewhere(product, component, core, anchor, start):
+            return None
+        owner.update(dict.fromkeys(component, t_index))
+        value = _fragment_smiles(product, anchor, start)
+        if label in bindings and bindings[label] != value:
+            return None
+        bindings[label] = value
+    heavy = {a.GetIdx() for a in product.GetAtoms() if a.GetAtomicNum() > 1}
+    if heavy - core - set(owner):
+        return None
+    return bindings
+
+
+def _component(product: Any, start: int, core: set[int]) -> set[int]:
+    seen, stack = {start}, [start]
+    while stack:
+        for neighbor in product.GetAtomWithIdx(stack.pop()).GetNeighbors():
+            index = neighbor.GetIdx()
+            if index not in seen and index not in core:
+                seen.add(index)
+                stack.append(index)
+    return seen
+
+
+def _touches_core_elsewhere(product: Any, component: set[int], core: set[int], anchor: int, start: int) -> bool:
+    for index in component:
+        for neighbor in product.GetAtomWithIdx(index).GetNeighbors():
+            other = neighbor.GetIdx()
+            if other in core and not (index == start and other == anchor):
+                return True
+    return False
+
+
+def derive_bindings(product_template: str, product: str,
+                    explicit: Mapping[str, str] | None = None) -> dict[str, str] | Failure:
+    """Recover ``{label: fragment SMILES}`` by matching ``product`` to ``product_template``.
+
+    Every substructure match (atom order ignored, H allowed at an attachment point) is
+    decomposed into substituents; a decomposition is kept only if it covers every heavy
+    atom and re-instantiates to exactly ``product`` (stereo included).  Distinct
+    surviving binding sets are narrowed by ``explicit`` bindings; more than one left is
+    ``ambiguous_match``, none is ``no_match``.
+    """
+    Chem = _chem()
+    try:
+        template_mol, labels = _parse_template(product_template)
+    except RGroupError as error:
+        return error.failure
+    mol = Chem.MolFromSmiles(product) if product else None
+    if mol is None:
+        return Failure("bad_smiles", f"product {product!r}: RDKit cannot parse it", template=product_template)
+    target = Chem.MolToSmiles(mol)
+    if not labels:
+        if target == Chem.MolToSmiles(template_mol):
+            return {}
+        return Failure("no_match", f"product {target!r} is not the variable-free template {product_template!r}",
+                       template=product_template)
+    with_h = Chem.AddHs(mol)
+    query = _match_query(template_mol, labels)
+    matches = with_h.GetSubstructMatches(query, uniquify=False, useChirality=False, maxMatches=MAX_MATCHES)
+    candidates: dict[tuple[tuple[str, str], ...], dict[str, str]] = {}
+    for match in matches:
+        found = _bindings_for_match(with_h, match, labels, template_mol)
+        if found is None:
+            continue
+        key = tuple(sorted(found.items()))
+        if key in candidates:
+            continue
+        try:
+            if instantiate(product_template, found) == target:
+                candidates[key] = found
+        except RGroupError:
+            continue
+    return _choose(list(candidates.values()), explicit or {}, product_template, target)
+
+
+def _choose(candidates: list[dict[str, str]], explicit: Mapping[str, str], template: str,
+            target: str) -> dict[str, str] | Failure:
+    if not candidates:
+        return Failure("no_match", f"product {target!r} does not match template {template!r}", template=template)
+    pinned = {normalize_label(k): _canonical_value(v) for k, v in explicit.items()}
+    agreeing = [c for c in candidates if all(_canonical_value(c[k]) == v for k, v in pinned.items() if k in c)]
+    if len(agreeing) == 1 or (len(candidates) == 1 and not agreeing):
+        return (agreeing or candidates)[0]
+    pool = agreeing or candidates
+    options = "; ".join(", ".join(f"{k}={v}" for k, v in sorted(c.items())) for c in pool[:3])
+    return Failure("ambiguous_match", f"product {target!r} matches template {template!r} in "
+                   f"{len(pool)} ways ({options})", template=template)
+
+
+def _canonical_value(text: str) -> str:
+    """A substituent spelled any supported way, as canonical fragment SMILES."""
+    try:
+        return _fragment_key(text)
+    except RGroupError:
+        return str(text).strip()
+
+
+def _fragment_key(text: str) -> str:
+    Chem = _chem()
+    mol = _parse_substituent("?", text)
+    if mol is None:
+        return "H"
+    return Chem.MolToSmiles(mol)
+
+
+def derive_reactants(reactant_templates: list[str], product_template: str, product: str,
+                     explicit: Mapping[str, str] | None = None) -> list[str] | Failure:
+    """Concrete reactants for one entry of a product scope.
+
+    Bindings recovered from ``product`` against ``product_template`` are merged with the
+    ``explicit`` entry bindings; explicit ones win (a leaving group such as ``X = I``
+    cannot be read from the product).  Returns one :class:`DerivedSmiles` per reactant
+    template — each carrying its template and the bindings it used — or a
+    :class:`Failure` (``no_match``, ``ambiguous_match``, ``unbound_label``, ``bad_smiles``,
+    ``bad_substituent``).
+    """
+    derived = derive_bindings(product_template, product, explicit)
+    if isinstance(derived, Failure):
+        return derived
+    merged = {**derived, **{normalize_label(k): v for k, v in (explicit or {}).items()}}
+    reactants: list[str] = []
+    for template in reactant_templates:
+        try:
+            labels = template_labels(template)
+            smiles = instantiate(template, merged)
+        except RGroupError as error:
+            return error.failure
+        reactants.append(DerivedSmiles(smiles, template, {k: merged[k] for k in labels}))
+    return reactants

@@ -1,0 +1,93 @@
+"""Tests for chemdata/extract/assemble.py: plan + readings -> records with provenance."""
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from labrecord.chemdata.abbreviations import ABBREVIATIONS
+from labrecord.chemdata.extract.assemble import PlanError, assemble, canonical
+from labrecord.chemdata.extract.osra import Reading
+
+READINGS = [Reading("m1", "Ic1ccccc1", 0.9, (1, 2, 3, 4), "crop"),
+            Reading("m2", "c1ccc(cc1)c1ccccc1", 0.8, (5, 6, 7, 8), "crop"),
+            Reading("t1", "*c1ccc(cc1)I", 0.5, (0, 0, 9, 9), "crop"),
+            Reading("t2", "*c1ccc(cc1)c1ccccc1", 0.5, (0, 0, 9, 9), "crop"),
+            Reading("p1", "COc1ccc(cc1)c1ccccc1", 0.7, (0, 100, 9, 190), "crop")]
+
+
+def test_read_participants_keep_their_region() -> None:
+    plan = {"reactions": [{"id": "r1", "step": 1, "reactants": [{"reading": "m1"}], "products": [{"reading": "m2"}]}]}
+    (reaction,), templates, failures = assemble(plan, READINGS)
+    assert templates == [] and failures == []
+    assert reaction.reactants[0].smiles == "Ic1ccccc1"
+    provenance = reaction.reactants[0].provenance
+    assert (provenance.origin, provenance.region, provenance.bbox) == ("tool_read", "1,2,3,4", [1.0, 2.0, 3.0, 4.0])
+
+
+def test_model_written_participant_is_marked() -> None:
+    plan = {"reactions": [{"reactants": [{"smiles": "OCC"}], "products": [{"reading": "m2"}]}]}
+    (reaction,), _, _ = assemble(plan, READINGS)
+    assert reaction.reactants[0].smiles == "CCO" and reaction.reactants[0].provenance.origin == "model_written"
+
+
+def test_table_entry_instantiates_unlabelled_templates() -> None:
+    plan = {"scopes": [{"id": "t", "reactant_templates": ["t1"], "product_template": "t2",
+                        "entries": [{"id": "1a", "bindings": {"R1": "Me"}}]}]}
+    (reaction,), (template,), failures = assemble(plan, READINGS)
+    assert failures == [] and reaction.identifiers == ["1a"] and reaction.id == "t-1a"
+    assert reaction.reactants[0].smiles == canonical("Cc1ccc(I)cc1")
+    assert reaction.products[0].smiles == canonical("Cc1ccc(-c2ccccc2)cc1")
+    provenance = reaction.reactants[0].provenance
+    assert (provenance.origin, provenance.template, provenance.bindings) == ("template_derived", "*c1ccc(cc1)I", {"*": "Me"})
+    assert template.reactants[0].esmiles == "*c1ccc(cc1)I"
+
+
+def test_drawn_product_derives_its_reactants() -> None:
+    plan = {"scopes": [{"reactant_templates": ["t1"], "product_template": "t2", "entries": [{"id": "3a", "product": "p1"}]}]}
+    (reaction,), _, failures = assemble(plan, READINGS)
+    assert failures == []
+    assert reaction.reactants[0].smiles == canonical("COc1ccc(I)cc1")
+    assert reaction.reactants[0].provenance.bindings == {"*": "*OC"}
+    assert reaction.products[0].provenance.origin == "tool_read"
+
+
+def test_rgroup_failure_is_reported_and_only_that_entry_is_lost() -> None:
+    plan = {"scopes": [{"reactant_templates": ["t1"], "product_template": "t2",
+                        "entries": [{"id": "bad", "product": "m1"}, {"id": "ok", "bindings": {"R": "Cl"}}]}]}
+    reactions, _, failures = assemble(plan, READINGS)
+    assert [r.identifiers for r in reactions] == [["ok"]]
+    assert failures == [{"stage": "rgroup", "kind": "no_match", "message": failures[0]["message"]}]
+    assert failures[0]["message"].startswith("entry bad:")
+
+
+@pytest.mark.parametrize("plan", [[], {"reactions": [{"reactants": [{"reading": "nope"}]}]},
+                                  {"reactions": [{"reactants": ["CCO"]}]},
+                                  {"scopes": [{"reactant_templates": ["zz"], "product_template": "t2"}]}, {"reactions": ["x"]}])
+def test_unusable_plans_raise(plan: object) -> None:
+    with pytest.raises(PlanError):
+        assemble(plan, READINGS)
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.sampled_from(sorted(k for k in ABBREVIATIONS if k not in {"H", "D"})))
+def test_table_and_drawn_product_routes_agree(abbreviation: str) -> None:
+    table = {"scopes": [{"reactant_templates": ["t1"], "product_template": "t2", "entries": [{"id": "e", "bindings": {"R1": abbreviation}}]}]}
+    (by_table,), _, _ = assemble(table, READINGS)
+    drawn = Reading("px", by_table.products[0].smiles, 1.0, (0, 0, 1, 1), "crop")
+    derive = {"scopes": [{"reactant_templates": ["t1"], "product_template": "t2", "entries": [{"id": "e", "product": "px"}]}]}
+    reactions, _, failures = assemble(derive, READINGS + [drawn])
+    if failures:  # a substituent that repeats the template core is legitimately ambiguous
+        assert failures[0]["kind"] == "ambiguous_match"
+        return
+    assert reactions[0].reactants[0].smiles == by_table.reactants[0].smiles
+
+
+def test_conditions_and_yields_are_carried_not_scored() -> None:
+    plan = {"reactions": [{"reactants": [{"reading": "m1"}], "products": [{"reading": "m2"}], "yield": 85, "step": "x",
+                           "conditions": ["Pd(PPh3)4", {"role": "solvent", "smiles": "C1CCOC1"}]}],
+            "scopes": [{"reactant_templates": ["t1"], "product_template": "t2", "entries": [{"id": "e", "bindings": {"R": "F"}, "yield": "92%"}]}]}
+    (reaction, entry), _, _ = assemble(plan, READINGS)
+    assert [(c.role, c.smiles, c.text) for c in reaction.conditions] == [("condition", None, "Pd(PPh3)4"), ("solvent", "C1CCOC1", None)]
+    assert reaction.yield_ == "85" and reaction.step is None and entry.yield_ == "92%"
+    with pytest.raises(PlanError, match="a condition must be"):
+        assemble({"reactions": [{"conditions": [3]}]}, READINGS)

@@ -1,0 +1,120 @@
+"""Tests for chemdata/extract/associate.py: the rule-based entry plan."""
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, strategies as st
+
+from labrecord.chemdata.extract.associate import (
+    binding_lines, normalize_entry_id, normalize_variable, plan_from_rules, repair_value,
+)
+from labrecord.chemdata.extract.layout import Segment
+from labrecord.chemdata.extract.osra import Reading
+from labrecord.chemdata.extract.tesseract import TextLine
+
+
+def seg(kind: str, x: int, band: int = 0, y: int = 0, w: int = 100, h: int = 100) -> Segment:
+    return Segment(kind, (x, y, x + w, y + h), band)
+
+
+def read(ident: str, smiles: str, x: int, y: int = 0) -> Reading:
+    return Reading(ident, smiles, 1.0, (x + 10, y + 10, x + 90, y + 90), "crop")
+
+
+@pytest.mark.parametrize(("token", "expected"), [("1a", "1a"), ("la", "1a"), ("(2b)", "2b"), ("I0", "10"), ("Me", None), ("R1", None)])
+def test_entry_ids(token: str, expected: str | None) -> None:
+    assert normalize_entry_id(token) == expected
+
+
+@pytest.mark.parametrize(("token", "expected"), [("Rl", "R1"), ("R|", "R1"), ("Ri", "R1"), ("R 2", "R2"), ("X", "X")])
+def test_variables(token: str, expected: str) -> None:
+    assert normalize_variable(token) == expected
+
+
+@pytest.mark.parametrize(("value", "expected"), [("CI", "Cl"), ("0Me", "OMe"), ("OMe", "OMe"), ("C(C)C", "C(C)C")])
+def test_ocr_repairs_only_towards_known_abbreviations(value: str, expected: str) -> None:
+    assert repair_value(value) == expected
+
+
+def test_binding_lines_with_and_without_entry_ids() -> None:
+    lines = [TextLine("la Rl =Me", (0, 0, 1, 1), 90), TextLine("X = I", (0, 5, 1, 6), 90), TextLine("noise", (0, 9, 1, 9), 9)]
+    assert [(entry, pairs) for entry, pairs, _ in binding_lines(lines)] == [("1a", {"R1": "Me"}), (None, {"X": "I"})]
+
+
+def test_two_step_row_chains_the_intermediate() -> None:
+    segments = [seg("structure", 0), seg("arrow", 150, h=10), seg("structure", 300), seg("arrow", 450, h=10), seg("structure", 600)]
+    readings = [read("m1", "Brc1ccccc1", 0), read("m2", "OB(O)c1ccccc1", 300), read("m3", "Cc1ccccc1", 600)]
+    plan, failures = plan_from_rules(segments, readings, [])
+    assert failures == []
+    assert [(r["reactants"], r["products"]) for r in plan["reactions"]] == [
+        ([{"reading": "m1"}], [{"reading": "m2"}]), ([{"reading": "m2"}], [{"reading": "m3"}])]
+
+
+def test_unread_structure_skips_only_its_step() -> None:
+    segments = [seg("structure", 0), seg("plus", 120, w=20, h=20), seg("structure", 200), seg("arrow", 350, h=10), seg("structure", 500)]
+    plan, failures = plan_from_rules(segments, [read("m1", "CCO", 200), read("m2", "CC", 500)], [])
+    assert plan["reactions"] == []
+    assert [f["kind"] for f in failures] == ["unread_structure", "incomplete_step"]
+
+
+def test_template_row_with_a_binding_table() -> None:
+    segments = [seg("structure", 0), seg("arrow", 150, h=10), seg("structure", 300), seg("text", 0, band=1, y=200, h=20)]
+    readings = [read("m1", "*c1ccc(I)cc1", 0), read("m2", "*c1ccccc1", 300)]
+    lines = [TextLine("1a R1 = Me", (0, 200, 100, 220), 90), TextLine("1b R1 = OMe", (0, 240, 100, 260), 90)]
+    plan, failures = plan_from_rules(segments, readings, lines)
+    assert failures == [] and plan["reactions"] == []
+    (scope,) = plan["scopes"]
+    assert scope["reactant_templates"] == ["m1"] and scope["product_template"] == "m2"
+    assert scope["entries"] == [{"id": "1a", "bindings": {"R1": "Me"}}, {"id": "1b", "bindings": {"R1": "OMe"}}]
+
+
+def test_template_row_with_drawn_products_and_a_footnote_binding() -> None:
+    segments = [seg("structure", 0), seg("arrow", 150, h=10), seg("structure", 300), seg("structure", 0, band=1, y=200)]
+    readings = [read("m1", "*c1ccc([X])cc1", 0), read("m2", "*c1ccccc1", 300), read("m3", "Cc1ccccc1", 0, y=200)]
+    lines = [TextLine("3a", (30, 320, 60, 340), 90), TextLine("X = I", (300, 400, 360, 420), 90)]
+    plan, _ = plan_from_rules(segments, readings, lines)
+    assert plan["scopes"][0]["entries"] == [{"id": "3a", "product": "m3", "bindings": {"X": "I"}}]
+
+
+def test_no_arrow_is_reported() -> None:
+    plan, failures = plan_from_rules([seg("structure", 0)], [read("m1", "CCO", 0)], [])
+    assert plan == {"reactions": [], "scopes": []}
+    assert [f["kind"] for f in failures] == ["no_arrow", "unassigned"]
+
+
+@given(st.integers(1, 6))
+def test_n_arrows_give_n_steps(arrows: int) -> None:
+    segments, readings = [], []
+    for index in range(arrows + 1):
+        segments.append(seg("structure", index * 300))
+        readings.append(read(f"m{index}", "C" * (index + 1), index * 300))
+        if index < arrows:
+            segments.append(seg("arrow", index * 300 + 150, h=10))
+    plan, failures = plan_from_rules(segments, readings, [])
+    assert failures == [] and [r["step"] for r in plan["reactions"]] == list(range(1, arrows + 1))
+
+
+def test_entry_id_printed_left_of_its_binding_line() -> None:
+    lines = [TextLine("la", (40, 222, 70, 240), 95), TextLine("Rl =Me", (109, 222, 216, 241), 90),
+             TextLine("1b", (40, 265, 70, 284), 95), TextLine("Ri = Br", (109, 266, 237, 285), 90)]
+    assert [(entry, pairs) for entry, pairs, _ in binding_lines(lines)] == [("1a", {"R1": "Me"}), ("1b", {"R1": "Br"})]
+
+
+def test_unread_template_expands_no_entry() -> None:
+    segments = [seg("structure", 0), seg("arrow", 150, h=10), seg("structure", 300)]
+    plan, failures = plan_from_rules(segments, [read("m2", "*c1ccccc1", 300)], [TextLine("1a R1 = Me", (0, 200, 9, 220), 90)])
+    assert plan["scopes"][0]["entries"] == []
+    assert [f["kind"] for f in failures] == ["unread_structure", "incomplete_template"]
+
+
+def test_text_over_an_arrow_is_that_steps_condition_and_percent_is_a_yield() -> None:
+    segments = [seg("structure", 0), seg("arrow", 150, y=45, h=10), seg("structure", 300), seg("arrow", 450, y=45, h=10),
+                seg("structure", 600)]
+    readings = [read("m1", "Brc1ccccc1", 0), read("m2", "OB(O)c1ccccc1", 300), read("m3", "Cc1ccccc1", 600)]
+    lines = [TextLine("Pd(PPh3)4", (160, 20, 240, 35), 90), TextLine("THF, 60 C", (470, 60, 540, 75), 90),
+             TextLine("3a", (30, 150, 50, 165), 90)]
+    plan, _ = plan_from_rules(segments, readings, lines)
+    assert [r.get("conditions") for r in plan["reactions"]] == [["Pd(PPh3)4"], ["THF, 60 C"]]
+    table = [seg("structure", 0), seg("arrow", 150, h=10), seg("structure", 300)]
+    scope_plan, _ = plan_from_rules(table, [read("m1", "*c1ccc(I)cc1", 0), read("m2", "*c1ccccc1", 300)],
+                                    [TextLine("1a R1 = Me 92 %", (0, 200, 200, 220), 90)])
+    assert scope_plan["scopes"][0]["entries"] == [{"id": "1a", "bindings": {"R1": "Me"}, "yield": "92%"}]

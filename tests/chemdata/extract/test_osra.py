@@ -1,0 +1,55 @@
+"""Tests for chemdata/extract/osra.py: parsing osra's output and running it."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from hypothesis import given, strategies as st
+
+from labrecord.chemdata.extract.osra import Reading, parse_output, read_structures
+from labrecord.chemdata.extract.trajectory import Trajectory
+
+from .conftest import fake_tool, needs_tools
+
+OUTPUT = "Ic1ccccc1 0.239608 109x147-291x252\nnot a structure line\n*c1ccc(cc1)I -0.5 70x147-329x252\n"
+
+
+def test_parse_output_reads_smiles_confidence_and_box() -> None:
+    assert parse_output(OUTPUT) == [("Ic1ccccc1", 0.239608, (109, 147, 291, 252)),
+                                    ("*c1ccc(cc1)I", -0.5, (70, 147, 329, 252))]
+
+
+def test_parse_output_shifts_boxes_into_figure_coordinates() -> None:
+    assert parse_output(OUTPUT, offset=(10, -5))[0][2] == (119, 142, 301, 247)
+
+
+def test_reading_knows_templates() -> None:
+    assert Reading("m1", "*c1ccccc1", 1.0, (0, 0, 1, 1), "crop").is_template
+    assert not Reading("m2", "c1ccccc1", 1.0, (0, 0, 1, 1), "crop").is_template
+
+
+def test_read_structures_passes_the_documented_flags(tmp_path: Path) -> None:
+    tool = fake_tool(tmp_path, "osra", 'echo "CCO 1.0 1x2-3x4 $*"')
+    trajectory = Trajectory("fig", budget_s=60)
+    found = read_structures(trajectory, "img.png", command=[tool], limit_s=10, region="5,5,9,9")
+    assert found == []  # the echoed arguments make the line unparseable
+    assert trajectory.events[0]["args"] == [tool, "-c", "-p", "-f", "can", "img.png"]
+    assert trajectory.events[0]["region"] == "5,5,9,9"
+
+
+@needs_tools
+def test_real_osra_reads_a_drawn_structure(tmp_path: Path) -> None:
+    from rdkit import Chem
+
+    from labrecord.chemdata.render import draw_molecule
+
+    draw_molecule("CC(=O)Nc1ccc(O)cc1").save(tmp_path / "m.png")
+    ((smiles, _, _),) = read_structures(Trajectory("m", 60), str(tmp_path / "m.png"), command=["osra"], limit_s=60)
+    assert Chem.CanonSmiles(smiles) == Chem.CanonSmiles("CC(=O)Nc1ccc(O)cc1")
+
+
+@given(st.lists(st.tuples(st.integers(0, 5000), st.integers(0, 5000), st.integers(0, 500), st.integers(0, 500)),
+                max_size=5), st.integers(-100, 100), st.integers(-100, 100))
+def test_parse_output_keeps_every_line_and_offsets_consistently(boxes: list[tuple[int, int, int, int]], dx: int, dy: int) -> None:
+    text = "".join(f"C 0.5 {x}x{y}-{x + w}x{y + h}\n" for x, y, w, h in boxes)
+    parsed = parse_output(text, offset=(dx, dy))
+    assert [b for _, _, b in parsed] == [(x + dx, y + dy, x + w + dx, y + h + dy) for x, y, w, h in boxes]

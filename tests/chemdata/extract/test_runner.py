@@ -1,0 +1,182 @@
+"""Tests for chemdata/extract/runner.py and ``labrecord rxn extract``/``render`` end to end."""
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from labrecord.chemdata.extract.runner import ExtractConfig, list_figures, run_extraction
+from labrecord.cli import main
+from labrecord.errors import LabrecordError
+
+from .conftest import fake_tool, needs_tools
+from .modelserver import model_server
+
+
+def cli(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
+    with pytest.raises(SystemExit) as exited:
+        main(list(args))
+    captured = capsys.readouterr()
+    return int(exited.value.code or 0), captured.out, captured.err
+
+
+def records(out: Path) -> dict[str, dict[str, Any]]:
+    """Every record of a run, without the wall-clock fields that differ between runs."""
+    found = {}
+    for path in sorted(out.glob("*.json")):
+        document = json.loads(path.read_text())
+        document.pop("timing", None)
+        found[path.stem] = document
+    return found
+
+
+@pytest.fixture(scope="module")
+def baseline(rendered: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """``--workers 1`` records of the rendered figures (shared by the comparisons)."""
+    if shutil.which("osra") is None or shutil.which("tesseract") is None:
+        pytest.skip("needs osra and tesseract-ocr")
+    out = tmp_path_factory.mktemp("baseline")
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed), pytest.raises(SystemExit) as exited:
+        main(["rxn", "extract", str(rendered), "--out", str(out), "--workers", "1", "--json"])
+    assert exited.value.code == 0
+    (out / "printed-summary.txt").write_text(printed.getvalue())
+    return out
+
+
+@needs_tools
+def test_render_extract_score_end_to_end(rendered: Path, baseline: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = baseline
+    summary = json.loads((out / "printed-summary.txt").read_text())
+    assert summary["figures"] == 3 and summary["status"] == {"ok": 3}
+    for figure in ("suzuki-1", "two-step", "scope-t"):
+        assert (out / f"{figure}.json").exists() and (out / "trajectories" / f"{figure}.ndjson").exists()
+    code, stdout, _ = cli(capsys, "rxn", "score", "--gold", str(rendered), "--pred", str(out), "--json")
+    scores = json.loads(stdout)
+    by_figure = {row["figure_id"]: row for row in scores["per_figure"]}
+    assert set(by_figure) == {"suzuki-1", "two-step", "scope-t"}
+    # the scope table is read, bound and instantiated through the R-group engine
+    assert by_figure["scope-t"]["matched_strict"] >= 2
+    assert scores["macro"]["strict"]["f1"] >= 0.6
+
+
+@needs_tools
+def test_provenance_and_trajectory_content(baseline: Path) -> None:
+    scope = json.loads((baseline / "scope-t.json").read_text())
+    origins = {m["provenance"]["origin"] for r in scope["reactions"] for m in r["reactants"] + r["products"]}
+    assert origins == {"template_derived"}
+    assert scope["templates"][0]["products"][0]["esmiles"].count("*") == 1
+    events = [json.loads(line) for line in (baseline / "trajectories" / "suzuki-1.ndjson").read_text().splitlines()]
+    assert events[0]["kind"] == "input" and events[-1]["kind"] == "result"
+    tools = [e["tool"] for e in events if e["kind"] == "tool_call"]
+    assert tools[0] == "tesseract" and tools.count("osra") >= 2
+    suzuki = json.loads((baseline / "suzuki-1.json").read_text())
+    assert suzuki["reactions"][0]["products"][0]["provenance"]["origin"] == "tool_read"
+    assert suzuki["extra"]["readings"][0]["confidence"] is not None
+    # the catalyst printed over the arrow is read by the second text pass and kept as a condition
+    assert "Pd" in " ".join(c.get("text", "") for c in suzuki["reactions"][0]["conditions"])
+
+
+@needs_tools
+def test_ray_executor_gives_the_same_records(rendered: Path, baseline: Path, tmp_path: Path) -> None:
+    ray = pytest.importorskip("ray")
+    ray.init(num_cpus=1, include_dashboard=False, log_to_driver=False)
+    try:
+        summary = run_extraction(rendered, tmp_path, ExtractConfig(), executor="ray")
+    finally:
+        ray.shutdown()
+    assert summary["executor"] == "ray"
+    assert records(tmp_path) == records(baseline)
+
+
+@needs_tools
+def test_worker_pool_gives_the_same_records(rendered: Path, baseline: Path, tmp_path: Path) -> None:
+    run_extraction(rendered, tmp_path, ExtractConfig(), workers=2)
+    assert records(tmp_path) == records(baseline)
+
+
+def test_tool_error_gives_failed_status_for_every_figure(rendered: Path, tmp_path: Path) -> None:
+    broken = fake_tool(tmp_path, "osra", "echo 'segfault' >&2; exit 139")
+    tesseract = fake_tool(tmp_path, "tesseract", "exit 0")
+    summary = run_extraction(rendered, tmp_path / "out", ExtractConfig(osra_command=(broken,), tesseract_command=(tesseract,)))
+    assert summary["status"] == {"failed": 3} and summary["stage_failures"] == {"recognition": 3}
+    document = json.loads((tmp_path / "out" / "suzuki-1.json").read_text())
+    assert document["status"] == "failed" and "exit status 139" in document["error"]
+    assert document["reactions"] == [] and document["schema"] == "labrecord.rxn/1"
+    assert (tmp_path / "out" / "trajectories" / "suzuki-1.ndjson").exists()
+
+
+def test_slow_tool_gives_timeout_status(rendered: Path, tmp_path: Path) -> None:
+    slow = fake_tool(tmp_path, "tesseract", "sleep 30")
+    summary = run_extraction(rendered, tmp_path / "out", ExtractConfig(tesseract_command=(slow,), tool_timeout_s=0.2))
+    assert summary["status"] == {"timeout": 3} and summary["stage_failures"] == {"text": 3}
+
+
+def test_spent_budget_gives_timeout_status(rendered: Path, tmp_path: Path) -> None:
+    summary = run_extraction(rendered, tmp_path, ExtractConfig(budget_s=1e-9))
+    assert summary["status"] == {"timeout": 3} and summary["failure_kinds"] == {"budget:timeout": 3}
+
+
+def test_unreadable_image_is_failed_not_dropped(tmp_path: Path) -> None:
+    figures = tmp_path / "figs"
+    figures.mkdir()
+    (figures / "broken.png").write_bytes(b"not a png")
+    tool = fake_tool(tmp_path, "tesseract", "exit 0")
+    summary = run_extraction(figures, tmp_path / "out", ExtractConfig(tesseract_command=(tool,)))
+    document = json.loads((tmp_path / "out" / "broken.json").read_text())
+    assert summary["status"] == {"failed": 1} and "UnidentifiedImageError" in document["error"]
+
+
+@needs_tools
+def test_model_endpoint_plan_replaces_the_rules(rendered: Path, tmp_path: Path) -> None:
+    def answer(body: dict[str, Any]) -> tuple[int, str]:
+        evidence = json.loads(body["messages"][1]["content"][0]["text"].split("\n", 1)[1])
+        plan = evidence["rule_based_plan"]
+        for reaction in plan["reactions"]:
+            reaction["reactants"].append({"smiles": "O"})  # the model adds water as a reactant
+        return 200, json.dumps(plan)
+
+    figures = tmp_path / "figs"
+    figures.mkdir()
+    shutil.copy(rendered / "suzuki-1.png", figures)
+    with model_server(answer) as (url, received):
+        run_extraction(figures, tmp_path / "out", ExtractConfig(model_endpoint=url, model="vl"))
+    assert len(received) == 1
+    document = json.loads((tmp_path / "out" / "suzuki-1.json").read_text())
+    assert document["extra"]["plan_source"] == "model"
+    water = document["reactions"][0]["reactants"][-1]
+    assert water == {"smiles": "O", "provenance": {"origin": "model_written"}}
+    kinds = [json.loads(line)["kind"] for line in (tmp_path / "out" / "trajectories" / "suzuki-1.ndjson").read_text().splitlines()]
+    assert kinds.count("model_message") == 2
+
+
+@needs_tools
+def test_model_error_gives_failed_status(rendered: Path, tmp_path: Path) -> None:
+    figures = tmp_path / "figs"
+    figures.mkdir()
+    shutil.copy(rendered / "suzuki-1.png", figures)
+    with model_server(lambda body: (503, "")) as (url, _):
+        summary = run_extraction(figures, tmp_path / "out", ExtractConfig(model_endpoint=url, model="vl"))
+    assert summary["failure_kinds"] == {"model:failed": 1}
+
+
+def test_figure_listing_rules(tmp_path: Path) -> None:
+    with pytest.raises(LabrecordError, match="no figures"):
+        list_figures(tmp_path)
+    (tmp_path / "a.png").write_bytes(b"")
+    (tmp_path / "a.jpg").write_bytes(b"")
+    with pytest.raises(LabrecordError, match="figure id 'a' also names"):
+        list_figures(tmp_path)
+
+
+def test_cli_errors_are_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "a.png").write_bytes(b"")
+    code, _, err = cli(capsys, "rxn", "extract", str(tmp_path), "--out", str(tmp_path / "o"), "--workers", "0")
+    assert code == 1 and err.strip() == "Error: --workers must be at least 1, got 0"
+    code, _, err = cli(capsys, "rxn", "extract", str(tmp_path), "--out", str(tmp_path / "o"), "--model", "x")
+    assert code == 1 and "go together" in err

@@ -1,0 +1,146 @@
+"""Tests for the R-group engine (chemdata/rgroup.py)."""
+from __future__ import annotations
+
+import pytest
+
+pytest.importorskip("rdkit")
+from hypothesis import given, settings, strategies as st
+from rdkit import Chem
+
+from labrecord.chemdata.abbreviations import ABBREVIATIONS
+from labrecord.chemdata.rgroup import (
+    DerivedSmiles, Failure, RGroupError, derive_bindings, derive_reactants, instantiate, normalize_label,
+    template_labels,
+)
+
+
+def canon(smiles: str) -> str:
+    return Chem.MolToSmiles(Chem.MolFromSmiles(smiles))
+
+
+@pytest.mark.parametrize("template", ["[*:1]c1ccccc1", "[1*]c1ccccc1", "[R1]c1ccccc1", "*c1ccccc1 |$R1;;;;;;$|"])
+def test_every_label_spelling_names_r1(template: str) -> None:
+    assert template_labels(template) == ["R1"]
+    assert instantiate(template, {"R1": "Me"}) == canon("Cc1ccccc1")
+
+
+@pytest.mark.parametrize("key", ["1", "R1", "[*:1]", "[1*]", " R1 "])
+def test_binding_keys_normalize(key: str) -> None:
+    assert normalize_label(key) == "R1"
+
+
+@pytest.mark.parametrize(("value", "expected"), [
+    ("Me", "Cc1ccccc1"), ("*C", "Cc1ccccc1"), ("[*]Cl", "Clc1ccccc1"), ("Cl", "Clc1ccccc1"),
+    ("OMe", "COc1ccccc1"), ("*c1ccccc1", "c1ccc(-c2ccccc2)cc1"), ("H", "c1ccccc1"),
+    ("tBu", "CC(C)(C)c1ccccc1"), ("Boc", "CC(C)(C)OC(=O)c1ccccc1"), ("OC", "COc1ccccc1"),
+])
+def test_substituent_spellings(value: str, expected: str) -> None:
+    assert instantiate("[*:1]c1ccccc1", {"R1": value}) == canon(expected)
+
+
+def test_stereo_kept_through_instantiation() -> None:
+    # L-alanine written with the methyl as R1; benzyl gives L-phenylalanine, H gives glycine
+    assert instantiate("[*:1][C@H](N)C(=O)O", {"R1": "Me"}) == canon("C[C@H](N)C(=O)O")
+    assert instantiate("[*:1][C@H](N)C(=O)O", {"R1": "Bn"}) == canon("N[C@@H](Cc1ccccc1)C(=O)O")
+    assert instantiate("[*:1]/C=C/c1ccccc1", {"R1": "Cl"}) == canon("Cl/C=C/c1ccccc1")
+    # stereo carried by the substituent itself
+    assert instantiate("[*:1]c1ccccc1", {"R1": "*[C@@H](C)O"}) == canon("c1ccccc1[C@@H](C)O")
+
+
+def test_two_attachment_points_and_repeated_label() -> None:
+    assert instantiate("[R1]c1ccc([R2])cc1", {"R1": "OMe", "R2": "CF3"}) == canon("COc1ccc(C(F)(F)F)cc1")
+    assert instantiate("[*:1]c1ccc([*:1])cc1", {"1": "Me"}) == canon("Cc1ccc(C)cc1")
+
+
+@pytest.mark.parametrize(("template", "bindings", "kind"), [
+    ("[*:1]c1ccccc1", {}, "unbound_label"),
+    ("[R1]c1ccc([R2])cc1", {"R1": "Me"}, "unbound_label"),
+    ("[*:1]c1ccccc1(", {"R1": "Me"}, "bad_smiles"),
+    ("[*:1]c1ccccc1", {"R1": "Xyz"}, "bad_substituent"),
+    ("[*:1]c1ccccc1", {"R1": "*C*"}, "bad_substituent"),
+    ("[*:1]=C", {"R1": "*C(C)(C)C"}, "bad_substituent"),
+])
+def test_instantiate_failures(template: str, bindings: dict[str, str], kind: str) -> None:
+    with pytest.raises(RGroupError) as caught:
+        instantiate(template, bindings)
+    assert caught.value.failure.kind == kind
+    assert template.split("(")[0][:6] in str(caught.value) or kind == "bad_substituent"
+
+
+def test_derive_bindings_recovers_substituents() -> None:
+    assert derive_bindings("[*:1]c1ccccc1", "Cc1ccccc1") == {"R1": "*C"}
+    assert derive_bindings("[*:1]c1ccccc1", "c1ccccc1") == {"R1": "H"}
+    assert derive_bindings("[*:1][C@H](N)C(=O)O", "N[C@@H](Cc1ccccc1)C(=O)O") == {"R1": "*Cc1ccccc1"}
+
+
+def test_derive_bindings_stereo_mismatch_is_no_match() -> None:
+    found = derive_bindings("[*:1][C@H](N)C(=O)O", "N[C@H](Cc1ccccc1)C(=O)O")
+    assert isinstance(found, Failure) and found.kind == "no_match"
+
+
+def test_ambiguous_match_and_its_resolution_by_explicit_binding() -> None:
+    found = derive_bindings("[*:1]c1ccc([*:2])cc1", "Cc1ccc(Cl)cc1")
+    assert isinstance(found, Failure) and found.kind == "ambiguous_match"
+    assert "2 ways" in found.message
+    assert derive_bindings("[*:1]c1ccc([*:2])cc1", "Cc1ccc(Cl)cc1", {"R1": "Me"}) == {"R1": "*C", "R2": "*Cl"}
+
+
+def test_no_match_when_product_has_extra_atoms() -> None:
+    found = derive_bindings("[*:1]c1ccccc1", "Cc1ccc(C)cc1")
+    assert isinstance(found, Failure) and found.kind == "no_match"
+    assert not found  # a failure is falsy
+
+
+def test_derive_reactants_leaving_group_from_entry_evidence() -> None:
+    reactants = derive_reactants(["[X]c1ccc([*:1])cc1", "OB(O)c1ccccc1"], "c1ccc(-c2ccc([*:1])cc2)cc1",
+                                 "COc1ccc(-c2ccccc2)cc1", {"X": "I"})
+    assert reactants == [canon("COc1ccc(I)cc1"), canon("OB(O)c1ccccc1")]
+    assert isinstance(reactants[0], DerivedSmiles)
+    assert reactants[0].provenance() == {"origin": "template_derived", "template": "[X]c1ccc([*:1])cc1",
+                                         "bindings": {"R1": "*OC", "X": "I"}}
+
+
+def test_derive_reactants_explicit_binding_takes_precedence() -> None:
+    reactants = derive_reactants(["[*:1]c1ccccc1"], "[*:1]c1ccccc1", "Cc1ccccc1", {"R1": "Et"})
+    assert reactants == [canon("CCc1ccccc1")]
+
+
+def test_derive_reactants_stereo_kept() -> None:
+    reactants = derive_reactants(["[*:1][C@H](N)C(=O)O", "CC(=O)Cl"], "[*:1][C@H](NC(C)=O)C(=O)O",
+                                 "CC(=O)N[C@@H](Cc1ccccc1)C(=O)O")
+    assert reactants[0] == canon("N[C@@H](Cc1ccccc1)C(=O)O")
+
+
+def test_derive_reactants_failure_kinds() -> None:
+    unbound = derive_reactants(["[X]c1ccc([*:1])cc1"], "c1ccc(-c2ccc([*:1])cc2)cc1", "COc1ccc(-c2ccccc2)cc1")
+    assert isinstance(unbound, Failure) and unbound.kind == "unbound_label" and unbound.label == "X"
+    no_match = derive_reactants(["[*:1]I"], "c1ccc(-c2ccc([*:1])cc2)cc1", "CCO")
+    assert isinstance(no_match, Failure) and no_match.kind == "no_match"
+    ambiguous = derive_reactants(["[*:1]I"], "[*:1]c1ccc([*:2])cc1", "Cc1ccc(Cl)cc1")
+    assert isinstance(ambiguous, Failure) and ambiguous.kind == "ambiguous_match"
+    bad = derive_reactants(["[*:1]I"], "[*:1]c1ccccc1", "not a smiles")
+    assert isinstance(bad, Failure) and bad.kind == "bad_smiles"
+
+
+def test_abbreviation_table_entries_are_single_attachment_fragments() -> None:
+    for name, smiles in ABBREVIATIONS.items():
+        mol = Chem.MolFromSmiles(smiles)
+        assert mol is not None, name
+        assert sum(a.GetAtomicNum() == 0 for a in mol.GetAtoms()) == 1, name
+
+
+_CONCRETE = sorted(k for k, v in ABBREVIATIONS.items() if k not in {"H", "D"})
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.sampled_from(_CONCRETE), st.sampled_from(["[*:1]c1ccc(I)cc1", "[*:1]C(=O)N1CCCC1", "[*:1]/C=C/C(=O)OC"]))
+def test_instantiate_then_derive_round_trips(abbreviation: str, template: str) -> None:
+    concrete = instantiate(template, {"R1": abbreviation})
+    found = derive_bindings(template, concrete)
+    if isinstance(found, Failure):
+        # the only legitimate failure: the substituent repeats part of the template
+        assert found.kind == "ambiguous_match"
+        return
+    assert instantiate(template, found) == concrete
+    assert Chem.MolToSmiles(Chem.MolFromSmiles(found["R1"])) == Chem.MolToSmiles(
+        Chem.MolFromSmiles(ABBREVIATIONS[abbreviation]))
