@@ -6,12 +6,11 @@ that parse options and call a library function.  Commands are imported lazily, s
 """
 from __future__ import annotations
 
-import importlib
 import sys
-from typing import Any
 
 import click
 
+from labrecord.cli.lazy import LazyGroup
 from labrecord.errors import LabrecordError
 
 #: command name -> (module under labrecord.cli, attribute, one-line help)
@@ -31,32 +30,6 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
 }
 
 CONTEXT_SETTINGS = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
-
-
-class LazyGroup(click.Group):
-    """A group whose sub-commands are imported on first use."""
-
-    def __init__(self, *args: Any, lazy: dict[str, tuple[str, str, str]] | None = None, package: str = __name__, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self.lazy = dict(lazy or {})
-        self.package = package
-
-    def list_commands(self, ctx: click.Context) -> list[str]:
-        return sorted(set(super().list_commands(ctx)) | set(self.lazy))
-
-    def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
-        if name in self.lazy:
-            module_name, attr, _ = self.lazy[name]
-            module = importlib.import_module(f"{self.package}.{module_name}")
-            return getattr(module, attr)
-        return super().get_command(ctx, name)
-
-    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
-        rows = [(name, self.lazy[name][2]) for name in sorted(self.lazy)]
-        rows += [(name, cmd.get_short_help_str()) for name, cmd in sorted(self.commands.items())]
-        if rows:
-            with formatter.section("Commands"):
-                formatter.write_dl(rows)
 
 
 @click.group(cls=LazyGroup, lazy=COMMANDS, context_settings=CONTEXT_SETTINGS)

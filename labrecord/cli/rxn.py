@@ -1,52 +1,21 @@
-"""``labrecord rxn ingest | score | stats | check-judge`` (and ``extract``, ``render`` when
-``labrecord.cli.rxn_extract`` is installed)."""
+"""``labrecord rxn ingest | score | stats | check-judge`` (and ``extract``, ``render`` from
+``labrecord.cli.rxn_extract``, imported on first use)."""
 from __future__ import annotations
-
-import importlib
-from typing import Any
 
 import click
 
+from labrecord.cli.lazy import LazyGroup
 from labrecord.cli.common import CONTEXT_SETTINGS, echo_csv, echo_json, echo_table, output_options
 from labrecord.errors import LabrecordError
 
-#: sub-commands living in other modules: name -> (module, attribute, one-line help)
+#: sub-commands living in other modules: name -> (module under labrecord.cli, attribute, one-line help)
 EXTENSIONS: dict[str, tuple[str, str, str]] = {
-    "extract": ("labrecord.cli.rxn_extract", "extract", "Extract reaction records from figures."),
-    "render": ("labrecord.cli.rxn_extract", "render", "Render reaction records for review."),
+    "extract": ("rxn_extract", "extract", "Extract reaction records from figures (osra, tesseract, R-group engine)."),
+    "render": ("rxn_extract", "render", "Draw reaction figures from reaction SMILES, with gold records."),
 }
 
 
-def _unavailable(name: str, module: str, help_text: str) -> click.Command:
-    def run(**_: Any) -> None:
-        raise LabrecordError(f"'labrecord rxn {name}' is not available: module {module} is not installed")
-
-    return click.Command(name, callback=run, help=f"{help_text} (not available: {module} is missing)",
-                         context_settings={**CONTEXT_SETTINGS, "ignore_unknown_options": True, "allow_extra_args": True})
-
-
-class RxnGroup(click.Group):
-    """A group that also offers :data:`EXTENSIONS`, imported on first use."""
-
-    def list_commands(self, ctx: click.Context) -> list[str]:
-        return sorted(set(super().list_commands(ctx)) | set(EXTENSIONS))
-
-    def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
-        command = super().get_command(ctx, name)
-        if command is not None or name not in EXTENSIONS:
-            return command
-        module_name, attr, help_text = EXTENSIONS[name]
-        try:
-            module = importlib.import_module(module_name)
-        except ModuleNotFoundError as error:
-            if error.name != module_name:
-                raise
-            return _unavailable(name, module_name, help_text)
-        command = getattr(module, attr, None)
-        return command if isinstance(command, click.Command) else _unavailable(name, module_name, help_text)
-
-
-@click.group(cls=RxnGroup, context_settings=CONTEXT_SETTINGS)
+@click.group(cls=LazyGroup, lazy=EXTENSIONS, package="labrecord.cli", context_settings=CONTEXT_SETTINGS)
 def rxn() -> None:
     """Reaction records (labrecord.rxn/1): ingest, score, stats, check-judge.
 
