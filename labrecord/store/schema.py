@@ -206,7 +206,7 @@ SELECT s.run_id, s.episode,
        coalesce(x.violations, 0) AS violations,
        coalesce(x.failures, 0) AS failures,
        coalesce(x.recoverable_failures, 0) AS recoverable_failures,
-       coalesce(x.resolved_recoveries, 0) AS resolved_recoveries,
+       coalesce(rf.resolved_failures, 0) AS resolved_failures,
        coalesce(x.validity_events, 0) AS validity_events,
        coalesce(fc.opportunities, 0) AS opportunities,
        coalesce(fc.identified, 0) AS identified_choices,
@@ -219,10 +219,14 @@ LEFT JOIN (
            count(*) FILTER (WHERE type = 'violation') AS violations,
            count(*) FILTER (WHERE type = 'failure') AS failures,
            count(*) FILTER (WHERE type = 'failure' AND recoverable) AS recoverable_failures,
-           count(*) FILTER (WHERE type = 'recovery' AND resolved) AS resolved_recoveries,
            count(*) FILTER (WHERE type = 'validity') AS validity_events
     FROM events GROUP BY run_id, episode
 ) x ON x.run_id = s.run_id AND x.episode = s.episode
+LEFT JOIN (
+    SELECT f.run_id, f.episode, count(DISTINCT f.seq) AS resolved_failures
+    FROM events f JOIN events r ON r.run_id = f.run_id AND r.type = 'recovery' AND r.resolved AND r.of_seq = f.seq
+    WHERE f.type = 'failure' GROUP BY f.run_id, f.episode
+) rf ON rf.run_id = s.run_id AND rf.episode = s.episode
 LEFT JOIN (
     SELECT run_id, episode, count(*) AS opportunities,
            count(*) FILTER (WHERE identified) AS identified, count(*) FILTER (WHERE correct) AS correct
@@ -258,7 +262,7 @@ VIEWS: tuple[ViewSpec, ...] = (
         ("valid_complete", "", "valid completion reported"),
         ("irreversible_violations", "", "irreversible protocol or safety violations"),
         ("violations", "", "all violations"), ("failures", "", "operation failures"),
-        ("recoverable_failures", "", "recoverable failures"), ("resolved_recoveries", "", "recoveries with resolved=true"),
+        ("recoverable_failures", "", "recoverable failures"), ("resolved_failures", "", "failures with a resolving recovery (resolved=true)"),
         ("validity_events", "", "sensor/service/transport faults (evaluation validity)"),
         ("opportunities", "", "opportunities opened"), ("identified_choices", "", "opportunities with an identified first choice"),
         ("correct_choices", "", "opportunities whose first choice was legal"),
