@@ -28,6 +28,12 @@ def _valid(vec: str, ref: str) -> str:
             f"AND isfinite(list_sum({vec})) AND list_aggregate(list_transform({vec}, lambda x: abs(x)), 'max') > 0, false)")
 
 
+def _guard(vec: str, ok: str) -> str:
+    # DuckDB's list distance functions raise on NULL entries or unequal lengths even in
+    # rows a CASE discards, so invalid rows get a rebuilt stand-in list
+    return f"list_transform(CASE WHEN {ok} THEN {vec} ELSE [1.0] END, lambda x: coalesce(x, 0.0))"
+
+
 GEOMETRY_UNITS_SQL = f"""
 WITH g AS (
     SELECT * FROM events WHERE type = 'geometry'
@@ -39,9 +45,10 @@ WITH g AS (
     FROM g
 )
 SELECT run_id, opp, target, p_valid,
-       CASE WHEN p_valid THEN list_distance(p_hat, p_ref) END AS e_p,
+       CASE WHEN p_valid THEN list_distance({_guard('p_hat', 'p_valid')}, {_guard('p_ref', 'p_valid')}) END AS e_p,
        v_scored, v_scored AND v_ok AS v_valid,
-       CASE WHEN v_scored AND v_ok THEN acos(greatest(-1.0, least(1.0, list_cosine_similarity(v_hat, v_ref)))) END AS e_v
+       CASE WHEN v_scored AND v_ok THEN acos(greatest(-1.0, least(1.0, list_cosine_similarity(
+           {_guard('v_hat', 'v_scored AND v_ok')}, {_guard('v_ref', 'v_scored AND v_ok')})))) END AS e_v
 FROM v
 """
 

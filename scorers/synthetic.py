@@ -88,7 +88,8 @@ def write_rollout(root: str | os.PathLike[str], spec: RolloutSpec) -> Path:
             run.emit(Recovery, t=t + 0.1, of_seq=event.seq, resolved=failure.resolved)
         t += 0.2
     for irreversible in spec.violations:
-        run.emit(Violation, t=t, kind="safety" if irreversible else "premature", irreversible=irreversible)
+        # RunWriter.emit takes the event class as ``kind``, so events with a ``kind`` field are appended whole
+        run.append(Violation(seq=run.next_seq, t=t, kind="safety" if irreversible else "premature", irreversible=irreversible))
     for subgoal in spec.confirms:
         run.emit(Confirm, t=t, obligation=subgoal, op=RIGHT, predicate="supported")
     for index, g in enumerate(spec.geometry):
@@ -96,7 +97,7 @@ def write_rollout(root: str | os.PathLike[str], spec: RolloutSpec) -> Path:
         run.emit(Opportunity, t=t, opp=opp, decision="localize", trigger="initial", legal=[RIGHT], evidence_version=1000 + index)
         run.emit(Geometry, t=t, opp=opp, target="socket", p_hat=g.p_hat, p_ref=g.p_ref, v_hat=g.v_hat, v_ref=g.v_ref)
     if spec.validity_fault:
-        run.emit(Validity, t=t, kind="service_fault", source="policy-server")
+        run.append(Validity(seq=run.next_seq, t=t, kind="service_fault", source="policy-server"))
     if spec.episode:
         valid = spec.physical if spec.valid is None else spec.valid
         run.emit(EpisodeEnd, t=t + 1.0, episode=0, reason="success" if spec.physical else "timeout",
