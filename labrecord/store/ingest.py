@@ -12,7 +12,7 @@ from __future__ import annotations
 import datetime as _dt
 import hashlib
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -25,7 +25,7 @@ from labrecord.rundir import (
     EVENTS_FILE, MEASUREMENTS_FILE, OBSERVATIONS_FILE, ONLINE_SCORES_FILE, RUN_FILE, SCORES_FILE,
 )
 from labrecord.store.schema import (
-    EVENTS, MEASUREMENTS, OBSERVATIONS, ONLINE_SCORES, POPULATIONS, RUNS, json_columns,
+    EVENTS, OBSERVATIONS, ONLINE_SCORES, POPULATIONS, RUNS, TableSpec, json_columns,
 )
 
 POPULATIONS_DIR = "populations"
@@ -142,37 +142,57 @@ def _struct_literal(columns: dict[str, str]) -> str:
 
 
 _EVENT_DEFAULTS = {"track": "'native'", "first": "false", "attempt": "1", "recoverable": "true",
-                   "irreversible": "false", "delivered": "true", "measured": "'{}'::JSON"}
+                   "irreversible": "false", "delivered": "true"}
+
+#: episode of every event: the last episode_start at or before it (episode_end keeps its own)
+_EPISODE = ("coalesce(last_value(CASE WHEN type = 'episode_start' THEN episode END IGNORE NULLS) "
+            "OVER (PARTITION BY run_id ORDER BY seq ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW), episode)")
 
 
-def _event_select() -> str:
-    parts = []
-    for column in EVENTS.columns:
-        name = column.name
-        if name == "run_id":
-            parts.append("f.run_id")
-        elif name == "episode":
-            # events inherit the episode of the last episode_start before them
-            parts.append("coalesce(last_value(CASE WHEN e.type = 'episode_start' THEN e.episode END IGNORE NULLS) "
-                         "OVER (PARTITION BY f.run_id ORDER BY e.seq ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW), "
-                         "e.episode) AS episode")
-        elif name in _EVENT_DEFAULTS and name != "measured":
-            parts.append(f'coalesce(e."{name}", {_EVENT_DEFAULTS[name]}) AS "{name}"')
-        else:
-            parts.append(f'e."{name}"')
-    return ", ".join(parts)
+def _typed(name: str, target: str, raw_types: dict[str, str]) -> str:
+    """Cast one auto-detected column to its corpus type; an absent key becomes a typed null."""
+    raw = raw_types.get(name)
+    if raw is None:
+        return f'NULL::{target} AS "{name}"'
+    if target == "JSON":
+        # objects were detected as STRUCT/MAP; keep them as JSON text
+        return f'"{name}"::JSON AS "{name}"' if raw == "JSON" else f'to_json("{name}") AS "{name}"'
+    return f'"{name}"::{target} AS "{name}"'
 
 
-def _load_jsonl(con: Any, table: str, files: list[tuple[str, str]], columns: dict[str, str], select: str) -> None:
+def _load_jsonl(con: Any, table: str, files: list[tuple[str, str]], spec: TableSpec) -> None:
+    """Bulk-load JSONL files into ``table``.
+
+    DuckDB detects each file's schema itself (``union_by_name``), which is several times
+    faster than handing it the full column list; validation has already checked every
+    record against the typed models, so detection cannot meet a malformed value.  The
+    detected columns are then cast to the corpus types by name.
+    """
     if not files:
         return
     con.execute("CREATE OR REPLACE TEMP TABLE _files (run_id VARCHAR, filename VARCHAR)")
     con.executemany("INSERT INTO _files VALUES (?, ?)", files)
     con.execute(
-        f"INSERT INTO {table} SELECT {select} FROM read_json({_sql_list([f for _, f in files])}, "
-        f"format='newline_delimited', filename=true, columns={_struct_literal(columns)}) e "
-        "JOIN _files f ON f.filename = e.filename"
-    )
+        f"CREATE OR REPLACE TEMP TABLE _raw AS SELECT * FROM read_json({_sql_list([f for _, f in files])}, "
+        "format='newline_delimited', union_by_name=true, filename=true)")
+    raw_types = {row[0]: row[1] for row in con.execute("DESCRIBE _raw").fetchall()}
+    casts = []
+    for column in spec.columns:
+        if column.name == "run_id":
+            continue
+        expr = _typed(column.name, column.type.replace(" PRIMARY KEY", ""), raw_types)
+        if table == "events" and column.name in _EVENT_DEFAULTS:
+            expr = expr.replace(f' AS "{column.name}"', "")
+            expr = f'coalesce({expr}, {_EVENT_DEFAULTS[column.name]}) AS "{column.name}"'
+        casts.append(expr)
+    typed = f"SELECT f.run_id, {', '.join(casts)} FROM _raw JOIN _files f USING (filename)"
+    names = ", ".join(f'"{c.name}"' for c in spec.columns)
+    if table == "events":
+        select = ", ".join(_EPISODE + ' AS "episode"' if c.name == "episode" else f'"{c.name}"' for c in spec.columns)
+        con.execute(f"INSERT INTO events ({names}) SELECT {select} FROM ({typed})")
+    else:
+        con.execute(f"INSERT INTO {table} ({names}) {typed}")
+    con.execute("DROP TABLE _raw")
 
 
 def _load_measurements(con: Any, files: list[tuple[str, str]]) -> None:
@@ -223,11 +243,9 @@ def load_batch(con: Any, pending: Sequence[_Pending]) -> None:
         values = ", ".join(f'"{c.name}"' if c.name != "manifest" else "manifest::JSON" for c in RUNS.columns)
         con.execute(f"INSERT INTO runs ({names}) SELECT {values} FROM _run_rows")
         con.unregister("_run_rows")
-        _load_jsonl(con, "events", _files(pending, EVENTS_FILE), json_columns(EVENTS, ("run_id",)), _event_select())
-        obs = json_columns(OBSERVATIONS)
-        _load_jsonl(con, "observations", _files(pending, OBSERVATIONS_FILE), obs, "f.run_id, " + ", ".join(f'e."{c}"' for c in obs))
-        online = json_columns(ONLINE_SCORES)
-        _load_jsonl(con, "online_scores", _files(pending, ONLINE_SCORES_FILE), online, "f.run_id, " + ", ".join(f'e."{c}"' for c in online))
+        _load_jsonl(con, "events", _files(pending, EVENTS_FILE), EVENTS)
+        _load_jsonl(con, "observations", _files(pending, OBSERVATIONS_FILE), OBSERVATIONS)
+        _load_jsonl(con, "online_scores", _files(pending, ONLINE_SCORES_FILE), ONLINE_SCORES)
         _load_scores(con, _files(pending, SCORES_FILE))
         _load_measurements(con, _files(pending, MEASUREMENTS_FILE))
         con.execute("COMMIT")
@@ -271,12 +289,33 @@ def ingest_populations(con: Any, root: Path, summary: IngestSummary) -> None:
         summary.populations.append(name)
 
 
+#: below this many runs to validate, a process pool costs more than it saves
+POOL_THRESHOLD = 200
+
+
+def _validate_all(run_dirs: list[Path], jobs: int) -> Iterator[tuple[list[str], Any]]:
+    """Validation results in order; spread over ``jobs`` processes for large ingests
+    (validation decodes every line in Python and dominates the ingest time)."""
+    if jobs <= 1 or len(run_dirs) < POOL_THRESHOLD:
+        yield from map(_validate, run_dirs)
+        return
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    # forkserver: workers never inherit the open DuckDB connection or its threads
+    context = multiprocessing.get_context("forkserver")
+    context.set_forkserver_preload(["labrecord.validation"])
+    with ProcessPoolExecutor(max_workers=jobs, mp_context=context) as pool:
+        yield from pool.map(_validate, run_dirs, chunksize=64)
+
+
 def ingest_runs(runs_dir: str | os.PathLike[str], db: Any = None, *, batch_size: int = 2000,
-                advance: Callable[[int], None] | None = None) -> IngestSummary:
+                advance: Callable[[int], None] | None = None, jobs: int | None = None) -> IngestSummary:
     """Load every run below ``runs_dir`` (and its ``populations/``) into the corpus ``db``.
 
     ``db`` is a path to a DuckDB file (created if needed), ``None`` for the default
-    ``corpus.duckdb``, or an open connection.  Returns an :class:`IngestSummary`.
+    ``corpus.duckdb``, or an open connection.  ``jobs`` validation processes (default 1;
+    a pool only pays off on idle cores).  Returns an :class:`IngestSummary`.
     """
     from labrecord.store.corpus import connect
 
@@ -284,10 +323,20 @@ def ingest_runs(runs_dir: str | os.PathLike[str], db: Any = None, *, batch_size:
     root = Path(runs_dir)
     summary = IngestSummary(db=str(db) if not hasattr(db, "execute") else "<connection>")
     existing = dict(con.execute("SELECT run_id, content_hash FROM runs").fetchall())
+    candidates: list[tuple[Path, str]] = []
+    for run_dir in list_run_dirs(root):
+        run_id, digest = _peek_run_id(run_dir), content_hash(run_dir)
+        if run_id is not None and existing.get(run_id) == digest:
+            summary.unchanged.append(run_id)
+            if advance:
+                advance(1)
+        else:
+            candidates.append((run_dir, digest))
     pending: list[_Pending] = []
     seen: dict[str, Path] = {}
-    for run_dir in list_run_dirs(root):
-        _consider(run_dir, existing, seen, pending, summary)
+    results = _validate_all([d for d, _ in candidates], jobs or 1)
+    for (run_dir, digest), (errors, document) in zip(candidates, results):
+        _consider(run_dir, digest, errors, document, existing, seen, pending, summary)
         if advance:
             advance(1)
         if len(pending) >= batch_size:
@@ -298,13 +347,8 @@ def ingest_runs(runs_dir: str | os.PathLike[str], db: Any = None, *, batch_size:
     return summary
 
 
-def _consider(run_dir: Path, existing: dict[str, str], seen: dict[str, Path], pending: list[_Pending], summary: IngestSummary) -> None:
-    run_id = _peek_run_id(run_dir)
-    digest = content_hash(run_dir)
-    if run_id is not None and existing.get(run_id) == digest:
-        summary.unchanged.append(run_id)
-        return
-    errors, document = _validate(run_dir)
+def _consider(run_dir: Path, digest: str, errors: list[str], document: Any, existing: dict[str, str],
+              seen: dict[str, Path], pending: list[_Pending], summary: IngestSummary) -> None:
     if not errors and document is not None and document.manifest.run_id in seen:
         errors = [f"{run_dir / RUN_FILE} run_id: run_id {document.manifest.run_id!r} also used by {seen[document.manifest.run_id]}"]
     if errors or document is None:
