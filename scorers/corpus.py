@@ -120,9 +120,8 @@ class Group:
     metrics: dict[str, Any] = field(default_factory=dict)
     coverage: dict[str, Any] = field(default_factory=dict)
 
-    @property
-    def run_ids(self) -> set[str]:
-        return {r["run_id"] for r in self.runs}
+    def __post_init__(self) -> None:
+        self.run_ids: set[str] = {r["run_id"] for r in self.runs}
 
     def field(self, name: str) -> Any:
         return identity_dict(self.identity).get(name)
