@@ -101,7 +101,7 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=10_000)
     parser.add_argument("--events", type=int, default=100, help="events per run (approximate)")
     parser.add_argument("--resamples", type=int, default=1000)
-    parser.add_argument("--keep", type=Path, help="generate into this folder and keep it")
+    parser.add_argument("--keep", type=Path, help="generate into this folder and keep it (reused when it holds runs)")
     args = parser.parse_args()
 
     from labrecord.scorers.corpus import score_corpus
@@ -110,9 +110,14 @@ def main() -> None:
     work = args.keep or Path(tempfile.mkdtemp(prefix="bench-score-"))
     runs_dir, db = work / "runs", work / "corpus.duckdb"
     try:
-        start = time.perf_counter()
-        n_events = generate(runs_dir, args.runs, args.events)
-        print(f"generated {args.runs} runs, {n_events} events in {time.perf_counter() - start:.1f} s")
+        db.unlink(missing_ok=True)
+        if runs_dir.is_dir():
+            n_events = sum(1 for p in runs_dir.glob("*/events.jsonl") for _ in p.open("rb"))
+            print(f"reusing {runs_dir}: {n_events} events")
+        else:
+            start = time.perf_counter()
+            n_events = generate(runs_dir, args.runs, args.events)
+            print(f"generated {args.runs} runs, {n_events} events in {time.perf_counter() - start:.1f} s")
 
         bare = bare_read(runs_dir)
         start = time.perf_counter()
