@@ -50,18 +50,22 @@ def bootstrap_ratio(cluster_num: np.ndarray, cluster_den: np.ndarray, rng: np.ra
                     resamples: int, level: float = 0.95) -> list[float | None] | None:
     """Percentile interval of ``sum(num)/sum(den)`` under cluster resampling.
 
-    Each resample draws ``k`` clusters with replacement (multinomial counts); resamples
-    whose denominator is zero are dropped.  Returns ``[lo, hi]`` or ``None``.
+    Each resample draws ``k`` clusters with replacement.  Clusters with the same
+    ``(num, den)`` are interchangeable, so the draw is made as multinomial counts over
+    the distinct pairs (for a 0/1 rate: two categories) — the same distribution as
+    drawing cluster indices, at a cost independent of ``k``.  Resamples whose
+    denominator is zero are dropped.  Returns ``[lo, hi]`` or ``None``.
     """
     k = len(cluster_num)
     if k == 0 or resamples <= 0:
         return None
+    pairs, counts = np.unique(np.column_stack([cluster_num, cluster_den]), axis=0, return_counts=True)
     stats = []
     left = resamples
     while left > 0:
         block = min(_BLOCK, left)
-        weights = rng.multinomial(k, np.full(k, 1.0 / k), size=block)
-        nums, dens = weights @ cluster_num, weights @ cluster_den
+        weights = rng.multinomial(k, counts / k, size=block)
+        nums, dens = weights @ pairs[:, 0], weights @ pairs[:, 1]
         with np.errstate(divide="ignore", invalid="ignore"):
             stats.append(np.where(dens != 0, nums / np.where(dens != 0, dens, 1), np.nan))
         left -= block

@@ -12,7 +12,7 @@ from corpus_strategies import corpus
 from labrecord.errors import LabrecordError
 from labrecord.scorers.corpus import ReferenceSource, SqlSource, score_corpus, score_reference
 from labrecord.scorers.reference import load_reference
-from labrecord.scorers.synthetic import DecisionSpec, RolloutSpec, write_population, write_rollout
+from labrecord.scorers.synthetic import DecisionSpec, GeometrySpec, RolloutSpec, write_population, write_rollout
 from labrecord.store import connect, ingest_runs
 
 
@@ -110,14 +110,14 @@ def test_service_fault_stays_in_denominator(tmp_path):
 
 def test_same_seed_same_numbers_other_seed_other_numbers(tmp_path):
     root = tmp_path / "runs"
-    _write(root, *(RolloutSpec(f"r{i}", physical=i % 3 == 0,
-                               decisions=[DecisionSpec(outcome="correct" if i % 2 else "wrong")]) for i in range(30)))
+    _write(root, *(RolloutSpec(f"r{i}", physical=i % 3 == 0, decisions=[DecisionSpec(outcome="correct" if i % 2 else "wrong")],
+                               geometry=[GeometrySpec(p_hat=[0.1 * i, 0.0, 1.0], p_ref=[0.0, 0.0, 1.0])]) for i in range(30)))
     con = connect(None)
     ingest_runs(root, con)
     first = score_corpus(con, seed=1, resamples=200)
     assert score_corpus(con, seed=1, resamples=200) == first
     other = score_corpus(con, seed=2, resamples=200)
-    ci = lambda result: result["groups"][0]["metrics"]["completion.valid"]["ci"]
+    ci = lambda result: result["groups"][0]["metrics"]["e_p"]["ci"]
     assert ci(other) != ci(first)
     assert other["groups"][0]["metrics"]["completion.valid"]["value"] == first["groups"][0]["metrics"]["completion.valid"]["value"]
 
