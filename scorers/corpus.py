@@ -266,8 +266,8 @@ class _Scorer:
             if u == 0:
                 self.metric(group, name, [p["pair_id"] for p in planned], [float(c) for c in correct], [1.0] * n)
             else:
+                # not reportable until every pair resolves: value null, bounds s/N and (s+u)/N
                 group.metrics[name] = msgspec.structs.replace(ratio(s, n, n=n), value=None)
-                lower, upper = pairs.pair_bounds(s, u, n)
                 group.metrics[f"{name}.lower"] = ratio(s, n, n=n)
                 group.metrics[f"{name}.upper"] = ratio(s + u, n, n=n)
             group.coverage[f"{name}_unresolved_pairs"] = u

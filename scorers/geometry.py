@@ -4,7 +4,7 @@ Units — the first report per (run, opportunity, target):
 ``(run_id, opp, target, p_valid, e_p, v_scored, v_valid, e_v)``.
 
 * ``p_valid``: a prediction of the reference's length with every entry finite and not
-  all zero; ``e_p = ‖p̂ − p*‖₂`` (null when invalid).
+  zero (norm below 1e-12); ``e_p = ‖p̂ − p*‖₂`` (null when invalid).
 * ``v_scored``: the report carries a non-zero reference axis; ``v_valid`` as above for
   v̂ (a zero axis cannot be normalized); ``e_v = arccos(clip(v̂·v*/(‖v̂‖‖v*‖), −1, 1))``
   in radians.
@@ -21,11 +21,13 @@ from labrecord.models import Geometry
 from labrecord.scorers.reference import RefCorpus
 
 GeometryUnit = tuple[str, str, str, bool, Any, bool, bool, Any]
+#: a prediction whose norm is below this counts as zero (invalid); also keeps axes normalizable
+MIN_NORM = 1e-12
 
 
 def _valid(vec: str, ref: str) -> str:
     return (f"coalesce({vec} IS NOT NULL AND len({vec}) = len({ref}) AND len({vec}) > 0 AND list_count({vec}) = len({vec}) "
-            f"AND isfinite(list_sum({vec})) AND list_aggregate(list_transform({vec}, lambda x: abs(x)), 'max') > 0, false)")
+            f"AND isfinite(list_sum({vec})) AND sqrt(list_sum(list_transform({vec}, lambda x: x * x))) >= {MIN_NORM}, false)")
 
 
 def _guard(vec: str, ok: str) -> str:
@@ -58,12 +60,12 @@ def geometry_units(con: Any) -> list[GeometryUnit]:
 
 
 def is_valid_vector(vec: list[float | None] | None, length: int) -> bool:
-    """Same length as the reference, every entry finite, not all zero."""
+    """Same length as the reference, every entry finite, norm at least :data:`MIN_NORM`."""
     if vec is None or len(vec) != length or length == 0:
         return False
     if any(x is None or not math.isfinite(x) for x in vec):
         return False
-    return any(x != 0 for x in vec)  # type: ignore[union-attr]
+    return math.sqrt(sum(x * x for x in vec)) >= MIN_NORM  # type: ignore[operator]
 
 
 def axis_error(v_hat: list[float], v_ref: list[float]) -> float:

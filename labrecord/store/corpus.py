@@ -106,7 +106,7 @@ def open_source(source: str | os.PathLike[str], *, parquet: bool = False) -> tup
     if path.is_file():
         return connect(path, read_only=True), "db"
     if path.is_dir():
-        if (path / "runs").is_dir() and any((path / "runs").rglob("*.parquet")) and not (path / "run.json").exists():
+        if (path / "runs").is_dir() and any((path / "runs").glob("family=*")):
             return open_snapshot(path), "parquet"
         from labrecord.store.ingest import ingest_runs
 

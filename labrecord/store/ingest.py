@@ -141,8 +141,17 @@ def _struct_literal(columns: dict[str, str]) -> str:
     return "{" + ", ".join(f"'{k}': '{v}'" for k, v in columns.items()) + "}"
 
 
-_EVENT_DEFAULTS = {"track": "'native'", "first": "false", "attempt": "1", "recoverable": "true",
-                   "irreversible": "false", "delivered": "true"}
+#: field -> (default the writer omits, event types that carry the field)
+_EVENT_DEFAULTS = {"track": ("'native'", "'choice'"), "first": ("false", "'choice'"), "attempt": ("1", "'confirm', 'failure'"),
+                   "recoverable": ("true", "'failure'"), "irreversible": ("false", "'violation'"),
+                   "delivered": ("true", "'intervention'")}
+
+
+def _with_default(name: str) -> str:
+    """Restore a default the writer omitted (``omit_defaults``), only on types that have the field."""
+    default, types = _EVENT_DEFAULTS[name]
+    return f'CASE WHEN type IN ({types}) THEN coalesce("{name}", {default}) END'
+
 
 #: episode of every event: the last episode_start at or before it (episode_end keeps its own)
 _EPISODE = ("coalesce(last_value(CASE WHEN type = 'episode_start' THEN episode END IGNORE NULLS) "
@@ -172,7 +181,7 @@ def _load_jsonl(con: Any, table: str, files: list[tuple[str, str]], spec: TableS
     con.execute(f"CREATE OR REPLACE TEMP TABLE _raw AS SELECT filename, json FROM read_ndjson_objects("
                 f"{_sql_list([f for _, f in files])}, filename=true)")
     names = [c.name for c in spec.columns if c.name != "run_id"]
-    values = [f'coalesce("{n}", {_EVENT_DEFAULTS[n]})' if table == "events" and n in _EVENT_DEFAULTS else f'"{n}"' for n in names]
+    values = [_with_default(n) if table == "events" and n in _EVENT_DEFAULTS else f'"{n}"' for n in names]
     aliased = ", ".join(f'{v} AS "{n}"' for v, n in zip(values, names))
     structure = _structure(spec)
     typed = (f"SELECT f.run_id, {aliased} FROM "

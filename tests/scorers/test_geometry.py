@@ -46,3 +46,4 @@ def test_invalid_vectors():
     assert not is_valid_vector([1.0, 0.0], 3)
     assert not is_valid_vector(None, 3)
     assert is_valid_vector([0.0, 0.0, 1e-9], 3)
+    assert not is_valid_vector([0.0, 0.0, 5e-324], 3)
