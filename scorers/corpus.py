@@ -419,7 +419,7 @@ def score_corpus(con_or_path: Any, seed: int = 0, resamples: int = 1000, **optio
     if not hasattr(con_or_path, "execute"):
         from labrecord.store import open_source
 
-        con, _ = open_source(con_or_path, parquet=options.pop("parquet", False))
+        con, _, _ = open_source(con_or_path, parquet=options.pop("parquet", False))
     options.pop("parquet", None)
     return score_source(SqlSource(con), seed=seed, resamples=resamples, **options)
 

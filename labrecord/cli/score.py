@@ -35,12 +35,15 @@ def score(source: str | None, parquet_dir: str | None, seed: int, resamples: int
     from labrecord.errors import LabrecordError
     from labrecord.fileio import atomic_write_bytes, dumps_pretty
     from labrecord.scorers.corpus import score_corpus
+    from labrecord.store import open_source
 
     if (source is None) == (parquet_dir is None):
         raise click.UsageError("give either SOURCE or --parquet DIR")
+    con, _, ingested = open_source(parquet_dir or source, parquet=parquet_dir is not None)
+    for where_, findings in (ingested.skipped.items() if ingested else ()):
+        click.echo(f"skipped {where_}: {findings[0]}" + (f" (+{len(findings) - 1} more)" if len(findings) > 1 else ""), err=True)
     where = (lambda row: row["system_name"] == system) if system else None
-    result = score_corpus(parquet_dir or source, seed=seed, resamples=resamples, decisions=decisions or None,
-                          one_group=one_group, where=where, parquet=parquet_dir is not None)
+    result = score_corpus(con, seed=seed, resamples=resamples, decisions=decisions or None, one_group=one_group, where=where)
     if not result["groups"]:
         raise LabrecordError(f"{parquet_dir or source}: no valid runs to score")
     target = Path(out) if out else _default_out(Path(parquet_dir or source))

@@ -99,3 +99,13 @@ def test_score_refuses_pooling_differing_identities(tmp_path, capsys):
 def test_score_needs_a_source(capsys):
     code, _, err = _run(["score"], capsys)
     assert code == 2 and "give either SOURCE or --parquet DIR" in err
+
+
+def test_score_runs_folder_names_skipped_runs(tmp_path, capsys):
+    runs = tmp_path / "runs"
+    write_example_run(runs, "good")
+    bad = write_example_run(runs, "bad")
+    (bad / "run.json").write_text("[]")
+    code, out, err = _run(["score", str(runs), "--resamples", "0"], capsys)
+    assert code == 0 and f"skipped {bad}" in err and "expected a JSON object" in err
+    assert "completion.valid" in out
