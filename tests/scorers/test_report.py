@@ -24,3 +24,16 @@ def test_report_is_self_contained_and_carries_the_numbers(tmp_path):
 def test_report_library_call_returns_path(tmp_path):
     runs = write_table3(tmp_path / "runs")
     assert write_report(runs, tmp_path / "out.html", resamples=0).stat().st_size > 1000
+
+
+def test_report_shows_oracle_gains_when_pairs_exist(tmp_path):
+    from labrecord.scorers.synthetic import RolloutSpec, write_population, write_rollout
+
+    write_population(tmp_path, "O", [{"type": "instance", "instance_id": "b"}, {"type": "instance", "instance_id": "s"},
+                                     {"type": "oracle_pair", "pair_id": "p", "base": "b", "supported": "s", "mode": "assist",
+                                      "oracle": "skill-exec", "site": "skill"}])
+    write_rollout(tmp_path, RolloutSpec("base", population=("O", "b")))
+    write_rollout(tmp_path, RolloutSpec("sup", population=("O", "s"), physical=True,
+                                        intervention={"mode": "assist", "site": "skill", "oracle": "skill-exec", "branch": "supported"}))
+    page = write_report(tmp_path, tmp_path / "r.html", resamples=10).read_text()
+    assert "<h2>Oracle gains</h2>" in page and "gain.completion" in page
