@@ -1,0 +1,49 @@
+"""``labrecord ingest``."""
+from __future__ import annotations
+
+import sys
+
+import click
+
+from labrecord.cli.common import CONTEXT_SETTINGS, echo_json, progress
+
+
+@click.command(context_settings=CONTEXT_SETTINGS)
+@click.argument("runs_dir", type=click.Path(exists=True, file_okay=False))
+@click.option("--db", default="corpus.duckdb", show_default=True, type=click.Path(dir_okay=False), help="Corpus file (created if missing).")
+@click.option("--batch-size", default=2000, show_default=True, type=click.IntRange(min=1), help="Runs per load transaction.")
+@click.option("--strict", is_flag=True, help="Exit 1 when any run or population was skipped.")
+@click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
+def ingest(runs_dir: str, db: str, batch_size: int, strict: bool, as_json: bool) -> None:
+    """Load run directories (and RUNS_DIR/populations/*.jsonl) into a DuckDB corpus.
+
+    Each run is validated first; a run with errors is skipped and its findings printed.
+    Valid runs are loaded in bulk, a batch per transaction.  Re-ingesting an unchanged
+    run changes nothing; a changed run is replaced whole.
+
+    \b
+    Example:
+      labrecord ingest runs/ --db corpus.duckdb
+      labrecord sql "SELECT system_name, count(*) FROM runs GROUP BY 1" --db corpus.duckdb
+    """
+    from labrecord.store import connect, ingest_runs
+    from labrecord.store.ingest import list_run_dirs
+    from pathlib import Path
+
+    total = len(list_run_dirs(Path(runs_dir)))
+    con = connect(db)
+    with progress(total, "ingest") as advance:
+        summary = ingest_runs(runs_dir, con, batch_size=batch_size, advance=advance)
+    con.close()
+    summary.db = db
+    if as_json:
+        echo_json(summary.to_json())
+    else:
+        for where, findings in summary.skipped.items():
+            click.echo(f"skipped {where}:")
+            for finding in findings:
+                click.echo(f"  error: {finding}")
+        click.echo(f"{db}: {len(summary.added)} added, {len(summary.replaced)} replaced, "
+                   f"{len(summary.unchanged)} unchanged, {len(summary.skipped)} skipped; "
+                   f"populations loaded: {', '.join(summary.populations) or 'none'}")
+    sys.exit(1 if strict and summary.skipped else 0)

@@ -1,0 +1,128 @@
+"""Opening a corpus: a DuckDB file, an in-memory corpus of a runs folder, or a Parquet snapshot."""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from labrecord.errors import LabrecordError
+from labrecord.store.schema import TABLES, create_schema, create_views
+
+#: tables written to a snapshot partitioned by task family and system
+PARTITIONED = ("runs", "events", "observations", "online_scores", "final_scores", "measurements")
+
+
+def connect(db_path: str | os.PathLike[str] | None = None, *, read_only: bool = False) -> Any:
+    """Open (creating if needed) a corpus file; ``None`` gives an in-memory corpus."""
+    import duckdb
+
+    if read_only:
+        if db_path is None or not Path(db_path).is_file():
+            raise LabrecordError(f"{db_path}: no such corpus file (create it with 'labrecord ingest RUNS_DIR --db {db_path}')")
+        try:
+            return duckdb.connect(str(db_path), read_only=True)
+        except duckdb.Error as error:
+            raise LabrecordError(f"{db_path}: not a readable DuckDB corpus: {error}") from error
+    try:
+        con = duckdb.connect(":memory:" if db_path is None else str(db_path))
+    except duckdb.Error as error:
+        raise LabrecordError(f"{db_path}: cannot open DuckDB corpus: {error}") from error
+    create_schema(con)
+    return con
+
+
+def open_snapshot(parquet_dir: str | os.PathLike[str]) -> Any:
+    """An in-memory connection whose tables are views over a Parquet snapshot.
+
+    The scorers run on it unchanged: every table name of the corpus is a view with the
+    same columns (the Hive partition columns ``family``/``system_name`` are dropped again
+    where they are not the table's own columns).
+    """
+    import duckdb
+
+    root = Path(parquet_dir)
+    if not (root / "runs").is_dir():
+        raise LabrecordError(f"{root}: not a labrecord Parquet snapshot (no runs/ folder)")
+    con = duckdb.connect(":memory:")
+    for table in TABLES:
+        source = _snapshot_source(root, table.name)
+        names = ", ".join(f'"{c}"' for c in _snapshot_columns(con, source, table.name))
+        con.execute(f"CREATE VIEW {table.name} AS SELECT {names} FROM {source}")
+    create_views(con)
+    return con
+
+
+def _snapshot_source(root: Path, name: str) -> str:
+    path = str((root / name).resolve()).replace("'", "''")
+    if name in PARTITIONED:
+        if not any((root / name).rglob("*.parquet")):
+            return f"(SELECT * FROM '{str(root.resolve())}/_empty/{name}.parquet')"
+        return (f"read_parquet('{path}/**/*.parquet', hive_partitioning=true, union_by_name=true, "
+                "hive_types={'family': VARCHAR, 'system_name': VARCHAR})")
+    return f"read_parquet('{path}.parquet')"
+
+
+def _snapshot_columns(con: Any, source: str, table: str) -> list[str]:
+    columns = [row[0] for row in con.execute(f"DESCRIBE SELECT * FROM {source}").fetchall()]
+    own = {c.name for spec in TABLES if spec.name == table for c in spec.columns}
+    # partition columns come back from the folder names; keep them only where they belong
+    return [c for c in columns if c not in ("family", "system_name") or c in own]
+
+
+def write_snapshot(con: Any, out_dir: str | os.PathLike[str]) -> dict[str, int]:
+    """Write every corpus table as Parquet under ``out_dir``; run tables Hive-partitioned by
+    ``family`` and ``system_name``.  Returns rows written per table."""
+    out = Path(out_dir)
+    if out.exists() and any(out.iterdir()):
+        raise LabrecordError(f"{out}: snapshot folder exists and is not empty; choose a new folder")
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "_empty").mkdir()
+    counts: dict[str, int] = {}
+    for table in TABLES:
+        counts[table.name] = con.execute(f"SELECT count(*) FROM {table.name}").fetchone()[0]
+        target = str((out / table.name).resolve()).replace("'", "''")
+        if table.name in PARTITIONED:
+            # empty tables still leave a typed file so the snapshot reopens with all columns
+            con.execute(f"COPY (SELECT * FROM {table.name} LIMIT 0) TO '{out.resolve()}/_empty/{table.name}.parquet' (FORMAT parquet)")
+            if counts[table.name] == 0:
+                continue
+            select = "SELECT * FROM runs" if table.name == "runs" else (
+                f"SELECT t.*, r.family, r.system_name FROM {table.name} t JOIN runs r USING (run_id)")
+            con.execute(f"COPY ({select}) TO '{target}' (FORMAT parquet, PARTITION_BY (family, system_name), OVERWRITE_OR_IGNORE)")
+        else:
+            con.execute(f"COPY {table.name} TO '{target}.parquet' (FORMAT parquet)")
+    return counts
+
+
+def open_source(source: str | os.PathLike[str], *, parquet: bool = False) -> tuple[Any, str, Any]:
+    """Open whatever a command was given: a corpus file, a runs folder or a snapshot.
+
+    Returns ``(connection, kind, summary)`` with kind ``db``, ``runs`` or ``parquet``.  A
+    runs folder is ingested into an in-memory corpus first; ``summary`` is then its
+    :class:`~labrecord.store.ingest.IngestSummary` (skipped runs and their findings),
+    else ``None``.
+    """
+    path = Path(source)
+    if parquet:
+        return open_snapshot(path), "parquet", None
+    if path.is_file():
+        return connect(path, read_only=True), "db", None
+    if path.is_dir():
+        if (path / "runs").is_dir() and any((path / "runs").glob("family=*")):
+            return open_snapshot(path), "parquet", None
+        from labrecord.store.ingest import ingest_runs
+
+        con = connect(None)
+        return con, "runs", ingest_runs(path, con)
+    raise LabrecordError(f"{path}: no such corpus file or runs folder")
+
+
+def schema_rows(con: Any) -> list[tuple[str, str, str, str, str]]:
+    """``(kind, relation, column, type, comment)`` for every user table and view present."""
+    return con.execute(
+        "SELECT CASE WHEN v.view_name IS NULL THEN 'table' ELSE 'view' END, c.table_name, c.column_name, c.data_type, "
+        "coalesce(c.comment, '') FROM duckdb_columns() c "
+        "LEFT JOIN duckdb_views() v ON v.view_name = c.table_name AND v.schema_name = c.schema_name "
+        "WHERE NOT c.internal AND c.schema_name = 'main' AND c.table_name NOT LIKE '\\_%' ESCAPE '\\' "
+        "ORDER BY c.table_name, c.column_index"
+    ).fetchall()

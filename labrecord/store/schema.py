@@ -1,0 +1,316 @@
+"""Tables and views of the DuckDB corpus, each column documented with ``COMMENT ON``.
+
+The column lists here drive three things at once: the ``CREATE TABLE`` statements, the
+``columns=`` argument of DuckDB's ``read_json`` (explicit types, so no per-file type
+guessing), and what ``labrecord sql --schema`` prints.  Other modules may add their own
+tables to the same file; the schema listing reads ``duckdb_columns()`` and so shows them too.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+OP = "STRUCT(kind VARCHAR, object VARCHAR, dest VARCHAR)"
+
+
+@dataclass(frozen=True)
+class Column:
+    name: str
+    type: str
+    comment: str
+
+
+@dataclass(frozen=True)
+class TableSpec:
+    name: str
+    comment: str
+    columns: tuple[Column, ...]
+
+    def ddl(self) -> str:
+        cols = ", ".join(f'"{c.name}" {c.type}' for c in self.columns)
+        return f"CREATE TABLE IF NOT EXISTS {self.name} ({cols})"
+
+
+def _cols(*rows: tuple[str, str, str]) -> tuple[Column, ...]:
+    return tuple(Column(*row) for row in rows)
+
+
+RUNS = TableSpec("runs", "One row per ingested run directory (run.json), with its result identity.", _cols(
+    ("run_id", "VARCHAR PRIMARY KEY", "run.json run_id"),
+    ("content_hash", "VARCHAR", "BLAKE2b of the loaded files; an unchanged hash means re-ingest is a no-op"),
+    ("run_dir", "VARCHAR", "path of the run directory at ingest time"),
+    ("ingested_at", "VARCHAR", "UTC time the run was (re)loaded"),
+    ("schema", "VARCHAR", "run.json schema version"),
+    ("created_at", "VARCHAR", "run.json created_at"),
+    ("status", "VARCHAR", "running | complete | aborted | service_fault"),
+    ("family", "VARCHAR", "task family (weighing, centrifuge, rack, ...)"),
+    ("task_id", "VARCHAR", "task id (identity field)"),
+    ("task_version", "VARCHAR", "task version (identity field)"),
+    ("condition", "VARCHAR", "basic | extended"),
+    ("contract_hash", "VARCHAR", "hash of the task contract used online"),
+    ("system_name", "VARCHAR", "tested system name (identity field)"),
+    ("system_kind", "VARCHAR", "vla | agent | scripted | human"),
+    ("system_revision", "VARCHAR", "system revision (identity field)"),
+    ("observation_condition", "VARCHAR", "observation channels joined by '+', with ':depth' for RGB-D (identity field)"),
+    ("action_convention", "VARCHAR", "representation/mode/dim/frame/units/gripper/control_hz/max_chunk (identity field)"),
+    ("evaluation_version", "VARCHAR", "evaluation protocol version (identity field)"),
+    ("population_name", "VARCHAR", "registered population the run belongs to, or null"),
+    ("instance_id", "VARCHAR", "registered instance of that population, or null"),
+    ("history_protocol", "VARCHAR", "history protocol (identity field)"),
+    ("response_deadline_s", "DOUBLE", "response budget in seconds from evidence delivery, or null"),
+    ("budget_clock", "VARCHAR", "sim | wall: clock of the response budget"),
+    ("intervention_mode", "VARCHAR", "none | assist | replace (identity field)"),
+    ("intervention_site", "VARCHAR", "semantic | decision | geometry | skill, or null (identity field)"),
+    ("oracle", "VARCHAR", "registered Oracle name, or null (identity field)"),
+    ("pair_id", "VARCHAR", "matched Oracle pair id, or null"),
+    ("branch", "VARCHAR", "base | supported, or null"),
+    ("seed_task_state", "BIGINT", "task-state seed"),
+    ("seed_layout", "BIGINT", "layout seed"),
+    ("seed_policy", "BIGINT", "policy seed"),
+    ("layout_hash", "VARCHAR", "realized layout hash"),
+    ("manifest", "JSON", "the whole run.json, unknown fields included"),
+))
+
+EVENTS = TableSpec("events", "Every line of every events.jsonl; fields absent from a type are null.", _cols(
+    ("run_id", "VARCHAR", "run the event belongs to"),
+    ("seq", "BIGINT", "sequence number, strictly increasing within the run"),
+    ("t", "DOUBLE", "simulation time in seconds"),
+    ("wall", "DOUBLE", "wall-clock seconds, or null"),
+    ("type", "VARCHAR", "event type (episode_start, opportunity, choice, confirm, ...)"),
+    ("episode", "BIGINT", "episode the event belongs to (the last episode_start at or before it)"),
+    ("reason", "VARCHAR", "episode_end reason or failure reason"),
+    ("physical_complete", "BOOLEAN", "episode_end: physical completion reported online"),
+    ("valid_complete", "BOOLEAN", "episode_end: valid completion reported online"),
+    ("opp", "VARCHAR", "opportunity id (opportunity, choice, intervention, geometry, state_report)"),
+    ("decision", "VARCHAR", "opportunity: registered decision name"),
+    ("trigger", "VARCHAR", "opportunity: initial | state_change | failed_attempt"),
+    ("legal", f"{OP}[]", "opportunity: legal next-operation set"),
+    ("obs_id", "VARCHAR", "opportunity: delivered observation id"),
+    ("evidence_version", "BIGINT", "evidence version the event is bound to"),
+    ("window_s", "DOUBLE", "opportunity: response window in seconds"),
+    ("state_ref", "VARCHAR", "opportunity: reference task-state id"),
+    ("op", OP, "operation chosen, confirmed, failed or violated"),
+    ("track", "VARCHAR", "choice: native | report (default native)"),
+    ("recognizer", "VARCHAR", "choice: recognizer that identified it"),
+    ("first", "BOOLEAN", "choice: the first identifiable choice of its opportunity"),
+    ("obligation", "VARCHAR", "confirm: obligation or subgoal confirmed"),
+    ("predicate", "VARCHAR", "confirm: physical predicate (supported, released, stable ...)"),
+    ("measured", "JSON", "confirm: measured values"),
+    ("attempt", "BIGINT", "confirm/failure: attempt number (default 1)"),
+    ("recoverable", "BOOLEAN", "failure: recoverable (default true)"),
+    ("kind", "VARCHAR", "violation or validity kind"),
+    ("irreversible", "BOOLEAN", "violation: irreversible (default false)"),
+    ("of_seq", "BIGINT", "recovery: seq of the failure it resolves"),
+    ("resolved", "BOOLEAN", "recovery: resolved"),
+    ("mode", "VARCHAR", "intervention: assist | replace"),
+    ("site", "VARCHAR", "intervention: semantic | decision | geometry | skill"),
+    ("payload_id", "VARCHAR", "intervention: payload identity"),
+    ("original", "JSON", "intervention: original output"),
+    ("substituted", "JSON", "intervention: substituted output"),
+    ("delivered", "BOOLEAN", "intervention: delivered (default true)"),
+    ("target", "VARCHAR", "geometry: target name"),
+    ("p_hat", "DOUBLE[]", "geometry: predicted position (null entries were non-finite)"),
+    ("v_hat", "DOUBLE[]", "geometry: predicted directed axis"),
+    ("p_ref", "DOUBLE[]", "geometry: reference position"),
+    ("v_ref", "DOUBLE[]", "geometry: reference axis"),
+    ("fields", "JSON", "state_report: reported fields"),
+    ("reference", "JSON", "state_report: reference fields"),
+    ("state", "VARCHAR", "dwell: start | reset | complete"),
+    ("duration_s", "DOUBLE", "dwell: duration in seconds"),
+    ("source", "VARCHAR", "validity: source of the fault"),
+))
+
+OBSERVATIONS = TableSpec("observations", "Delivery receipts (observations.jsonl).", _cols(
+    ("run_id", "VARCHAR", "run"),
+    ("obs_id", "VARCHAR", "observation id"),
+    ("step", "BIGINT", "control step"),
+    ("t_acquired", "DOUBLE", "acquisition time, simulation seconds"),
+    ("t_delivered", "DOUBLE", "delivery time at the policy boundary, simulation seconds"),
+    ("evidence_version", "BIGINT", "evidence version delivered"),
+    ("channels", "VARCHAR[]", "channels delivered"),
+    ("wall", "DOUBLE", "wall-clock seconds, or null"),
+))
+
+ONLINE_SCORES = TableSpec("online_scores", "Live score snapshots (online_scores.jsonl).", _cols(
+    ("run_id", "VARCHAR", "run"),
+    ("t", "DOUBLE", "simulation time of the snapshot"),
+    ("seq", "BIGINT", "last event seq covered"),
+    ("metrics", "JSON", "metric name -> {value, num, den, n}"),
+    ("state", "JSON", "task state summary"),
+))
+
+FINAL_SCORES = TableSpec("final_scores", "Final per-run reports (scores.json inside each run).", _cols(
+    ("run_id", "VARCHAR", "run"),
+    ("status", "VARCHAR", "status written with the scores"),
+    ("metrics", "JSON", "metric name -> {value, num, den, n}"),
+    ("episodes", "JSON", "per-episode summaries"),
+    ("created_at", "VARCHAR", "time the report was written"),
+))
+
+MEASUREMENTS = TableSpec("measurements", "Physical measurements (measurements.parquet); family columns are added as they appear.", _cols(
+    ("run_id", "VARCHAR", "run"),
+    ("step", "BIGINT", "physics or recorded step"),
+    ("t", "DOUBLE", "simulation time"),
+))
+
+POPULATIONS = TableSpec("populations", "Registered population records (populations/<name>.jsonl).", _cols(
+    ("population", "VARCHAR", "population name (file stem)"),
+    ("line", "BIGINT", "line number in the registry file"),
+    ("type", "VARCHAR", "instance | checkpoint | fixed_start | pair | oracle_pair"),
+    ("instance_id", "VARCHAR", "instance, checkpoint or fixed start id"),
+    ("decision", "VARCHAR", "checkpoint: decision scored (population J)"),
+    ("subgoal", "VARCHAR", "fixed_start: subgoal confirmed (population K)"),
+    ("task_id", "VARCHAR", "instance: task id"),
+    ("condition", "VARCHAR", "instance: condition"),
+    ("pair_id", "VARCHAR", "pair or oracle_pair id"),
+    ("members", "VARCHAR[]", "pair: member instance ids (population B)"),
+    ("kind", "VARCHAR", "pair: answer_changing | geometric"),
+    ("base", "VARCHAR", "oracle_pair: base instance"),
+    ("supported", "VARCHAR", "oracle_pair: supported instance"),
+    ("mode", "VARCHAR", "oracle_pair: assist | replace"),
+    ("oracle", "VARCHAR", "oracle_pair: Oracle name"),
+    ("site", "VARCHAR", "oracle_pair: intervention site"),
+    ("fields", "JSON", "instance: extra fields"),
+    ("content_hash", "VARCHAR", "BLAKE2b of the registry file"),
+))
+
+TABLES: tuple[TableSpec, ...] = (RUNS, EVENTS, OBSERVATIONS, ONLINE_SCORES, FINAL_SCORES, MEASUREMENTS, POPULATIONS)
+
+# Derived views: plain facts the scorers and users share (no metric arithmetic here).
+FIRST_CHOICES_SQL = """
+SELECT o.run_id, o.episode, o.opp, o.decision, o.seq AS opp_seq, o.t AS opp_t, o.legal, o.obs_id,
+       o.evidence_version,
+       coalesce(o.window_s, r.response_deadline_s) AS deadline_s,
+       c.seq AS choice_seq, c.t AS choice_t, c.op,
+       (c.seq IS NOT NULL AND (coalesce(o.window_s, r.response_deadline_s) IS NULL
+            OR c.t - o.t <= coalesce(o.window_s, r.response_deadline_s))) AS identified,
+       coalesce(c.seq IS NOT NULL AND (coalesce(o.window_s, r.response_deadline_s) IS NULL
+            OR c.t - o.t <= coalesce(o.window_s, r.response_deadline_s))
+            AND list_contains(o.legal, c.op), false) AS correct
+FROM events o
+JOIN runs r USING (run_id)
+LEFT JOIN (
+    SELECT run_id, opp, min(seq) AS seq FROM events
+    WHERE type = 'choice' AND track = 'native' AND first GROUP BY run_id, opp
+) f ON f.run_id = o.run_id AND f.opp = o.opp
+LEFT JOIN events c ON c.run_id = f.run_id AND c.seq = f.seq
+WHERE o.type = 'opportunity'
+"""
+
+EPISODES_SQL = """
+SELECT s.run_id, s.episode,
+       e.seq IS NOT NULL AS ended,
+       e.reason AS end_reason,
+       coalesce(e.physical_complete, false) AS physical_complete,
+       coalesce(e.valid_complete, false) AS valid_complete,
+       coalesce(x.irreversible_violations, 0) AS irreversible_violations,
+       coalesce(x.violations, 0) AS violations,
+       coalesce(x.failures, 0) AS failures,
+       coalesce(x.recoverable_failures, 0) AS recoverable_failures,
+       coalesce(rf.resolved_failures, 0) AS resolved_failures,
+       coalesce(x.validity_events, 0) AS validity_events,
+       coalesce(fc.opportunities, 0) AS opportunities,
+       coalesce(fc.identified, 0) AS identified_choices,
+       coalesce(fc.correct, 0) AS correct_choices
+FROM events s
+LEFT JOIN events e ON e.run_id = s.run_id AND e.type = 'episode_end' AND e.episode = s.episode
+LEFT JOIN (
+    SELECT run_id, episode,
+           count(*) FILTER (WHERE type = 'violation' AND irreversible) AS irreversible_violations,
+           count(*) FILTER (WHERE type = 'violation') AS violations,
+           count(*) FILTER (WHERE type = 'failure') AS failures,
+           count(*) FILTER (WHERE type = 'failure' AND recoverable) AS recoverable_failures,
+           count(*) FILTER (WHERE type = 'validity') AS validity_events
+    FROM events GROUP BY run_id, episode
+) x ON x.run_id = s.run_id AND x.episode = s.episode
+LEFT JOIN (
+    SELECT f.run_id, f.episode, count(DISTINCT f.seq) AS resolved_failures
+    FROM events f JOIN events r ON r.run_id = f.run_id AND r.type = 'recovery' AND r.resolved AND r.of_seq = f.seq
+    WHERE f.type = 'failure' GROUP BY f.run_id, f.episode
+) rf ON rf.run_id = s.run_id AND rf.episode = s.episode
+LEFT JOIN (
+    SELECT run_id, episode, count(*) AS opportunities,
+           count(*) FILTER (WHERE identified) AS identified, count(*) FILTER (WHERE correct) AS correct
+    FROM first_choices GROUP BY run_id, episode
+) fc ON fc.run_id = s.run_id AND fc.episode = s.episode
+WHERE s.type = 'episode_start'
+"""
+
+
+@dataclass(frozen=True)
+class ViewSpec:
+    name: str
+    comment: str
+    sql: str
+    columns: tuple[Column, ...]
+
+
+VIEWS: tuple[ViewSpec, ...] = (
+    ViewSpec("first_choices", "One row per opportunity with its first native choice and whether it was legal.", FIRST_CHOICES_SQL, _cols(
+        ("run_id", "", "run"), ("episode", "", "episode"), ("opp", "", "opportunity id"),
+        ("decision", "", "registered decision name"), ("opp_seq", "", "seq of the opportunity"),
+        ("opp_t", "", "time the opportunity opened"), ("legal", "", "legal next-operation set"),
+        ("obs_id", "", "delivered observation"), ("evidence_version", "", "evidence version"),
+        ("deadline_s", "", "response deadline: the opportunity window, else the run's response budget"),
+        ("choice_seq", "", "seq of the first native choice, null if none"),
+        ("choice_t", "", "time of the first native choice"), ("op", "", "operation chosen first"),
+        ("identified", "", "a first native choice exists within the deadline (C_id indicator)"),
+        ("correct", "", "identified and the choice is in the legal set (B_next indicator)"),
+    )),
+    ViewSpec("episodes", "One row per episode: online completion flags and event counts for sec. 7.2 completion.", EPISODES_SQL, _cols(
+        ("run_id", "", "run"), ("episode", "", "episode number"), ("ended", "", "an episode_end was recorded"),
+        ("end_reason", "", "episode_end reason"), ("physical_complete", "", "physical completion reported"),
+        ("valid_complete", "", "valid completion reported"),
+        ("irreversible_violations", "", "irreversible protocol or safety violations"),
+        ("violations", "", "all violations"), ("failures", "", "operation failures"),
+        ("recoverable_failures", "", "recoverable failures"), ("resolved_failures", "", "failures with a resolving recovery (resolved=true)"),
+        ("validity_events", "", "sensor/service/transport faults (evaluation validity)"),
+        ("opportunities", "", "opportunities opened"), ("identified_choices", "", "opportunities with an identified first choice"),
+        ("correct_choices", "", "opportunities whose first choice was legal"),
+    )),
+)
+
+
+def _quote(text: str) -> str:
+    return "'" + text.replace("'", "''") + "'"
+
+
+def create_schema(con: object) -> None:
+    """Create every table and view that is missing, with comments; idempotent.
+
+    Runs in one transaction (one commit instead of one per comment), and not at all when
+    every table and view already exists.
+    """
+    present = {row[0] for row in con.execute(  # type: ignore[attr-defined]
+        "SELECT table_name FROM duckdb_tables() UNION ALL SELECT view_name FROM duckdb_views()").fetchall()}
+    if {t.name for t in TABLES} | {v.name for v in VIEWS} <= present:
+        return
+    con.execute("BEGIN TRANSACTION")  # type: ignore[attr-defined]
+    try:
+        _create_all(con)
+    except BaseException:
+        con.execute("ROLLBACK")  # type: ignore[attr-defined]
+        raise
+    con.execute("COMMIT")  # type: ignore[attr-defined]
+
+
+def _create_all(con: object) -> None:
+    for table in TABLES:
+        con.execute(table.ddl())  # type: ignore[attr-defined]
+        con.execute(f"COMMENT ON TABLE {table.name} IS {_quote(table.comment)}")  # type: ignore[attr-defined]
+        for column in table.columns:
+            con.execute(f'COMMENT ON COLUMN {table.name}."{column.name}" IS {_quote(column.comment)}')  # type: ignore[attr-defined]
+    create_views(con)
+
+
+def create_views(con: object) -> None:
+    """(Re)create the derived views over whatever ``runs``/``events`` relations exist."""
+    for view in VIEWS:
+        con.execute(f"CREATE OR REPLACE VIEW {view.name} AS {view.sql}")  # type: ignore[attr-defined]
+        con.execute(f"COMMENT ON VIEW {view.name} IS {_quote(view.comment)}")  # type: ignore[attr-defined]
+        for column in view.columns:
+            con.execute(f'COMMENT ON COLUMN {view.name}."{column.name}" IS {_quote(column.comment)}')  # type: ignore[attr-defined]
+
+
+def json_columns(table: TableSpec, skip: tuple[str, ...] = ("run_id",)) -> dict[str, str]:
+    """``read_json(columns=...)`` mapping for a table whose columns are JSON keys."""
+    return {c.name: c.type for c in table.columns if c.name not in skip}

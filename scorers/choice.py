@@ -1,0 +1,91 @@
+"""Choice metrics: B_next, C_id and accuracy among identified (eq. 4, 5), and reach (sec. 7.1).
+
+Units
+-----
+*Checkpoint units* — one row per (run, registered checkpoint of that run's instance):
+``(run_id, population, instance_id, decision, identified, correct)``.  The scored choice
+is the first native choice (``first=true``) at the run's first opportunity of that
+decision; no opportunity or no choice by the deadline means unidentified.
+
+*Reach units* — one row per (run, decision seen anywhere in the corpus):
+``(run_id, decision, reached, identified, correct)``; ``reached`` means an opportunity
+of that decision opened in the run (opportunities name their delivered observation and
+validation checks the receipt exists).
+
+Estimators (see :mod:`labrecord.scorers.metric`): B_next = Σcorrect/|J|,
+C_id = Σidentified/|J|, accuracy|identified = Σcorrect/Σidentified; reach.d =
+N_reach/N_run, correct_given_reach.d = N_correct/N_reach, correct.d = N_correct/N_run,
+identified_given_reach.d = N_identified/N_reach.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from labrecord.scorers.reference import RefCorpus, first_choices
+
+CheckpointUnit = tuple[str, str, str, str, bool, bool]
+ReachUnit = tuple[str, str, bool, bool, bool]
+
+_FIRST_PER_DECISION = """
+SELECT run_id, decision, arg_min(identified, opp_seq) AS identified, arg_min(correct, opp_seq) AS correct
+FROM first_choices GROUP BY run_id, decision
+"""
+
+CHECKPOINT_UNITS_SQL = f"""
+SELECT r.run_id, p.population, p.instance_id, p.decision,
+       coalesce(f.identified, false) AS identified, coalesce(f.correct, false) AS correct
+FROM populations p
+JOIN runs r ON r.population_name = p.population AND r.instance_id = p.instance_id
+LEFT JOIN ({_FIRST_PER_DECISION}) f ON f.run_id = r.run_id AND f.decision = p.decision
+WHERE p.type = 'checkpoint'
+"""
+
+REACH_UNITS_SQL = f"""
+SELECT r.run_id, d.decision, f.run_id IS NOT NULL AS reached, coalesce(f.identified, false) AS identified,
+       coalesce(f.correct, false) AS correct
+FROM runs r
+CROSS JOIN (SELECT DISTINCT decision FROM first_choices) d
+LEFT JOIN ({_FIRST_PER_DECISION}) f ON f.run_id = r.run_id AND f.decision = d.decision
+"""
+
+
+def checkpoint_units(con: Any) -> list[CheckpointUnit]:
+    return [tuple(row) for row in con.execute(CHECKPOINT_UNITS_SQL).fetchall()]  # type: ignore[misc]
+
+
+def reach_units(con: Any) -> list[ReachUnit]:
+    return [tuple(row) for row in con.execute(REACH_UNITS_SQL).fetchall()]  # type: ignore[misc]
+
+
+def _first_per_decision(corpus: RefCorpus) -> dict[tuple[str, str], tuple[bool, bool]]:
+    out: dict[tuple[str, str], tuple[int, bool, bool]] = {}
+    for run in corpus.runs:
+        for c in first_choices(run):
+            key = (c.run_id, c.decision)
+            if key not in out or c.opp_seq < out[key][0]:
+                out[key] = (c.opp_seq, c.identified, c.correct)
+    return {k: (v[1], v[2]) for k, v in out.items()}
+
+
+def checkpoint_units_reference(corpus: RefCorpus) -> list[CheckpointUnit]:
+    first = _first_per_decision(corpus)
+    units = []
+    for record in corpus.populations:
+        if record["type"] != "checkpoint":
+            continue
+        for run in corpus.runs:
+            if (run.row["population_name"], run.row["instance_id"]) == (record["population"], record["instance_id"]):
+                identified, correct = first.get((run.run_id, record["decision"]), (False, False))
+                units.append((run.run_id, record["population"], record["instance_id"], record["decision"], identified, correct))
+    return units
+
+
+def reach_units_reference(corpus: RefCorpus) -> list[ReachUnit]:
+    first = _first_per_decision(corpus)
+    decisions = sorted({d for _, d in first})
+    units = []
+    for run in corpus.runs:
+        for decision in decisions:
+            hit = first.get((run.run_id, decision))
+            units.append((run.run_id, decision, hit is not None, bool(hit and hit[0]), bool(hit and hit[1])))
+    return units

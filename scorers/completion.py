@@ -1,0 +1,96 @@
+"""Completion (sec. 7.2) and fixed-subgoal execution E_fixed (eq. 6).
+
+Episode units — one row per episode (a run without any ``episode_start`` gives one row
+with episode null and every flag false):
+``(run_id, episode, physical, valid, clean, recovered)`` where
+
+* physical  = the episode ended with ``physical_complete``;
+* valid     = physical ∧ ``valid_complete`` ∧ no irreversible violation (an irreversible
+  protocol or safety violation invalidates completion even if the arrangement is restored);
+* clean     = valid ∧ no failure ∧ no violation ∧ every opportunity has an identified,
+  legal first choice;
+* recovered = valid ∧ at least one failure, all failures recoverable and each resolved
+  by a ``recovery`` with ``resolved=true``.
+
+Fixed-start units — one row per (run, registered fixed start of its instance):
+``(run_id, population, instance_id, subgoal, confirmed)``; confirmed = a ``confirm``
+event whose obligation is the subgoal.  E_fixed = Σconfirmed/|K|.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from labrecord.models import Confirm, EpisodeEnd, EpisodeStart, Failure, Recovery, Violation
+from labrecord.scorers.reference import RefCorpus, RefRun, first_choices
+
+EpisodeUnit = tuple[str, Any, bool, bool, bool, bool]
+FixedUnit = tuple[str, str, str, str, bool]
+
+EPISODE_UNITS_SQL = """
+WITH flags AS (
+    SELECT run_id, episode, physical_complete AS physical,
+           physical_complete AND valid_complete AND irreversible_violations = 0 AS valid,
+           failures = 0 AND violations = 0 AND identified_choices = opportunities
+               AND correct_choices = opportunities AS clean_history,
+           failures > 0 AND recoverable_failures = failures AND resolved_failures = failures AS recovered_history
+    FROM episodes
+)
+SELECT r.run_id, f.episode, coalesce(f.physical, false) AS physical, coalesce(f.valid, false) AS valid,
+       coalesce(f.valid AND f.clean_history, false) AS clean, coalesce(f.valid AND f.recovered_history, false) AS recovered
+FROM runs r LEFT JOIN flags f USING (run_id)
+"""
+
+FIXED_UNITS_SQL = """
+SELECT r.run_id, p.population, p.instance_id, p.subgoal,
+       EXISTS (SELECT 1 FROM events e WHERE e.run_id = r.run_id AND e.type = 'confirm' AND e.obligation = p.subgoal) AS confirmed
+FROM populations p
+JOIN runs r ON r.population_name = p.population AND r.instance_id = p.instance_id
+WHERE p.type = 'fixed_start'
+"""
+
+
+def episode_units(con: Any) -> list[EpisodeUnit]:
+    return [tuple(row) for row in con.execute(EPISODE_UNITS_SQL).fetchall()]  # type: ignore[misc]
+
+
+def fixed_units(con: Any) -> list[FixedUnit]:
+    return [tuple(row) for row in con.execute(FIXED_UNITS_SQL).fetchall()]  # type: ignore[misc]
+
+
+def _episode_flags(run: RefRun, episode: int) -> tuple[bool, bool, bool, bool]:
+    mine = [e for e in run.events if run.episode_of.get(e.seq) == episode]
+    end = next((e for e in mine if isinstance(e, EpisodeEnd)), None)
+    physical = bool(end and end.physical_complete)
+    irreversible = any(isinstance(e, Violation) and e.irreversible for e in mine)
+    valid = physical and bool(end and end.valid_complete) and not irreversible
+    failures = [e for e in mine if isinstance(e, Failure)]
+    violations = [e for e in mine if isinstance(e, Violation)]
+    choices = [c for c in first_choices(run) if c.episode == episode]
+    clean = valid and not failures and not violations and all(c.identified and c.correct for c in choices)
+    resolved = {e.of_seq for e in run.events if isinstance(e, Recovery) and e.resolved}
+    recovered = (valid and bool(failures) and all(f.recoverable for f in failures)
+                 and all(f.seq in resolved for f in failures))
+    return physical, valid, clean, recovered
+
+
+def episode_units_reference(corpus: RefCorpus) -> list[EpisodeUnit]:
+    units: list[EpisodeUnit] = []
+    for run in corpus.runs:
+        starts = [e.episode for e in run.events if isinstance(e, EpisodeStart)]
+        if not starts:
+            units.append((run.run_id, None, False, False, False, False))
+        for episode in starts:
+            units.append((run.run_id, episode, *_episode_flags(run, episode)))
+    return units
+
+
+def fixed_units_reference(corpus: RefCorpus) -> list[FixedUnit]:
+    units = []
+    for record in corpus.populations:
+        if record["type"] != "fixed_start":
+            continue
+        for run in corpus.runs:
+            if (run.row["population_name"], run.row["instance_id"]) == (record["population"], record["instance_id"]):
+                confirmed = any(isinstance(e, Confirm) and e.obligation == record["subgoal"] for e in run.events)
+                units.append((run.run_id, record["population"], record["instance_id"], record["subgoal"], confirmed))
+    return units

@@ -1,0 +1,95 @@
+"""Geometry errors e_p and e_v (eq. 2) from ``geometry`` reports.
+
+Units — the first report per (run, opportunity, target):
+``(run_id, opp, target, p_valid, e_p, v_scored, v_valid, e_v)``.
+
+* ``p_valid``: a prediction of the reference's length with every entry finite and not
+  zero (norm below 1e-12); ``e_p = ‖p̂ − p*‖₂`` (null when invalid).
+* ``v_scored``: the report carries a non-zero reference axis; ``v_valid`` as above for
+  v̂ (a zero axis cannot be normalized); ``e_v = arccos(clip(v̂·v*/(‖v̂‖‖v*‖), −1, 1))``
+  in radians.
+
+Zero or non-finite predictions stay in the population as invalid outputs: e_p is the
+mean over valid reports and ``p_valid`` is valid/all reports.
+"""
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from labrecord.models import Geometry
+from labrecord.scorers.reference import RefCorpus
+
+GeometryUnit = tuple[str, str, str, bool, Any, bool, bool, Any]
+#: a prediction whose norm is below this counts as zero (invalid); also keeps axes normalizable
+MIN_NORM = 1e-12
+
+
+def _valid(vec: str, ref: str) -> str:
+    return (f"coalesce({vec} IS NOT NULL AND len({vec}) = len({ref}) AND len({vec}) > 0 AND list_count({vec}) = len({vec}) "
+            f"AND isfinite(list_sum({vec})) AND sqrt(list_sum(list_transform({vec}, lambda x: x * x))) >= {MIN_NORM}, false)")
+
+
+def _guard(vec: str, ok: str) -> str:
+    # DuckDB's list distance functions raise on NULL entries or unequal lengths even in
+    # rows a CASE discards, so invalid rows get a rebuilt stand-in list
+    return f"list_transform(CASE WHEN {ok} THEN {vec} ELSE [1.0] END, lambda x: coalesce(x, 0.0))"
+
+
+GEOMETRY_UNITS_SQL = f"""
+WITH g AS (
+    SELECT * FROM events WHERE type = 'geometry'
+    QUALIFY row_number() OVER (PARTITION BY run_id, opp, target ORDER BY seq) = 1
+), v AS (
+    SELECT *, {_valid('p_hat', 'p_ref')} AS p_valid,
+           {_valid('v_ref', 'v_ref')} AS v_scored,
+           {_valid('v_hat', 'v_ref')} AS v_ok
+    FROM g
+)
+SELECT run_id, opp, target, p_valid,
+       CASE WHEN p_valid THEN list_distance({_guard('p_hat', 'p_valid')}, {_guard('p_ref', 'p_valid')}) END AS e_p,
+       v_scored, v_scored AND v_ok AS v_valid,
+       CASE WHEN v_scored AND v_ok THEN acos(greatest(-1.0, least(1.0, list_cosine_similarity(
+           {_guard('v_hat', 'v_scored AND v_ok')}, {_guard('v_ref', 'v_scored AND v_ok')})))) END AS e_v
+FROM v
+"""
+
+
+def geometry_units(con: Any) -> list[GeometryUnit]:
+    return [tuple(row) for row in con.execute(GEOMETRY_UNITS_SQL).fetchall()]  # type: ignore[misc]
+
+
+def is_valid_vector(vec: list[float | None] | None, length: int) -> bool:
+    """Same length as the reference, every entry finite, norm at least :data:`MIN_NORM`."""
+    if vec is None or len(vec) != length or length == 0:
+        return False
+    if any(x is None or not math.isfinite(x) for x in vec):
+        return False
+    return math.sqrt(sum(x * x for x in vec)) >= MIN_NORM  # type: ignore[operator]
+
+
+def axis_error(v_hat: list[float], v_ref: list[float]) -> float:
+    """arccos of the clipped cosine between the two axes, in radians."""
+    dot = sum(a * b for a, b in zip(v_hat, v_ref))
+    cos = dot / (math.sqrt(sum(a * a for a in v_hat)) * math.sqrt(sum(b * b for b in v_ref)))
+    return math.acos(max(-1.0, min(1.0, cos)))
+
+
+def geometry_unit(run_id: str, report: Geometry) -> GeometryUnit:
+    p_valid = is_valid_vector(report.p_hat, len(report.p_ref))
+    e_p = math.dist(report.p_hat, report.p_ref) if p_valid else None  # type: ignore[arg-type]
+    v_scored = report.v_ref is not None and is_valid_vector(report.v_ref, len(report.v_ref))  # type: ignore[arg-type]
+    v_valid = v_scored and is_valid_vector(report.v_hat, len(report.v_ref))  # type: ignore[arg-type]
+    e_v = axis_error(report.v_hat, report.v_ref) if v_valid else None  # type: ignore[arg-type]
+    return (run_id, report.opp, report.target, p_valid, e_p, v_scored, v_valid, e_v)
+
+
+def geometry_units_reference(corpus: RefCorpus) -> list[GeometryUnit]:
+    units = []
+    for run in corpus.runs:
+        seen: set[tuple[str, str]] = set()
+        for event in sorted(run.events, key=lambda e: e.seq):
+            if isinstance(event, Geometry) and (event.opp, event.target) not in seen:
+                seen.add((event.opp, event.target))
+                units.append(geometry_unit(run.run_id, event))
+    return units

@@ -1,0 +1,143 @@
+"""Constructed episode records for tests, examples and benchmarks.
+
+:func:`write_rollout` writes one run directory through :class:`~labrecord.rundir.RunWriter`
+from a compact :class:`RolloutSpec` (decisions taken, failures, completion flags …), so
+a test can state "10 of 50 episodes chose the right weight" and get real run files.
+:func:`write_population` writes ``populations/<name>.jsonl``.
+"""
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import msgspec
+
+from labrecord.examples import example_manifest
+from labrecord.fileio import dumps
+from labrecord.models import (
+    Choice, Confirm, EpisodeEnd, EpisodeStart, Failure, Geometry, Intervention, ObservationReceipt,
+    Operation, Opportunity, Recovery, Validity, Violation,
+)
+from labrecord.rundir import RunWriter
+
+RIGHT = Operation("add", "w10", "pan")
+WRONG = Operation("add", "w100", "pan")
+
+
+@dataclass
+class DecisionSpec:
+    """One opportunity: ``outcome`` is ``correct``, ``wrong``, ``none`` (no choice) or
+    ``late`` (a correct choice after the response window)."""
+
+    decision: str = "select_weight"
+    outcome: str = "correct"
+
+
+@dataclass
+class FailureSpec:
+    recoverable: bool = True
+    resolved: bool | None = True  # None: no recovery event
+
+
+@dataclass
+class GeometrySpec:
+    p_hat: list[float | None] | None
+    p_ref: list[float]
+    v_hat: list[float | None] | None = None
+    v_ref: list[float] | None = None
+
+
+@dataclass
+class RolloutSpec:
+    run_id: str
+    system: str = "pi05"
+    kind: str = "vla"
+    decisions: Sequence[DecisionSpec] = (DecisionSpec(),)
+    physical: bool = False
+    valid: bool | None = None  # defaults to physical
+    failures: Sequence[FailureSpec] = ()
+    violations: Sequence[bool] = ()  # irreversible flags
+    geometry: Sequence[GeometrySpec] = ()
+    confirms: Sequence[str] = ()
+    validity_fault: bool = False
+    status: str = "complete"
+    population: tuple[str, str] | None = None
+    evaluation_version: str = "1"
+    intervention: dict[str, Any] = field(default_factory=dict)
+    episode: bool = True
+
+
+def write_rollout(root: str | os.PathLike[str], spec: RolloutSpec) -> Path:
+    """Write one run directory for ``spec``; returns its path."""
+    manifest = example_manifest(spec.run_id, system=spec.system, kind=spec.kind,
+                                evaluation_version=spec.evaluation_version, population=spec.population)
+    if spec.intervention:
+        manifest.intervention = msgspec.convert(spec.intervention, Intervention)
+    run = RunWriter.create(root, manifest)
+    t = 0.0
+    if spec.episode:
+        run.emit(EpisodeStart, t=t, episode=0)
+    for index, decision in enumerate(spec.decisions):
+        t = _decision(run, index, decision, t)
+    for failure in spec.failures:
+        event = run.emit(Failure, t=t, op=RIGHT, reason="drop", recoverable=failure.recoverable)
+        if failure.resolved is not None:
+            run.emit(Recovery, t=t + 0.1, of_seq=event.seq, resolved=failure.resolved)
+        t += 0.2
+    for irreversible in spec.violations:
+        # RunWriter.emit takes the event class as ``kind``, so events with a ``kind`` field are appended whole
+        run.append(Violation(seq=run.next_seq, t=t, kind="safety" if irreversible else "premature", irreversible=irreversible))
+    for subgoal in spec.confirms:
+        run.emit(Confirm, t=t, obligation=subgoal, op=RIGHT, predicate="supported")
+    for index, g in enumerate(spec.geometry):
+        opp = f"g{index}"
+        run.emit(Opportunity, t=t, opp=opp, decision="localize", trigger="initial", legal=[RIGHT], evidence_version=1000 + index)
+        run.emit(Geometry, t=t, opp=opp, target="socket", p_hat=g.p_hat, p_ref=g.p_ref, v_hat=g.v_hat, v_ref=g.v_ref)
+    if spec.validity_fault:
+        run.append(Validity(seq=run.next_seq, t=t, kind="service_fault", source="policy-server"))
+    if spec.episode:
+        valid = spec.physical if spec.valid is None else spec.valid
+        run.emit(EpisodeEnd, t=t + 1.0, episode=0, reason="success" if spec.physical else "timeout",
+                 physical_complete=spec.physical, valid_complete=valid)
+    run.close(spec.status)
+    return run.dir
+
+
+def _decision(run: RunWriter, index: int, spec: DecisionSpec, t: float) -> float:
+    obs_id = f"obs{index}"
+    run.observation(ObservationReceipt(obs_id=obs_id, step=index, t_acquired=t, t_delivered=t, evidence_version=index))
+    opp = f"o{index}"
+    run.emit(Opportunity, t=t, opp=opp, decision=spec.decision, trigger="initial" if index == 0 else "state_change",
+             legal=[RIGHT], obs_id=obs_id, evidence_version=index, window_s=5.0)
+    if spec.outcome != "none":
+        delay = 6.0 if spec.outcome == "late" else 0.5
+        run.emit(Choice, t=t + delay, opp=opp, op=WRONG if spec.outcome == "wrong" else RIGHT, first=True)
+        t += delay
+    return t + 1.0
+
+
+def write_population(root: str | os.PathLike[str], name: str, records: Sequence[dict[str, Any]]) -> Path:
+    """Write ``root/populations/<name>.jsonl`` (one record per line, sorted keys)."""
+    folder = Path(root) / "populations"
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"{name}.jsonl"
+    path.write_bytes(b"".join(dumps(record) + b"\n" for record in records))
+    return path
+
+
+def write_table3(root: str | os.PathLike[str]) -> Path:
+    """The episode records behind Table 3 of the Labference paper (feedback weighing).
+
+    π0.5: 50 episodes, 10 correct-weight selections, 8 completions; GR00T-N1.5: 50, 9, 4;
+    the GPT-driven system: 10 trials, 10 correct selections, 8 completions.
+    """
+    studies = (("pi05", "vla", 50, 10, 8), ("groot-n1.5", "vla", 50, 9, 4), ("gpt-driven", "agent", 10, 10, 8))
+    for system, kind, episodes, correct, complete in studies:
+        for index in range(episodes):
+            outcome = "correct" if index < correct else "wrong"
+            write_rollout(root, RolloutSpec(run_id=f"{system}-{index:03d}", system=system, kind=kind,
+                                            decisions=[DecisionSpec("select_weight", outcome)], physical=index < complete))
+    return Path(root)

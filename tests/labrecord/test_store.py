@@ -1,0 +1,163 @@
+"""The DuckDB corpus: bulk ingest, idempotence, skipping invalid runs, atomic batches, schema docs."""
+from __future__ import annotations
+
+import json
+import tempfile
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from labrecord.errors import LabrecordError
+from labrecord.examples import example_manifest, write_example_run
+from labrecord.models import EpisodeStart, FinalScores, MetricValue, OnlineScore
+from labrecord.rundir import RunWriter
+from labrecord.scorers.synthetic import DecisionSpec, RolloutSpec, write_population, write_rollout
+from labrecord.store import connect, ingest_runs, schema_rows, write_snapshot, open_snapshot
+import labrecord.store.ingest as ingest_module
+
+
+def _count(con, sql: str) -> int:
+    return con.execute(sql).fetchone()[0]
+
+
+def _lines(path: Path) -> int:
+    return sum(1 for line in path.read_bytes().splitlines() if line.strip())
+
+
+def test_ingest_loads_every_record(tmp_path):
+    root = tmp_path / "runs"
+    for index in range(3):
+        write_example_run(root, f"r{index}", opportunities=index + 1)
+    con = connect(None)
+    summary = ingest_runs(root, con)
+    assert sorted(summary.added) == ["r0", "r1", "r2"] and not summary.skipped
+    assert _count(con, "SELECT count(*) FROM events") == sum(_lines(root / f"r{i}" / "events.jsonl") for i in range(3))
+    assert _count(con, "SELECT count(*) FROM observations") == 1 + 2 + 3
+    assert con.execute("SELECT op.kind, op.object FROM events WHERE type = 'choice' AND run_id = 'r0'").fetchone() == ("add", "w20")
+    assert con.execute("SELECT legal[1].object FROM events WHERE type = 'opportunity' AND run_id = 'r0'").fetchone() == ("w20",)
+    assert _count(con, "SELECT count(*) FROM events WHERE episode IS NULL") == 0
+
+
+def test_reingest_is_a_no_op_and_a_changed_run_is_replaced_whole(tmp_path):
+    root = tmp_path / "runs"
+    write_example_run(root, "r0")
+    write_example_run(root, "r1")
+    db = tmp_path / "c.duckdb"
+    ingest_runs(root, db)
+    con = connect(db)
+    before = con.execute("SELECT * FROM events ORDER BY run_id, seq").fetchall()
+    stamps = dict(con.execute("SELECT run_id, content_hash FROM runs").fetchall())
+    con.close()
+    again = ingest_runs(root, db)
+    assert sorted(again.unchanged) == ["r0", "r1"] and not again.added and not again.replaced
+    # change r1: one more event
+    with open(root / "r1" / "events.jsonl", "ab") as fh:
+        fh.write(b'{"seq":99,"t":99.0,"type":"dwell","state":"reset"}\n')
+    changed = ingest_runs(root, db)
+    assert changed.replaced == ["r1"] and changed.unchanged == ["r0"]
+    con = connect(db)
+    after = con.execute("SELECT * FROM events ORDER BY run_id, seq").fetchall()
+    assert len(after) == len(before) + 1
+    assert [r for r in after if r[0] == "r0"] == [r for r in before if r[0] == "r0"]
+    assert dict(con.execute("SELECT run_id, content_hash FROM runs").fetchall())["r0"] == stamps["r0"]
+
+
+def test_invalid_run_is_skipped_with_findings_and_nothing_loaded(tmp_path):
+    root = tmp_path / "runs"
+    write_example_run(root, "good")
+    bad = write_example_run(root, "bad")
+    (bad / "events.jsonl").write_bytes((bad / "events.jsonl").read_bytes() + b'{"seq": 1, "t": 0.0, "type": "dwell", "state": "start"}\n')
+    con = connect(None)
+    summary = ingest_runs(root, con)
+    assert summary.added == ["good"]
+    assert any("seq 1 does not increase" in f for f in summary.skipped[str(bad)])
+    assert _count(con, "SELECT count(*) FROM events WHERE run_id = 'bad'") == 0
+    assert _count(con, "SELECT count(*) FROM runs WHERE run_id = 'bad'") == 0
+
+
+def test_failed_bulk_load_keeps_nothing_of_the_batch(tmp_path, monkeypatch):
+    root = tmp_path / "runs"
+    write_example_run(root, "r0")
+    con = connect(None)
+
+    def broken(con_, files):
+        raise RuntimeError("disk full")
+
+    monkeypatch.setattr(ingest_module, "_load_scores", broken)
+    with pytest.raises(LabrecordError, match="nothing of the batch was kept: disk full"):
+        ingest_runs(root, con)
+    assert _count(con, "SELECT count(*) FROM runs") == 0
+    assert _count(con, "SELECT count(*) FROM events") == 0
+
+
+def test_measurements_of_different_families_union_by_name(tmp_path):
+    root = tmp_path / "runs"
+    for run_id, family, column in (("a", "family-a", "load_g"), ("b", "family-b", "slot")):
+        with RunWriter.create(root, example_manifest(run_id, family=family)) as run:
+            run.emit(EpisodeStart, t=0.0, episode=0)
+            run.write_measurements(pa.table({"step": [0, 1], "t": [0.0, 0.002], column: [1.5, 2.5]}))
+            run.write_scores(FinalScores(run_id=run_id, status="complete", metrics={"B_next": MetricValue(value=1.0, num=1, den=1)}))
+            run.online_score(OnlineScore(t=0.1, seq=0, metrics={}))
+    con = connect(None)
+    ingest_runs(root, con)
+    rows = con.execute("SELECT run_id, load_g, slot FROM measurements ORDER BY run_id, step").fetchall()
+    assert rows == [("a", 1.5, None), ("a", 2.5, None), ("b", None, 1.5), ("b", None, 2.5)]
+    assert con.execute("SELECT metrics->'B_next'->>'num' FROM final_scores WHERE run_id = 'a'").fetchone() == ("1",)
+    assert _count(con, "SELECT count(*) FROM online_scores") == 2
+
+
+def test_populations_load_once(tmp_path):
+    root = tmp_path / "runs"
+    write_example_run(root, "r0", population=("J", "i0"))
+    write_population(root, "J", [{"type": "checkpoint", "instance_id": "i0", "decision": "d0"}])
+    db = tmp_path / "c.duckdb"
+    assert ingest_runs(root, db).populations == ["J"]
+    assert ingest_runs(root, db).populations == []
+    assert connect(db).execute("SELECT population, type, decision FROM populations").fetchall() == [("J", "checkpoint", "d0")]
+
+
+def test_every_column_is_documented():
+    rows = schema_rows(connect(None))
+    assert {r[1] for r in rows} >= {"runs", "events", "observations", "measurements", "populations", "first_choices", "episodes"}
+    assert [r for r in rows if not r[4]] == []
+
+
+def test_schema_listing_shows_tables_added_by_other_modules():
+    con = connect(None)
+    con.execute("CREATE TABLE reactions (figure_id VARCHAR)")
+    con.execute("COMMENT ON COLUMN reactions.figure_id IS 'figure'")
+    assert ("table", "reactions", "figure_id", "VARCHAR", "figure") in schema_rows(con)
+
+
+def test_snapshot_is_hive_partitioned_and_reopens(tmp_path):
+    root = tmp_path / "runs"
+    write_rollout(root, RolloutSpec("a", system="pi05"))
+    write_rollout(root, RolloutSpec("b", system="groot"))
+    con = connect(None)
+    ingest_runs(root, con)
+    counts = write_snapshot(con, tmp_path / "snap")
+    assert (tmp_path / "snap" / "events" / "family=weighing" / "system_name=pi05").is_dir()
+    snap = open_snapshot(tmp_path / "snap")
+    for table, n in counts.items():
+        assert _count(snap, f"SELECT count(*) FROM {table}") == n
+    assert snap.execute("SELECT system_name FROM runs ORDER BY 1").fetchall() == [("groot",), ("pi05",)]
+    with pytest.raises(LabrecordError, match="not empty"):
+        write_snapshot(con, tmp_path / "snap")
+
+
+@settings(max_examples=10, deadline=None)
+@given(st.lists(st.lists(st.sampled_from(["correct", "wrong", "none"]), max_size=4), min_size=1, max_size=4))
+def test_written_events_read_back_unchanged(decision_lists):
+    with tempfile.TemporaryDirectory() as folder:
+        root = Path(folder)
+        for index, outcomes in enumerate(decision_lists):
+            write_rollout(root, RolloutSpec(f"r{index}", decisions=[DecisionSpec(outcome=o) for o in outcomes]))
+        con = connect(None)
+        ingest_runs(root, con)
+        for index in range(len(decision_lists)):
+            lines = [json.loads(l) for l in (root / f"r{index}" / "events.jsonl").read_text().splitlines()]
+            stored = con.execute("SELECT seq, type, t FROM events WHERE run_id = ? ORDER BY seq", [f"r{index}"]).fetchall()
+            assert stored == [(e["seq"], e["type"], e["t"]) for e in lines]

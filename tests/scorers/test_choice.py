@@ -1,0 +1,66 @@
+"""B_next, C_id, accuracy among identified (eq. 4, 5) and the reach triple."""
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from labrecord.scorers.corpus import score_corpus
+from labrecord.scorers.synthetic import DecisionSpec, RolloutSpec, write_population, write_rollout
+
+
+def _checkpoint_corpus(root: Path, outcomes: dict[str, str | None]) -> None:
+    """One checkpoint per instance; outcome None means the instance has no run."""
+    records = [{"type": "checkpoint", "instance_id": i, "decision": "select_weight"} for i in outcomes]
+    write_population(root, "J", records)
+    for index, (instance, outcome) in enumerate(outcomes.items()):
+        if outcome is not None:
+            write_rollout(root, RolloutSpec(f"r{index}", population=("J", instance),
+                                            decisions=[DecisionSpec("select_weight", outcome)]))
+
+
+def test_hand_checked_checkpoint_metrics(tmp_path):
+    # correct, wrong, no choice, a correct choice after the 5 s window, and a missing run
+    _checkpoint_corpus(tmp_path, {"i0": "correct", "i1": "wrong", "i2": "none", "i3": "late", "i4": None})
+    (group,) = score_corpus(tmp_path, resamples=0)["groups"]
+    m = group["metrics"]
+    assert (m["B_next"]["num"], m["B_next"]["den"], m["B_next"]["value"]) == (1, 5, 0.2)
+    assert (m["C_id"]["num"], m["C_id"]["den"]) == (2, 5)
+    assert (m["accuracy_identified"]["num"], m["accuracy_identified"]["den"], m["accuracy_identified"]["value"]) == (1, 2, 0.5)
+    assert group["coverage"]["missing"] == [{"population": "J", "instance_id": "i4"}]
+
+
+def test_accuracy_is_unavailable_without_identified_choices(tmp_path):
+    _checkpoint_corpus(tmp_path, {"i0": "none"})
+    m = score_corpus(tmp_path, resamples=0)["groups"][0]["metrics"]
+    assert m["accuracy_identified"]["value"] is None and m["accuracy_identified"]["den"] == 0
+
+
+def test_reach_triple_separates_not_reaching_from_wrong_choice(tmp_path):
+    specs = [RolloutSpec("r0", decisions=[DecisionSpec("d1"), DecisionSpec("d2", "correct")]),
+             RolloutSpec("r1", decisions=[DecisionSpec("d1"), DecisionSpec("d2", "wrong")]),
+             RolloutSpec("r2", decisions=[DecisionSpec("d1")]),
+             RolloutSpec("r3", decisions=[DecisionSpec("d1", "wrong")])]
+    for spec in specs:
+        write_rollout(tmp_path, spec)
+    m = score_corpus(tmp_path, resamples=0, decisions=["d2"])["groups"][0]["metrics"]
+    assert (m["reach.d2"]["num"], m["reach.d2"]["den"]) == (2, 4)
+    assert (m["correct_given_reach.d2"]["num"], m["correct_given_reach.d2"]["den"]) == (1, 2)
+    assert (m["correct.d2"]["num"], m["correct.d2"]["den"]) == (1, 4)
+    assert "reach.d1" not in m
+
+
+@settings(max_examples=15, deadline=None)
+@given(st.lists(st.sampled_from(["correct", "wrong", "none", "late", None]), min_size=1, max_size=6))
+def test_b_next_never_exceeds_c_id_and_equals_accuracy_times_coverage(outcomes):
+    with tempfile.TemporaryDirectory() as folder:
+        root = Path(folder)
+        _checkpoint_corpus(root, {f"i{k}": o for k, o in enumerate(outcomes)})
+        if all(o is None for o in outcomes):
+            write_rollout(root, RolloutSpec("other", population=("J", "i0")))
+        m = score_corpus(root, resamples=0)["groups"][0]["metrics"]
+        assert m["B_next"]["num"] <= m["C_id"]["num"] and m["B_next"]["den"] == m["C_id"]["den"] == len(outcomes)
+        if m["C_id"]["num"]:
+            assert abs(m["accuracy_identified"]["value"] * m["C_id"]["value"] - m["B_next"]["value"]) < 1e-12

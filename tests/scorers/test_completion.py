@@ -1,0 +1,59 @@
+"""Completion (physical, valid, clean, recovered; sec. 7.2) and E_fixed (eq. 6)."""
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from labrecord.scorers.corpus import score_corpus
+from labrecord.scorers.synthetic import DecisionSpec, FailureSpec, RolloutSpec, write_population, write_rollout
+
+
+def _counts(metrics: dict, name: str) -> tuple:
+    return metrics[name]["num"], metrics[name]["den"]
+
+
+def test_hand_checked_completion_levels(tmp_path):
+    specs = [
+        RolloutSpec("clean", physical=True),
+        RolloutSpec("recovered", physical=True, failures=[FailureSpec(recoverable=True, resolved=True)]),
+        RolloutSpec("unresolved", physical=True, failures=[FailureSpec(recoverable=True, resolved=None)]),
+        RolloutSpec("irreversible", physical=True, violations=[True]),  # restored arrangement, still invalid
+        RolloutSpec("protocol", physical=True, valid=False),
+        RolloutSpec("wrong-choice", physical=True, decisions=[DecisionSpec(outcome="wrong")]),
+        RolloutSpec("failed"),
+    ]
+    for spec in specs:
+        write_rollout(tmp_path, spec)
+    m = score_corpus(tmp_path, resamples=0)["groups"][0]["metrics"]
+    assert _counts(m, "completion.physical") == (6, 7)
+    assert _counts(m, "completion.valid") == (4, 7)  # clean, recovered, unresolved, wrong-choice
+    assert _counts(m, "completion.clean") == (1, 7)
+    assert _counts(m, "completion.recovered") == (1, 7)
+
+
+def test_hand_checked_e_fixed(tmp_path):
+    write_population(tmp_path, "K", [{"type": "fixed_start", "instance_id": i, "subgoal": "s1"} for i in ("k0", "k1", "k2")])
+    write_rollout(tmp_path, RolloutSpec("r0", population=("K", "k0"), confirms=["s1"]))
+    write_rollout(tmp_path, RolloutSpec("r1", population=("K", "k1"), confirms=["s2"]))
+    (group,) = score_corpus(tmp_path, resamples=0)["groups"]
+    assert (group["metrics"]["E_fixed"]["num"], group["metrics"]["E_fixed"]["den"]) == (1, 3)
+    assert group["coverage"]["missing"] == [{"population": "K", "instance_id": "k2"}]
+
+
+failures = st.lists(st.builds(FailureSpec, recoverable=st.booleans(), resolved=st.sampled_from([True, False, None])), max_size=2)
+
+
+@settings(max_examples=15, deadline=None)
+@given(st.lists(st.tuples(st.booleans(), st.booleans(), failures, st.lists(st.booleans(), max_size=1)), min_size=1, max_size=5))
+def test_levels_nest_and_clean_excludes_recovered(rows):
+    with tempfile.TemporaryDirectory() as folder:
+        for index, (physical, valid, fails, violations) in enumerate(rows):
+            write_rollout(folder, RolloutSpec(f"r{index}", physical=physical, valid=valid and physical,
+                                              failures=fails, violations=violations))
+        m = score_corpus(Path(folder), resamples=0)["groups"][0]["metrics"]
+        physical, valid = m["completion.physical"]["num"], m["completion.valid"]["num"]
+        clean, recovered = m["completion.clean"]["num"], m["completion.recovered"]["num"]
+        assert physical >= valid >= clean + recovered

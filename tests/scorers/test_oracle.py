@@ -1,0 +1,106 @@
+"""Oracle gains Δ_{m,o}(Y) (eq. 3), error reversal, bounds, interaction contrast, refusal."""
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from labrecord.errors import LabrecordError
+from labrecord.scorers.corpus import score_corpus
+from labrecord.scorers.oracle import gain_bounds, interaction, paired_gain
+from labrecord.scorers.synthetic import GeometrySpec, RolloutSpec, write_population, write_rollout
+
+
+def _support(oracle: str) -> dict:
+    return {"mode": "assist", "site": "decision", "oracle": oracle, "branch": "supported"}
+
+
+def _pair(pair_id: str, base: str, supported: str, oracle: str = "o1") -> dict:
+    return {"type": "oracle_pair", "pair_id": pair_id, "base": base, "supported": supported, "mode": "assist",
+            "oracle": oracle, "site": "decision"}
+
+
+def _geom(error: float) -> list[GeometrySpec]:
+    return [GeometrySpec(p_hat=[error, 0.0, 1.0], p_ref=[0.0, 0.0, 1.0])]
+
+
+def _instances(*names: str) -> list[dict]:
+    return [{"type": "instance", "instance_id": n} for n in names]
+
+
+def _supported_group(result: dict) -> dict:
+    return next(g for g in result["groups"] if g["identity"]["intervention_mode"] == "assist")
+
+
+def test_hand_checked_gain_with_error_reversal(tmp_path):
+    write_population(tmp_path, "O", _instances("b0", "b1", "s0", "s1") + [_pair("p0", "b0", "s0"), _pair("p1", "b1", "s1")])
+    write_rollout(tmp_path, RolloutSpec("base0", population=("O", "b0"), physical=False, geometry=_geom(2.0)))
+    write_rollout(tmp_path, RolloutSpec("sup0", population=("O", "s0"), physical=True, geometry=_geom(1.0), intervention=_support("o1")))
+    write_rollout(tmp_path, RolloutSpec("base1", population=("O", "b1"), physical=True, geometry=_geom(1.0)))
+    write_rollout(tmp_path, RolloutSpec("sup1", population=("O", "s1"), physical=True, geometry=_geom(1.0), intervention=_support("o1")))
+    result = score_corpus(tmp_path, resamples=0)
+    gains = _supported_group(result)["metrics"]
+    assert (gains["gain.completion"]["num"], gains["gain.completion"]["den"], gains["gain.completion"]["value"]) == (1, 2, 0.5)
+    assert gains["gain.e_p"]["value"] == 0.5  # error fell by 1 in one pair: positive means improvement
+    base = next(g for g in result["groups"] if g["identity"]["intervention_mode"] == "none")
+    assert base["coverage"]["missing"] == []  # supported instances are not expected of the base branch
+
+
+def test_unresolved_pair_gives_bounds(tmp_path):
+    write_population(tmp_path, "O", _instances("b0", "b1", "s0", "s1") + [_pair("p0", "b0", "s0"), _pair("p1", "b1", "s1")])
+    write_rollout(tmp_path, RolloutSpec("base0", population=("O", "b0")))
+    write_rollout(tmp_path, RolloutSpec("sup0", population=("O", "s0"), physical=True, intervention=_support("o1")))
+    write_rollout(tmp_path, RolloutSpec("base1", population=("O", "b1")))
+    group = _supported_group(score_corpus(tmp_path, resamples=0))
+    m = group["metrics"]
+    assert m["gain.completion"]["value"] is None
+    assert (m["gain.completion.lower"]["num"], m["gain.completion.upper"]["num"], m["gain.completion.upper"]["den"]) == (0, 2, 2)
+    assert group["coverage"]["missing"] == [{"population": "O", "instance_id": "s1"}]
+
+
+def test_interaction_contrast_of_joint_support(tmp_path):
+    records = _instances("b", "s1", "s2", "s12") + [_pair("p1", "b", "s1", "o1"), _pair("p2", "b", "s2", "o2"),
+                                                   _pair("p12", "b", "s12", "o1+o2")]
+    write_population(tmp_path, "O", records)
+    write_rollout(tmp_path, RolloutSpec("base", population=("O", "b")))
+    write_rollout(tmp_path, RolloutSpec("one", population=("O", "s1"), intervention=_support("o1")))
+    write_rollout(tmp_path, RolloutSpec("two", population=("O", "s2"), intervention=_support("o2")))
+    write_rollout(tmp_path, RolloutSpec("joint", population=("O", "s12"), physical=True, intervention=_support("o1+o2")))
+    joint = next(g for g in score_corpus(tmp_path, resamples=0)["groups"] if g["identity"]["oracle"] == "o1+o2")
+    assert joint["metrics"]["interaction.completion"]["value"] == 1.0  # 1 - 0 - 0 + 0
+
+
+def test_pairing_across_evaluation_versions_is_refused(tmp_path):
+    write_population(tmp_path, "O", _instances("b0", "s0") + [_pair("p0", "b0", "s0")])
+    write_rollout(tmp_path, RolloutSpec("base0", population=("O", "b0"), evaluation_version="2"))
+    write_rollout(tmp_path, RolloutSpec("sup0", population=("O", "s0"), intervention=_support("o1")))
+    with pytest.raises(LabrecordError, match="evaluation_version differs"):
+        score_corpus(tmp_path, resamples=0)
+
+
+outcome = st.one_of(st.none(), st.floats(0, 1))
+
+
+@given(outcome, outcome)
+def test_gain_is_antisymmetric_and_errors_reverse(a, b):
+    forward = paired_gain("completion", {"completion": a}, {"completion": b})
+    backward = paired_gain("completion", {"completion": b}, {"completion": a})
+    if a is None or b is None:
+        assert forward is None
+    else:
+        assert forward == -backward
+        assert paired_gain("e_p", {"e_p": a}, {"e_p": b}) == -forward
+
+
+@given(st.floats(0, 1), st.floats(0, 1), st.floats(0, 1))
+def test_additive_supports_have_zero_interaction(y0, g1, g2):
+    value = interaction("completion", {"completion": y0}, {"completion": y0 + g1}, {"completion": y0 + g2},
+                        {"completion": y0 + g1 + g2})
+    assert abs(value) < 1e-9
+
+
+@given(st.integers(0, 10), st.integers(0, 10), st.integers(1, 10))
+def test_gain_bounds_contain_every_completion(resolved_total, unresolved, extra):
+    planned = unresolved + extra
+    lower, upper = gain_bounds(float(min(resolved_total, extra)), unresolved, planned)
+    assert -1 <= lower <= upper <= 1
