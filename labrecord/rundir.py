@@ -262,9 +262,13 @@ class RunWriter:
     def next_seq(self) -> int:
         return self._last_seq + 1
 
-    def emit(self, kind: type[E], *, t: float, **fields: Any) -> E:
-        """Build an event of ``kind`` with the next ``seq`` and append it."""
-        event = kind(seq=self.next_seq, t=t, **fields)
+    def emit(self, event_type: type[E], /, *, t: float, **fields: Any) -> E:
+        """Build an event of ``event_type`` with the next ``seq`` and append it.
+
+        ``event_type`` is positional-only so events with a ``kind`` field (violation,
+        validity) can pass it as a keyword.
+        """
+        event = event_type(seq=self.next_seq, t=t, **fields)
         self.append(event)
         return event
 
