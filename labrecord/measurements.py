@@ -1,9 +1,48 @@
 """The measurement schema of ``measurements.parquet``.
 
-Every family shares the columns in :data:`COMMON_COLUMNS`; a task family registers the
-extra columns its contract replays from in :data:`FAMILY_COLUMNS` (see the task
-contracts in ``labrecord.scorers.contracts``).  Kept in the core so ``labrecord
-validate`` can check a run without importing a wing.
+One row per physics step (or recorded step).  Every family shares the columns in
+:data:`COMMON_COLUMNS`; a task family registers the extra columns its contract replays
+from in :data:`FAMILY_COLUMNS` (the contracts live in ``labrecord.scorers.contracts``;
+``docs/contracts.md`` explains each column).  :data:`OPTIONAL_COLUMNS` are checked for
+their type when present.  Kept in the core so ``labrecord validate`` can check a run
+without importing a wing.
+
+Conventions: SI units (newtons, metres, m/s, radians unless the name says ``_deg``),
+world frame with z up, positions of a body's reference point; a ``*_contact`` flag is
+true when any robot link (fingers, hand, arm) touches the body; ``*_grasped`` is the
+stricter bilateral finger contact with the gripper closed on the body.
+
+Feedback weighing (standards ``w10 w20 w50 w100``), for each standard ``{w}``:
+
+* ``pan_force_n`` – upward support force through the pan's load-cell joint, F↑ of eq. 8
+  (the empty-pan bias F↑_empty is stored in ``run.json`` task.variant ``f_empty_n``);
+* ``sensor_ok`` – false while the load cell reports an error or overload (the window is
+  invalid);
+* ``pan_speed`` – speed of the pan body;
+* ``hand_pan_contact`` – a robot link touches the pan or the sample (hand pressure);
+* ``{w}_on_pan`` – the standard's support path ends at the pan (it touches the pan, or a
+  body that rests on the pan), whoever else touches it;
+* ``{w}_contact`` / ``{w}_grasped`` – robot contact / bilateral grasp of the standard;
+* ``{w}_speed`` – linear speed of the standard;
+* optional ``{w}_x, {w}_y, {w}_z`` – its position (diagnostics only).
+
+Centrifuge loading (tubes ``tube_a tube_b``):
+
+* ``rotor_x, rotor_y, rotor_z, rotor_yaw`` – rotor frame in the world;
+* ``{tube}_x, _y, _z`` – tube bottom tip; ``{tube}_ax, _ay, _az`` – unit tube axis
+  pointing from cap to tip (the insertion direction);
+* ``{tube}_supported`` – the rotor carries the tube (socket contact), ``{tube}_contact``,
+  ``{tube}_grasped``, ``{tube}_speed`` as above.
+
+Placement recall (target ``tube``; distractors are optional):
+
+* ``rack_x, rack_y, rack_z, rack_yaw`` – rack frame (origin at slot-grid centre, top face);
+* ``tube_x, _y, _z`` – tube bottom tip; ``tube_in_rack`` – the rack carries the tube;
+  ``tube_on_table`` – the table carries the tube; ``tube_contact``, ``tube_grasped``,
+  ``tube_speed``;
+* ``grip_x, grip_y, grip_z, grip_vz`` – gripper centre and its vertical velocity;
+* ``occluded`` – the environment transition of eq. 10 is in progress (cameras occluded,
+  policy paused).
 """
 from __future__ import annotations
 
@@ -12,8 +51,49 @@ from typing import Any
 #: column -> pyarrow type family ("int", "float", "bool", "string", "list")
 COMMON_COLUMNS: dict[str, str] = {"step": "int", "t": "float"}
 
-#: family -> {column: type family}; filled in by the families' contract documentation
-FAMILY_COLUMNS: dict[str, dict[str, str]] = {}
+WEIGHING_STANDARDS: tuple[str, ...] = ("w10", "w20", "w50", "w100")
+CENTRIFUGE_TUBES: tuple[str, ...] = ("tube_a", "tube_b")
+
+
+def _weighing_columns() -> dict[str, str]:
+    columns = {"pan_force_n": "float", "sensor_ok": "bool", "pan_speed": "float", "hand_pan_contact": "bool"}
+    for w in WEIGHING_STANDARDS:
+        columns.update({f"{w}_on_pan": "bool", f"{w}_contact": "bool", f"{w}_grasped": "bool", f"{w}_speed": "float"})
+    return columns
+
+
+def _centrifuge_columns() -> dict[str, str]:
+    columns = {"rotor_x": "float", "rotor_y": "float", "rotor_z": "float", "rotor_yaw": "float"}
+    for tube in CENTRIFUGE_TUBES:
+        for axis in ("x", "y", "z", "ax", "ay", "az"):
+            columns[f"{tube}_{axis}"] = "float"
+        columns.update({f"{tube}_supported": "bool", f"{tube}_contact": "bool", f"{tube}_grasped": "bool",
+                        f"{tube}_speed": "float"})
+    return columns
+
+
+def _rack_columns() -> dict[str, str]:
+    columns = {name: "float" for name in ("rack_x", "rack_y", "rack_z", "rack_yaw", "tube_x", "tube_y", "tube_z",
+                                          "tube_speed", "grip_x", "grip_y", "grip_z", "grip_vz")}
+    columns.update({"tube_in_rack": "bool", "tube_on_table": "bool", "tube_contact": "bool", "tube_grasped": "bool",
+                    "occluded": "bool"})
+    return columns
+
+
+#: family -> {column: type family}; what each family's contract replays from
+FAMILY_COLUMNS: dict[str, dict[str, str]] = {
+    "weighing": _weighing_columns(),
+    "centrifuge": _centrifuge_columns(),
+    "rack": _rack_columns(),
+}
+
+#: columns any family may add; their type is checked when present
+OPTIONAL_COLUMNS: dict[str, dict[str, str]] = {
+    "weighing": {f"{w}_{axis}": "float" for w in WEIGHING_STANDARDS for axis in ("x", "y", "z")},
+    "centrifuge": {},
+    "rack": {},
+}
+COMMON_OPTIONAL_COLUMNS: dict[str, str] = {"episode": "int", "wall": "float"}
 
 
 def _type_family(arrow_type: Any) -> str:
@@ -37,17 +117,28 @@ def _compatible(expected: str, actual: str) -> bool:
 
 
 def check_measurement_schema(schema: Any, family: str | None) -> list[tuple[str, str]]:
-    """Return ``(column, message)`` for each missing or mistyped column."""
+    """Return ``(column, message)`` for each missing or mistyped column.
+
+    ``schema`` is a ``pyarrow.Schema``; a family without registered columns is checked
+    for the common columns only.
+    """
     problems: list[tuple[str, str]] = []
-    expected = dict(COMMON_COLUMNS)
+    required = dict(COMMON_COLUMNS)
+    optional = dict(COMMON_OPTIONAL_COLUMNS)
     if family is not None:
-        expected.update(FAMILY_COLUMNS.get(family, {}))
+        required.update(FAMILY_COLUMNS.get(family, {}))
+        optional.update(OPTIONAL_COLUMNS.get(family, {}))
     names = set(schema.names)
-    for column, kind in expected.items():
+    for column, kind in required.items():
         if column not in names:
             problems.append((column, f"missing column {column!r} ({kind}) required for family {family!r}"))
             continue
         actual = _type_family(schema.field(column).type)
         if not _compatible(kind, actual):
             problems.append((column, f"column {column!r} is {actual}, expected {kind}"))
+    for column, kind in optional.items():
+        if column in names:
+            actual = _type_family(schema.field(column).type)
+            if not _compatible(kind, actual):
+                problems.append((column, f"column {column!r} is {actual}, expected {kind}"))
     return problems
