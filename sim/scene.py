@@ -242,12 +242,11 @@ class WeighingScene:
             self._renderer = None
 
 
-def derive_block(contacts: list[np.ndarray], geom_entity: np.ndarray) -> dict[str, np.ndarray]:
-    """Per-step support and contact flags for each object from raw contact pairs.
+def contact_matrix(contacts: list[np.ndarray], geom_entity: np.ndarray) -> np.ndarray:
+    """(n, E, E) symmetric bool adjacency of entity codes touching at each of n steps.
 
-    ``contacts[i]`` is the (ncon_i, 2) geom-id array of step i.  Returns, for n steps,
-    ``touch`` (n, E, E) bool adjacency between entity codes (symmetric).  Vectorised over
-    all contacts of the block: one concatenation, one scatter.
+    ``contacts[i]`` is the (ncon_i, 2) geom-id array of step i; vectorised over all
+    contacts of the block (one concatenation, one scatter).
     """
     n = len(contacts)
     entities = int(_ENTITY_OBJECT0 + len(OBJECTS))
@@ -258,25 +257,36 @@ def derive_block(contacts: list[np.ndarray], geom_entity: np.ndarray) -> dict[st
         rows = np.repeat(np.arange(n), counts)
         touch[rows, pairs[:, 0], pairs[:, 1]] = True
         touch[rows, pairs[:, 1], pairs[:, 0]] = True
-    return {"touch": touch}
+    return touch
 
 
 def supported_by_pan(touch: np.ndarray) -> np.ndarray:
-    """(n, 5) bool: object rests on the pan directly or through other pan-borne objects.
+    """(n, 5) bool: object's support path ends at the pan (directly or through other objects).
 
-    A support path is a chain of contacts ending at the pan; objects touching the table
-    or held by a finger do not pass support on (hand pressure is not pan load).
+    Objects touching the table are not pan-borne and pass no support on; a robot touching
+    the object does not break the path (the contract separates hand pressure).
     """
-    n = touch.shape[0]
     objects = np.arange(_ENTITY_OBJECT0, _ENTITY_OBJECT0 + len(OBJECTS))
-    obj_touch = touch[:, objects][:, :, objects]
-    on = touch[:, objects, _ENTITY_PAN].copy()
-    blocked = touch[:, objects, _ENTITY_TABLE] | touch[:, objects, _ENTITY_FINGER_L] | touch[:, objects, _ENTITY_FINGER_R]
-    on &= ~blocked
+    obj_touch = touch[:, objects][:, :, objects].astype(np.int8)
+    on_table = touch[:, objects, _ENTITY_TABLE]
+    on = touch[:, objects, _ENTITY_PAN] & ~on_table
     for _ in range(len(OBJECTS) - 1):  # support propagates along at most 4 links
-        grown = on | (np.einsum("nij,nj->ni", obj_touch, on) & ~blocked)
+        grown = on | ((np.einsum("nij,nj->ni", obj_touch, on.astype(np.int8)) > 0) & ~on_table)
         if np.array_equal(grown, on):
             break
         on = grown
-    del n
     return on
+
+
+def robot_touch(touch: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(n, 5) any robot link touches the object; (n, 5) both fingers touch it."""
+    objects = np.arange(_ENTITY_OBJECT0, _ENTITY_OBJECT0 + len(OBJECTS))
+    left = touch[:, objects, _ENTITY_FINGER_L]
+    right = touch[:, objects, _ENTITY_FINGER_R]
+    return left | right | touch[:, objects, _ENTITY_PALM], left & right
+
+
+def hand_on_pan(touch: np.ndarray) -> np.ndarray:
+    """(n,) a robot link touches the pan or the sample (hand pressure on the load)."""
+    robot = [_ENTITY_FINGER_L, _ENTITY_FINGER_R, _ENTITY_PALM]
+    return touch[:, robot][:, :, [_ENTITY_PAN, _ENTITY_OBJECT0]].any(axis=(1, 2))
