@@ -1,0 +1,377 @@
+"""The task-contract interface and the tracker that turns measurements into events.
+
+A :class:`TaskContract` gives, for one task family (Labference sec. 3.2): the task state
+z, the goal g, the legal next-operation set ``legal_set(state, goal)`` = U(z, g), the
+state update ``update(state, evidence, dt)`` = F(z, e, Δt) of eq. 1, the physical
+predicates with registered, versioned thresholds, and the waiting / terminal rules.
+
+Measurements become *step features* (one ``NamedTuple`` per physics step) in two ways
+that give identical values: ``stepper(instance).push(row)`` one row at a time (the online
+scorer inside a recorder) and ``features_bulk(table, instance)`` over a whole
+``measurements.parquet`` table with numpy (the replay audit).  Every timer (stability
+windows, the 0.5 s seating hold, the 3 s terminal dwell) is part of the features, so the
+event rules in :class:`Tracker` only look at *changes* of a feature signature; the
+audit therefore visits only the steps where a signature field changes.
+
+How a recorder drives a contract so that online and offline results coincide::
+
+    contract = get_contract(manifest.task.family)
+    instance = contract.instance_from_task(manifest.task)
+    tracker = contract.tracker(instance, window_s=budget.response_deadline_s)
+    for each physics step:                      # after mj_step, measurements read
+        row = {"step": k, "t": t, ...family columns...}
+        rows.append(row)
+        for event in tracker.step(row):          # validity, confirm, failure, choice, dwell
+            event.emit(run)
+        if an observation was acquired at this step and delivered to the policy:
+            run.observation(receipt)
+            opened = tracker.observe(receipt)    # opportunity or None (same evidence)
+            if opened: opened.emit(run)
+    end = tracker.end()                          # {"physical_complete": ...}
+    run.emit(EpisodeEnd, t=t, episode=0, reason=..., valid_complete=...,
+             physical_complete=end["physical_complete"])
+    run.write_measurements(pyarrow.Table.from_pylist(rows))
+
+Interventions and reports are emitted by the recorder itself, bound to
+``tracker.current`` (opportunity id and evidence version).  ``observe`` must be called
+after ``step`` of the row whose ``step`` equals ``receipt.step`` and before the next
+``step``; opportunity ids (``o0``, ``o1`` …) and decision ids (``d<n>``, n = confirmed
+state changes so far) come from the tracker.
+"""
+from __future__ import annotations
+
+import hashlib
+from abc import ABC, abstractmethod
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any, ClassVar
+
+import numpy as np
+
+from labrecord.errors import LabrecordError
+from labrecord.fileio import dumps
+from labrecord.models import EVENT_TYPES, ObservationReceipt, Operation, Task
+
+
+@dataclass(frozen=True)
+class ContractEvent:
+    """An event the contract derives: ``type`` and ``fields`` as in ``events.jsonl``."""
+
+    type: str
+    t: float
+    step: int
+    fields: dict[str, Any]
+
+    def emit(self, run: Any) -> Any:
+        """Append to a :class:`~labrecord.rundir.RunWriter` (which assigns ``seq``)."""
+        return run.emit(EVENT_TYPES[self.type], t=self.t, **self.fields)
+
+
+@dataclass
+class OpenOpportunity:
+    opp: str
+    decision: str
+    evidence_version: int
+    key: Any
+    chosen: bool = False
+
+
+@dataclass
+class TaskState:
+    """Fields every family's state z carries; families subclass it."""
+
+    changes: int = 0        # confirmed state changes so far (names decisions d<n>)
+    failures: int = 0       # observable failed attempts so far
+    dwell_start: float | None = None
+    complete: bool = False
+    attempts: dict[str, int] = field(default_factory=dict)
+
+    def attempt(self, key: str) -> int:
+        return self.attempts.get(key, 0) + 1
+
+
+def hold_flags(flag: np.ndarray, t: np.ndarray, duration: float) -> tuple[np.ndarray, np.ndarray]:
+    """For a boolean series ``flag`` (n,) at times ``t`` (n,): ``(run_start_t, held)``.
+
+    ``run_start_t[k]`` is the time the current uninterrupted run of true values began
+    (nan where ``flag`` is false); ``held[k] = flag[k] and t[k] - run_start_t[k] >= duration``.
+    Matches :class:`HoldTimer` exactly.
+    """
+    n = len(flag)
+    index = np.arange(n)
+    starts = flag & ~np.concatenate(([False], flag[:-1]))
+    last_start = np.maximum.accumulate(np.where(starts, index, -1))
+    run_start = np.where(flag & (last_start >= 0), t[np.maximum(last_start, 0)], np.nan)
+    with np.errstate(invalid="ignore"):
+        held = flag & (t - run_start >= duration)
+    return run_start, held
+
+
+class HoldTimer:
+    """The scalar twin of :func:`hold_flags`: true once ``flag`` has held ``duration`` s."""
+
+    __slots__ = ("duration", "start")
+
+    def __init__(self, duration: float) -> None:
+        self.duration = duration
+        self.start: float | None = None
+
+    def push(self, flag: bool, t: float) -> bool:
+        if not flag:
+            self.start = None
+            return False
+        if self.start is None:
+            self.start = t
+        return t - self.start >= self.duration
+
+
+def column(table: Any, name: str, dtype: Any) -> np.ndarray:
+    """A column of a ``pyarrow.Table`` as a numpy array; nulls become nan / False."""
+    array = table.column(name)
+    if dtype is bool:
+        return np.asarray(array.fill_null(False).to_numpy(zero_copy_only=False), dtype=bool)
+    return np.asarray(array.to_numpy(zero_copy_only=False), dtype=dtype)
+
+
+def bool_of(row: Mapping[str, Any], name: str) -> bool:
+    value = row.get(name)
+    return bool(value) if value is not None else False
+
+
+def float_of(row: Mapping[str, Any], name: str) -> float:
+    value = row.get(name)
+    return float(value) if value is not None else float("nan")
+
+
+class TaskContract(ABC):
+    """One task family's contract; subclasses fill the family-specific parts."""
+
+    family: ClassVar[str]
+    version: ClassVar[str]
+    recognizer: ClassVar[str]
+    features_type: ClassVar[type]
+    #: feature fields whose change can produce an event (the rest are values)
+    signature: ClassVar[tuple[str, ...]]
+    #: ``source`` of the validity events for sensor errors
+    sensor_source: ClassVar[str] = "sensor"
+
+    def __init__(self, thresholds: Any = None) -> None:
+        self.thresholds = thresholds if thresholds is not None else self.default_thresholds()
+
+    # -- identity --------------------------------------------------------------------
+    @classmethod
+    @abstractmethod
+    def default_thresholds(cls) -> Any:
+        """The registered thresholds of this contract version (a frozen dataclass)."""
+
+    def registry(self) -> dict[str, Any]:
+        return {"family": self.family, "version": self.version, "recognizer": self.recognizer,
+                "thresholds": asdict(self.thresholds)}
+
+    def contract_hash(self) -> str:
+        """``sha256:`` of the registered thresholds and version (goes to task.contract_hash)."""
+        return "sha256:" + hashlib.sha256(dumps(self.registry())).hexdigest()[:16]
+
+    # -- instances and state ---------------------------------------------------------
+    @abstractmethod
+    def instance_from_task(self, task: Task) -> Any:
+        """Read the instance (goal, start, calibration) from ``run.json`` task.variant."""
+
+    @abstractmethod
+    def initial_state(self, instance: Any) -> TaskState:
+        """z_0: the initialized context; policy credit begins after it."""
+
+    @abstractmethod
+    def legal_set(self, state: TaskState, goal: Any) -> list[Operation]:
+        """U(z, g), sorted deterministically."""
+
+    @abstractmethod
+    def decision_key(self, state: TaskState) -> Any:
+        """What must change for a delivered observation to open a new opportunity."""
+
+    @abstractmethod
+    def state_ref(self, state: TaskState, f: Any) -> str:
+        """A short description of the reference state an opportunity is scored against."""
+
+    def evidence_ready(self, state: TaskState, f: Any) -> bool:
+        """Whether evidence acquired at features ``f`` makes the pending choice scorable."""
+        return True
+
+    @abstractmethod
+    def update(self, state: TaskState, f: Any, prev: Any, instance: Any) -> list[ContractEvent]:
+        """Eq. 1: apply the measured outcome ``f`` (Δt is inside the feature timers) to
+        ``state`` in place; returns the confirm / failure events it implies."""
+
+    @abstractmethod
+    def recognize(self, state: TaskState, f: Any, prev: Any, instance: Any) -> Operation | None:
+        """The operation a behaviour at ``f`` identifies (the versioned recognizer), or None."""
+
+    # -- features --------------------------------------------------------------------
+    @abstractmethod
+    def stepper(self, instance: Any) -> Any:
+        """An object with ``push(row) -> features`` for one physics step at a time."""
+
+    @abstractmethod
+    def features_bulk(self, table: Any, instance: Any) -> dict[str, np.ndarray]:
+        """Features of every row of a measurements table: field -> array (n,)."""
+
+    # -- drivers ---------------------------------------------------------------------
+    def tracker(self, instance: Any, *, window_s: float | None = None, first_opp: int = 0) -> Tracker:
+        return Tracker(self, instance, window_s=window_s, first_opp=first_opp)
+
+    def replay(self, table: Any, receipts: Sequence[ObservationReceipt], instance: Any, *,
+               window_s: float | None = None, first_opp: int = 0) -> tuple[list[ContractEvent], dict[str, Any]]:
+        """Rebuild every contract event of one episode from a measurements table.
+
+        Visits only the rows where a signature feature changes or an observation was
+        acquired; returns ``(events, end)`` where ``end`` is :meth:`Tracker.end`.
+        """
+        tracker = self.tracker(instance, window_s=window_s, first_opp=first_opp)
+        arrays = self.features_bulk(table, instance)
+        n = len(arrays["t"])
+        steps = arrays["step"]
+        change = np.zeros(n, dtype=bool)
+        if n:
+            change[0] = True
+        for name in self.signature:
+            values = arrays[name]
+            change[1:] |= values[1:] != values[:-1]
+        receipt_rows: dict[int, list[ObservationReceipt]] = {}
+        if receipts:
+            order = np.argsort(steps, kind="stable")
+            for receipt in receipts:
+                pos = int(np.searchsorted(steps, receipt.step, sorter=order))
+                if pos >= n or steps[order[pos]] != receipt.step:
+                    raise LabrecordError(f"observation {receipt.obs_id!r}: step {receipt.step} is not a measurement row")
+                row = int(order[pos])
+                receipt_rows.setdefault(row, []).append(receipt)
+                change[row] = True
+        fields = self.features_type._fields
+        columns = [arrays[name] for name in fields]
+        events: list[ContractEvent] = []
+        for k in np.flatnonzero(change).tolist():
+            f = self.features_type(*(c[k].item() for c in columns))
+            events.extend(tracker.advance(f))
+            for receipt in receipt_rows.get(k, ()):
+                opened = tracker.observe(receipt)
+                if opened is not None:
+                    events.append(opened)
+        return events, tracker.end()
+
+
+class Tracker:
+    """The online scorer of one episode: features in, contract events out.
+
+    Event rules (identical online and in the audit):
+
+    * ``validity`` sensor_error when a step's ``valid`` feature falls;
+    * ``confirm`` / ``failure`` from :meth:`TaskContract.update`;
+    * ``choice``: the recognizer's operation, bound to the current opportunity; the first
+      per opportunity has ``first=true``, later ones are revisions;
+    * ``dwell``: ``start`` when the success predicate rises, ``reset`` when it falls before
+      completion, ``complete`` when it has held the terminal window (then latched);
+    * ``opportunity`` (from :meth:`observe`): when an observation acquired at a step whose
+      evidence is ready shows a decision key different from the current opportunity's.
+    """
+
+    def __init__(self, contract: TaskContract, instance: Any, *, window_s: float | None = None, first_opp: int = 0) -> None:
+        self.contract = contract
+        self.instance = instance
+        self.state = contract.initial_state(instance)
+        self.window_s = window_s
+        self._stepper: Any = None
+        self._prev: Any = None
+        self._next_opp = first_opp
+        self.current: OpenOpportunity | None = None
+
+    def step(self, row: Mapping[str, Any]) -> list[ContractEvent]:
+        """Feed one measurement row (column -> value); returns the events it produces."""
+        if self._stepper is None:
+            self._stepper = self.contract.stepper(self.instance)
+        return self.advance(self._stepper.push(row))
+
+    def advance(self, f: Any) -> list[ContractEvent]:
+        """Apply one step's features; only signature changes can produce events."""
+        prev = self._prev
+        events: list[ContractEvent] = []
+        if not f.valid and (prev is None or prev.valid):
+            events.append(ContractEvent("validity", f.t, f.step, {"kind": "sensor_error", "source": self.contract.sensor_source}))
+        events.extend(self.contract.update(self.state, f, prev, self.instance))
+        op = self.contract.recognize(self.state, f, prev, self.instance)
+        if op is not None and self.current is not None:
+            opp = self.current
+            events.append(ContractEvent("choice", f.t, f.step, {
+                "opp": opp.opp, "op": op, "track": "native", "recognizer": self.contract.recognizer,
+                "first": not opp.chosen, "evidence_version": opp.evidence_version}))
+            opp.chosen = True
+        events.extend(self._dwell(f, prev))
+        self._prev = f
+        return events
+
+    def _dwell(self, f: Any, prev: Any) -> list[ContractEvent]:
+        state = self.state
+        if state.complete:
+            return []
+        if f.success and state.dwell_start is None:
+            state.dwell_start = f.t
+            out = [ContractEvent("dwell", f.t, f.step, {"state": "start"})]
+            if f.held:  # a zero-length terminal window completes at once
+                out += self._complete(f)
+            return out
+        if f.success and f.held and (prev is None or not prev.held):
+            return self._complete(f)
+        if not f.success and state.dwell_start is not None:
+            duration = f.t - state.dwell_start
+            state.dwell_start = None
+            return [ContractEvent("dwell", f.t, f.step, {"state": "reset", "duration_s": duration})]
+        return []
+
+    def _complete(self, f: Any) -> list[ContractEvent]:
+        self.state.complete = True
+        assert self.state.dwell_start is not None
+        return [ContractEvent("dwell", f.t, f.step, {"state": "complete", "duration_s": f.t - self.state.dwell_start})]
+
+    def observe(self, receipt: ObservationReceipt) -> ContractEvent | None:
+        """An observation reached the policy: open an opportunity or keep the current one."""
+        f = self._prev
+        if f is None:
+            raise LabrecordError(f"observation {receipt.obs_id!r}: delivered before any measurement step")
+        if f.step != receipt.step:
+            raise LabrecordError(f"observation {receipt.obs_id!r}: acquired at step {receipt.step}, tracker is at step {f.step}")
+        contract, state = self.contract, self.state
+        if state.complete or not contract.evidence_ready(state, f):
+            return None
+        key = (contract.decision_key(state), state.failures)
+        current = self.current
+        if current is not None and current.key == key:
+            return None  # unchanged evidence keeps the pending opportunity
+        if current is None:
+            trigger = "initial"
+        elif current.key[0] == key[0]:
+            trigger = "failed_attempt"
+        else:
+            trigger = "state_change"
+        opp = OpenOpportunity(f"o{self._next_opp}", f"d{state.changes}", receipt.evidence_version, key)
+        self._next_opp += 1
+        self.current = opp
+        fields: dict[str, Any] = {
+            "opp": opp.opp, "decision": opp.decision, "trigger": trigger,
+            "legal": contract.legal_set(state, self.instance), "obs_id": receipt.obs_id,
+            "evidence_version": receipt.evidence_version, "state_ref": contract.state_ref(state, f)}
+        if self.window_s is not None:
+            fields["window_s"] = self.window_s
+        return ContractEvent("opportunity", f.t, f.step, fields)
+
+    @property
+    def opportunities_opened(self) -> int:
+        return self._next_opp
+
+    def end(self) -> dict[str, Any]:
+        """What the episode end must record: ``physical_complete``."""
+        return {"physical_complete": self.state.complete}
+
+
+def sorted_ops(ops: Iterable[Operation], order: Mapping[str | None, int] | None = None) -> list[Operation]:
+    """Operations in a deterministic order (kind, then object rank or name, then dest)."""
+    rank = order or {}
+    return sorted(set(ops), key=lambda op: (op.kind, rank.get(op.object, 0), op.object or "", op.dest or ""))

@@ -1,0 +1,393 @@
+"""Feedback weighing (Labference sec. 4.2, 8.2): bring a loaded balance to a target.
+
+Standards 10, 20, 50, 100 g (``w10 w20 w50 w100``), one each; an unlabeled sample stays on
+the pan.  The display chain turns the pan's measured support force into the reading:
+
+* eq. 8  ``m_raw = 1000/g0 · (F↑ − F↑_empty)``  (N → g, empty-pan calibration);
+* eq. 9  ``m̄ += α (m_raw − m̄)``, ``α = 1 − exp(−Δt/τ_f)``, τ_f = 0.25 s; m̄ restarts at
+  m_raw on the first valid step of the episode and after a sensor error;
+* the display shows ``floor(m̄/q + 1/2)·q`` with quantum q = 0.1 g;
+* *stable* when the trailing 1 s of valid samples exists and its filtered range ≤ 0.5 g;
+  a sensor error (``sensor_ok`` false or a non-finite force) invalidates the window.
+
+A standard is *supported* when its support path ends at the pan and no robot link touches
+it — hand pressure and gripper support never count as supported load.  The supported set
+W_t is confirmed at *settled* steps (valid, stable, released, low motion, and the
+instantaneous supported set unchanged for the 1 s stability window): each addition
+gives ``confirm add:<w>`` (predicate ``supported``), each removal ``confirm remove:<w>``
+(predicate ``removed``); a standard grasped off the pan that is not supported at the next
+settled step gives ``failure miss`` and the obligation stays open.  Legal corrections
+(eq. U(z, g)): add W*∖W_t, remove W_t∖W*; with W_t = W* only stop or wait remain.
+
+Success: valid ∧ |display − target| ≤ 1 g ∧ supported set = W* ∧ released (no robot
+contact with any standard, the pan or the sample) ∧ low motion (pan and standards slower
+than 0.01 m/s), held continuously 3 s; any disturbance restarts the timer.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, NamedTuple
+
+import numpy as np
+
+from labrecord.errors import LabrecordError
+from labrecord.measurements import WEIGHING_STANDARDS
+from labrecord.models import Operation, Task
+from labrecord.scorers.contracts.base import (
+    ContractEvent, HoldTimer, TaskContract, TaskState, bool_of, column, float_of, hold_flags, sorted_ops,
+)
+from labrecord.scorers.contracts.windows import SlidingRange, range_of, run_starts, window_left
+
+STANDARDS = WEIGHING_STANDARDS
+MASS_G: dict[str, int] = {"w10": 10, "w20": 20, "w50": 50, "w100": 100}
+BIT: dict[str, int] = {w: 1 << i for i, w in enumerate(STANDARDS)}
+PAN = "pan"
+BASIC_TARGETS_G = (160, 180, 200)
+EXTENDED_TARGETS_G = (200, 220, 240)
+
+
+@dataclass(frozen=True)
+class WeighingThresholds:
+    """Registered thresholds of contract ``weighing/1``."""
+
+    tau_f_s: float = 0.25
+    quantum_g: float = 0.1
+    stable_window_s: float = 1.0
+    stable_range_g: float = 0.5
+    success_tol_g: float = 1.0
+    dwell_s: float = 3.0
+    low_motion_m_s: float = 0.01
+    g0: float = 9.80665
+
+
+@dataclass(frozen=True)
+class WeighingInstance:
+    """One instance: the goal W* and target, the start W_0, the evaluator-side sample mass."""
+
+    target_g: float
+    sample_g: float
+    goal: frozenset[str]
+    start: frozenset[str] = frozenset()
+    condition: str = "basic"
+    f_empty_n: float = 0.0
+    g0: float = 9.80665
+    task_seed: int | None = None
+    layout_seed: int | None = None
+
+    @property
+    def goal_mask(self) -> int:
+        return mask_of(self.goal)
+
+    def variant(self) -> dict[str, Any]:
+        """The ``run.json`` task.variant fields this contract reads back."""
+        return {"target_g": self.target_g, "sample_g": self.sample_g, "goal": names_of(mask_of(self.goal)),
+                "start": names_of(mask_of(self.start)), "f_empty_n": self.f_empty_n, "g0": self.g0,
+                "task_seed": self.task_seed, "layout_seed": self.layout_seed}
+
+
+def mask_of(names: Any) -> int:
+    return sum(BIT[w] for w in set(names))
+
+
+def names_of(mask: int) -> list[str]:
+    return [w for w in STANDARDS if mask & BIT[w]]
+
+
+def quantize(m_g: float, quantum_g: float) -> float:
+    """The displayed value of a filtered mass (round half up to the quantum)."""
+    return math.floor(m_g / quantum_g + 0.5) * quantum_g
+
+
+class WeighingFeatures(NamedTuple):
+    step: int
+    t: float
+    valid: bool
+    m_bar: float          # filtered mass (g), eq. 9
+    stable: bool          # 1 s filtered range <= 0.5 g over valid samples
+    supported: int        # bit mask of standards supported by the pan alone
+    grasped: int          # bit mask of standards held in a bilateral grasp
+    released: bool        # no robot contact with standards, pan or sample
+    low_motion: bool
+    settled: bool         # valid, stable, released, low motion, support unchanged for 1 s
+    success: bool
+    held: bool            # success held for the terminal window
+
+
+@dataclass
+class WeighingState(TaskState):
+    supported: int = 0     # W_t, the confirmed supported set
+    pending_add: int = 0   # standards grasped off the pan since the last settled step
+    history: list[int] = field(default_factory=list)
+
+
+class WeighingStepper:
+    """Features one measurement row at a time (the online path)."""
+
+    def __init__(self, thresholds: WeighingThresholds, instance: WeighingInstance) -> None:
+        self.th = thresholds
+        self.instance = instance
+        self.scale = 1000.0 / instance.g0
+        self.goal_mask = instance.goal_mask
+        self.m = float("nan")
+        self.prev_t: float | None = None
+        self.prev_valid = False
+        self.run_start = 0.0
+        self.window = SlidingRange(thresholds.stable_window_s)
+        self.dwell = HoldTimer(thresholds.dwell_s)
+        self.mask: int | None = None
+        self.mask_since = 0.0
+        self._alpha: dict[float, float] = {}
+
+    def alpha(self, dt: float) -> float:
+        value = self._alpha.get(dt)
+        if value is None:
+            value = self._alpha[dt] = 1.0 - math.exp(-dt / self.th.tau_f_s)
+        return value
+
+    def push(self, row: Any) -> WeighingFeatures:
+        th = self.th
+        t, step = float(row["t"]), int(row["step"])
+        force = float_of(row, "pan_force_n")
+        valid = bool_of(row, "sensor_ok") and math.isfinite(force)
+        stable = False
+        if valid:
+            raw = self.scale * (force - self.instance.f_empty_n)
+            if not self.prev_valid:
+                self.m, self.run_start = raw, t
+                self.window.clear()
+            else:
+                self.m = self.m + self.alpha(t - self.prev_t) * (raw - self.m)  # type: ignore[operator]
+            spread = self.window.push(t, self.m)
+            stable = t - self.run_start >= th.stable_window_s and spread <= th.stable_range_g
+        self.prev_t, self.prev_valid = t, valid
+        supported = grasped = 0
+        touched = bool_of(row, "hand_pan_contact")
+        low = float_of(row, "pan_speed") <= th.low_motion_m_s
+        for w in STANDARDS:
+            contact = bool_of(row, f"{w}_contact")
+            touched = touched or contact
+            if bool_of(row, f"{w}_on_pan") and not contact:
+                supported |= BIT[w]
+            if bool_of(row, f"{w}_grasped"):
+                grasped |= BIT[w]
+            low = low and float_of(row, f"{w}_speed") <= th.low_motion_m_s
+        released = not touched
+        if supported != self.mask:
+            self.mask, self.mask_since = supported, t
+        settled = stable and released and low and t - self.mask_since >= th.stable_window_s
+        success = (valid and abs(quantize(self.m, th.quantum_g) - self.instance.target_g) <= th.success_tol_g
+                   and supported == self.goal_mask and released and low)
+        held = self.dwell.push(success, t)
+        return WeighingFeatures(step, t, valid, self.m, stable, supported, grasped, released, low, settled, success, held)
+
+
+def display_chain(t: np.ndarray, force_n: np.ndarray, valid: np.ndarray, f_empty_n: float, g0: float,
+                  th: WeighingThresholds) -> tuple[np.ndarray, np.ndarray]:
+    """Eq. 8–9 and the stability flag over a whole series.
+
+    Inputs (n,): times, pan support force, validity.  Returns ``(m_bar, stable)`` (n,):
+    the filtered mass in grams (held through invalid steps) and the stability flag.
+    """
+    n = len(t)
+    raw = (1000.0 / g0) * (force_n - f_empty_n)
+    dt = np.diff(t, prepend=t[:1])
+    cache = {d: 1.0 - math.exp(-d / th.tau_f_s) for d in np.unique(dt).tolist()}
+    alpha = [cache[d] for d in dt.tolist()]
+    restart = valid & ~np.concatenate(([False], valid[:-1]))
+    m_bar: list[float] = []
+    m = float("nan")
+    # eq. 9 is a recursion; a plain loop keeps it bit-identical to the online stepper
+    for x, a, ok, fresh in zip(raw.tolist(), alpha, valid.tolist(), restart.tolist()):
+        if ok:
+            m = x if fresh else m + a * (x - m)
+        m_bar.append(m)
+    m_arr = np.asarray(m_bar, dtype=np.float64)
+    start = run_starts(valid)
+    stable = np.zeros(n, dtype=bool)
+    if valid.any():
+        left = np.maximum(window_left(t, th.stable_window_s), start)
+        idx = np.flatnonzero(valid)
+        spread = np.full(n, np.inf)
+        spread[idx] = range_of(np.where(valid, m_arr, 0.0), np.where(valid, left, np.arange(n)))[idx]
+        stable = valid & (t - t[np.maximum(start, 0)] >= th.stable_window_s) & (spread <= th.stable_range_g)
+    return m_arr, stable
+
+
+class WeighingContract(TaskContract):
+    family: ClassVar[str] = "weighing"
+    version: ClassVar[str] = "weighing/1"
+    recognizer: ClassVar[str] = "grasp/1"
+    sensor_source: ClassVar[str] = "load_cell"
+    features_type = WeighingFeatures
+    signature = ("valid", "stable", "supported", "grasped", "released", "low_motion", "settled", "success", "held")
+
+    @classmethod
+    def default_thresholds(cls) -> WeighingThresholds:
+        return WeighingThresholds()
+
+    def instance_from_task(self, task: Task) -> WeighingInstance:
+        v = task.variant
+
+        def standards(name: str, default: Any = None) -> frozenset[str]:
+            value = v.get(name, default)
+            if not isinstance(value, list) or any(w not in MASS_G for w in value):
+                raise LabrecordError(f"task.variant.{name}: expected a list of {list(STANDARDS)}, got {value!r}")
+            return frozenset(value)
+
+        def number(name: str, default: float | None = None) -> float:
+            value = v.get(name, default)
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+                raise LabrecordError(f"task.variant.{name}: expected a number, got {value!r}")
+            return float(value)
+
+        return WeighingInstance(
+            target_g=number("target_g"), sample_g=number("sample_g"), goal=standards("goal"),
+            start=standards("start", []), condition=task.condition, f_empty_n=number("f_empty_n", 0.0),
+            g0=number("g0", self.thresholds.g0), task_seed=v.get("task_seed"), layout_seed=v.get("layout_seed"))
+
+    def initial_state(self, instance: WeighingInstance) -> WeighingState:
+        return WeighingState(supported=mask_of(instance.start))
+
+    def legal_set(self, state: WeighingState, goal: WeighingInstance) -> list[Operation]:
+        goal_mask = goal.goal_mask
+        ops = [Operation("add", w, PAN) for w in names_of(goal_mask & ~state.supported)]
+        ops += [Operation("remove", w, PAN) for w in names_of(state.supported & ~goal_mask)]
+        if not ops:
+            return [Operation("stop"), Operation("wait")]
+        return sorted_ops(ops, MASS_G)
+
+    def decision_key(self, state: WeighingState) -> int:
+        return state.supported
+
+    def evidence_ready(self, state: WeighingState, f: WeighingFeatures) -> bool:
+        return f.valid and f.stable  # a new reading is scorable only once stable
+
+    def state_ref(self, state: WeighingState, f: WeighingFeatures) -> str:
+        shown = "+".join(names_of(state.supported)) or "none"
+        return f"W={shown};reading={quantize(f.m_bar, self.thresholds.quantum_g):.1f}"
+
+    def update(self, state: WeighingState, f: WeighingFeatures, prev: WeighingFeatures | None,
+               instance: WeighingInstance) -> list[ContractEvent]:
+        rising = f.grasped & ~(prev.grasped if prev is not None else 0)
+        state.pending_add |= rising & ~state.supported
+        if not f.settled:
+            return []
+        events: list[ContractEvent] = []
+        reading = round(quantize(f.m_bar, self.thresholds.quantum_g), 1)
+        measured = {"reading_g": reading, "supported": names_of(f.supported)}
+        for w in names_of(f.supported & ~state.supported):
+            events.append(self._confirm(state, f, "add", w, "supported", measured))
+        for w in names_of(state.supported & ~f.supported):
+            events.append(self._confirm(state, f, "remove", w, "removed", measured))
+        for w in names_of(state.pending_add & ~f.supported):
+            key = f"add:{w}"
+            events.append(ContractEvent("failure", f.t, f.step, {
+                "op": Operation("add", w, PAN), "reason": "miss", "attempt": state.attempt(key), "recoverable": True}))
+            state.attempts[key] = state.attempt(key)
+            state.failures += 1
+        if f.supported != state.supported:
+            state.supported = f.supported
+            state.changes += 1
+            state.history.append(f.supported)
+        state.pending_add = 0
+        return events
+
+    def _confirm(self, state: WeighingState, f: WeighingFeatures, kind: str, w: str, predicate: str,
+                 measured: dict[str, Any]) -> ContractEvent:
+        key = f"{kind}:{w}"
+        return ContractEvent("confirm", f.t, f.step, {
+            "obligation": key, "op": Operation(kind, w, PAN), "predicate": predicate,  # type: ignore[arg-type]
+            "measured": dict(measured), "attempt": state.attempt(key)})
+
+    def recognize(self, state: WeighingState, f: WeighingFeatures, prev: WeighingFeatures | None,
+                  instance: WeighingInstance) -> Operation | None:
+        rising = f.grasped & ~(prev.grasped if prev is not None else 0)
+        if not rising:
+            return None
+        w = names_of(rising)[0]
+        return Operation("remove" if state.supported & BIT[w] else "add", w, PAN)
+
+    def stepper(self, instance: WeighingInstance) -> WeighingStepper:
+        return WeighingStepper(self.thresholds, instance)
+
+    def features_bulk(self, table: Any, instance: WeighingInstance) -> dict[str, np.ndarray]:
+        th = self.thresholds
+        t = column(table, "t", np.float64)
+        force = column(table, "pan_force_n", np.float64)
+        valid = column(table, "sensor_ok", bool) & np.isfinite(force)
+        m_bar, stable = display_chain(t, force, valid, instance.f_empty_n, instance.g0, th)
+        n = len(t)
+        supported = np.zeros(n, dtype=np.int64)
+        grasped = np.zeros(n, dtype=np.int64)
+        touched = column(table, "hand_pan_contact", bool)
+        with np.errstate(invalid="ignore"):
+            low = column(table, "pan_speed", np.float64) <= th.low_motion_m_s
+            for w in STANDARDS:
+                contact = column(table, f"{w}_contact", bool)
+                touched = touched | contact
+                supported |= np.where(column(table, f"{w}_on_pan", bool) & ~contact, BIT[w], 0)
+                grasped |= np.where(column(table, f"{w}_grasped", bool), BIT[w], 0)
+                low &= column(table, f"{w}_speed", np.float64) <= th.low_motion_m_s
+            display = np.floor(m_bar / th.quantum_g + 0.5) * th.quantum_g
+            success = valid & (np.abs(display - instance.target_g) <= th.success_tol_g) & (supported == instance.goal_mask) & ~touched & low
+        _, held = hold_flags(success, t, th.dwell_s)
+        changed = np.ones(n, dtype=bool)
+        changed[1:] = supported[1:] != supported[:-1]
+        mask_since = t[np.maximum.accumulate(np.where(changed, np.arange(n), 0))] if n else t
+        settled = stable & ~touched & low & (t - mask_since >= th.stable_window_s)
+        return {"step": column(table, "step", np.int64), "t": t, "valid": valid, "m_bar": m_bar, "stable": stable,
+                "supported": supported, "grasped": grasped, "released": ~touched, "low_motion": low,
+                "settled": settled, "success": success, "held": held}
+
+
+# -- instance generators (task-state and layout seeds kept apart) ------------------------
+
+def _balanced(strata: list[Any], n: int, rng: np.random.Generator) -> list[Any]:
+    """``n`` strata, each used ⌊n/len⌋ or ⌈n/len⌉ times, in a shuffled order."""
+    out: list[Any] = []
+    while len(out) < n:
+        cycle = list(strata)
+        order = rng.permutation(len(cycle))
+        out.extend(cycle[i] for i in order)
+    return out[:n]
+
+
+def generate_basic(n: int, rng_task: np.random.Generator, rng_layout: np.random.Generator) -> list[WeighingInstance]:
+    """Basic instances: all standards on the table, exactly one standard completes the target.
+
+    Balanced over target (160/180/200 g) × answer standard strata; ``sample_g = target − w``.
+    """
+    strata = [(target, w) for target in BASIC_TARGETS_G for w in STANDARDS]
+    layout = rng_layout.integers(0, 2**31 - 1, size=n).tolist()
+    task = rng_task.integers(0, 2**31 - 1, size=n).tolist()
+    chosen = _balanced(strata, n, rng_task)
+    return [WeighingInstance(target_g=float(target), sample_g=float(target - MASS_G[w]), goal=frozenset([w]),
+                             condition="basic", task_seed=task[i], layout_seed=layout[i])
+            for i, (target, w) in enumerate(chosen)]
+
+
+def goal_subsets() -> list[frozenset[str]]:
+    """All goal subsets of two or three standards (10 of them)."""
+    return [frozenset(names_of(m)) for m in range(16) if bin(m).count("1") in (2, 3)]
+
+
+def generate_extended(n: int, rng_task: np.random.Generator, rng_layout: np.random.Generator) -> list[WeighingInstance]:
+    """Extended instances: targets 200/220/240 g, goal subset of 2–3 standards, the start
+    subset differing from the goal by at least two additions or removals.
+
+    Balanced over target × goal-subset strata; the start is drawn uniformly among the
+    subsets at distance ≥ 2.
+    """
+    strata = [(target, goal) for target in EXTENDED_TARGETS_G for goal in goal_subsets()]
+    layout = rng_layout.integers(0, 2**31 - 1, size=n).tolist()
+    task = rng_task.integers(0, 2**31 - 1, size=n).tolist()
+    out = []
+    for i, (target, goal) in enumerate(_balanced(strata, n, rng_task)):
+        starts = [m for m in range(16) if bin(m ^ mask_of(goal)).count("1") >= 2]
+        start = starts[int(rng_task.integers(len(starts)))]
+        sample = target - sum(MASS_G[w] for w in goal)
+        out.append(WeighingInstance(target_g=float(target), sample_g=float(sample), goal=goal,
+                                    start=frozenset(names_of(start)), condition="extended",
+                                    task_seed=task[i], layout_seed=layout[i]))
+    return out
