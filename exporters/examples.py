@@ -1,0 +1,99 @@
+"""Small runs with demonstrations, for tests, docs and the export benchmark.
+
+Each run is written through :func:`labrecord.examples.write_example_run` (so ``run.json``
+and ``events.jsonl`` are what a producer writes) and gets a ``demo.hdf5`` written through
+:class:`labrecord.demo.DemoWriter` with a low-dimensional ``state``, synthetic camera
+frames and, optionally, an environment-controlled stretch in the middle of each episode.
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from labrecord.demo import DemoWriter
+from labrecord.examples import write_example_run
+from labrecord.rundir import DEMO_FILE, RunWriter
+
+STATE_DIM = 6
+
+
+def camera_frame(step: int, episode: int, size: int) -> np.ndarray:
+    """A smooth (size, size, 3) uint8 gradient that shifts with the step (compresses like video)."""
+    axis = np.linspace(0.0, 1.0, size, dtype=np.float32)
+    yy, xx = np.meshgrid(axis, axis, indexing="ij")
+    phase = 0.07 * step + 0.5 * episode
+    red = 0.5 + 0.5 * np.sin(2 * np.pi * (xx + phase))
+    green = 0.5 + 0.5 * np.cos(2 * np.pi * (yy - phase))
+    blue = np.full_like(xx, (episode * 37 % 255) / 255.0)
+    return (np.stack([red, green, blue], axis=-1) * 255).astype(np.uint8)
+
+
+def episode_arrays(rng: np.random.Generator, steps: int, episode: int, action_dim: int, cameras: tuple[str, ...],
+                   image_size: int) -> dict[str, Any]:
+    """States as a random walk (steps + 1 rows, so next_obs is the shifted state), actions, frames."""
+    states = np.cumsum(rng.normal(scale=0.05, size=(steps + 1, STATE_DIM)), axis=0).astype(np.float32)
+    actions = rng.uniform(-1.0, 1.0, size=(steps, action_dim)).astype(np.float32)
+    frames = {cam: np.stack([camera_frame(i, episode, image_size) for i in range(steps + 1)]) for cam in cameras}
+    return {"states": states, "actions": actions, "frames": frames}
+
+
+def measurement_table(rows: int, control_hz: float) -> Any:
+    """A ``measurements.parquet`` table: step, t and a scale reading."""
+    import pyarrow as pa
+
+    step = np.arange(rows, dtype=np.int64)
+    return pa.table({"step": step, "t": step / control_hz, "load_g": np.round(np.sin(step / 5.0) * 10.0 + 20.0, 1)})
+
+
+def write_demo(run_dir: Path, run_id: str, *, episodes: int, steps: int, successes: list[bool], action_dim: int,
+               cameras: tuple[str, ...], image_size: int, env_control: bool, seed: int, control_hz: float) -> None:
+    """Write ``demo.hdf5`` for one run, one demo per episode, step by step as a recorder would."""
+    rng = np.random.default_rng(seed)
+    env_args = {"env_name": "weighing-basic", "env_kwargs": {}, "labrecord": {"run_id": run_id}}
+    with DemoWriter(run_dir / DEMO_FILE, env_args) as demo:
+        for episode in range(episodes):
+            arrays = episode_arrays(rng, steps, episode, action_dim, cameras, image_size)
+            demo.begin(run_id, episode, control_hz=control_hz, action_units="m")
+            for i in range(steps):
+                obs = {"state": arrays["states"][i], **{c: arrays["frames"][c][i] for c in cameras}}
+                nxt = {"state": arrays["states"][i + 1], **{c: arrays["frames"][c][i + 1] for c in cameras}}
+                t = i / control_hz
+                times = {"t": t, **{f"{c}_acquired": t - 0.005 for c in cameras}, **{f"{c}_delivered": t for c in cameras}}
+                in_env_control = env_control and steps // 3 <= i < steps // 3 + 2
+                demo.add_step(obs, arrays["actions"][i], nxt, reward=float(i == steps - 1), done=i == steps - 1,
+                              timestamps=times, control=not in_env_control)
+            success = successes[episode % len(successes)]
+            demo.end(success, diagnostics={"hidden_mass_g": 20.0 + episode, "legal": [["add", "w20", "pan"]],
+                                           "scores": {"b_next": 1.0 if success else 0.0}},
+                     reason="success" if success else "timeout")
+        demo.close(accept="success", valid_ratio=0.0)
+
+
+def write_demo_runs(root: str | os.PathLike[str], *, runs: int = 2, episodes: int = 2, steps: int = 12,
+                    successes: tuple[bool, ...] = (True,), action_dim: int = 4, cameras: tuple[str, ...] = ("front",),
+                    image_size: int = 64, env_control: bool = False, seed: int = 0, prefix: str = "demo-run",
+                    action_spec: dict[str, Any] | None = None, control_hz: float = 10.0) -> list[Path]:
+    """Write ``runs`` run directories under ``root``; returns their paths.
+
+    ``successes`` cycles over episodes; ``action_spec`` overrides ActionSpec fields in
+    ``run.json`` (to build runs that must not be exported together).
+    """
+    paths = []
+    for index in range(runs):
+        run_id = f"{prefix}-{index:04d}"
+        run_dir = write_example_run(root, run_id, seed=seed + index)
+        writer = RunWriter.open(run_dir)
+        spec = writer.manifest.system.action_spec
+        spec.dim, spec.control_hz = action_dim, control_hz
+        for key, value in (action_spec or {}).items():
+            setattr(spec, key, value)
+        writer.write_measurements(measurement_table(steps * episodes, control_hz))
+        writer.close("complete")
+        write_demo(run_dir, run_id, episodes=episodes, steps=steps, successes=list(successes), action_dim=action_dim,
+                   cameras=cameras, image_size=image_size, env_control=env_control, seed=seed + index,
+                   control_hz=control_hz)
+        paths.append(run_dir)
+    return paths

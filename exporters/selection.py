@@ -1,0 +1,257 @@
+"""Which demonstrations an export takes: every attempt of every run, and the acceptance rule.
+
+All three exports (LeRobot, robomimic HDF5, Parquet) start here, so they agree on what
+was accepted and why.  An *attempt* is one entry of a run's ``demo.hdf5`` manifest; a run
+without ``demo.hdf5`` contributes one attempt with no demo, so it stays visible.
+
+The rule is ``success`` (the episode's success flag), ``all`` (every attempt with steps)
+or a SQL ``WHERE`` clause over the attempts table (columns in :data:`ATTEMPT_COLUMNS`),
+evaluated by DuckDB.  Attempts without steps are never accepted: there is nothing to
+train on, but they stay in the export's manifest.
+"""
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import msgspec
+
+from labrecord.demo import DemoReader, split_names
+from labrecord.errors import LabrecordError
+from labrecord.models import ActionSpec, RunManifest
+from labrecord.rundir import DEMO_FILE, find_run_dirs, read_manifest
+
+#: columns a SQL acceptance rule may use, with their meaning
+ATTEMPT_COLUMNS: dict[str, str] = {
+    "run_id": "run directory name",
+    "episode": "episode number inside the run",
+    "demo": "demo group in the run's demo.hdf5 (NULL when the attempt has no steps)",
+    "num_samples": "number of steps",
+    "success": "the recorder's success flag",
+    "reason": "why the attempt ended (timeout, service_fault …), may be NULL",
+    "recovered": "whether the attempt recovered from a failure",
+    "status": "run status: complete, aborted, service_fault, running",
+    "family": "task family (weighing, centrifuge, rack …)",
+    "task_id": "task id",
+    "condition": "basic or extended",
+    "system": "system name",
+    "system_kind": "vla, agent, scripted or human",
+    "intervention": "intervention mode: none, assist, replace",
+    "branch": "Oracle branch: base, supported or NULL",
+}
+
+
+@dataclass
+class AttemptRow:
+    """One attempt with the run fields a rule can select on."""
+
+    run_id: str
+    episode: int
+    demo: str | None
+    num_samples: int
+    success: bool | None
+    reason: str | None
+    recovered: bool
+    status: str
+    family: str
+    task_id: str
+    condition: str
+    system: str
+    system_kind: str
+    intervention: str
+    branch: str | None
+    accepted: bool = False
+    split: str | None = None
+    export_name: str | None = None
+    note: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass
+class RunSource:
+    """One run directory and what the export needs from it."""
+
+    dir: Path
+    manifest: RunManifest
+    demo_path: Path | None
+    env_args: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class Selection:
+    """The attempts of a set of runs, with acceptance and split decided."""
+
+    runs_dir: Path
+    rule: str
+    runs: dict[str, RunSource]
+    attempts: list[AttemptRow]
+
+    @property
+    def accepted(self) -> list[AttemptRow]:
+        return [a for a in self.attempts if a.accepted]
+
+    def action_spec(self) -> ActionSpec:
+        first = self.runs[self.accepted[0].run_id]
+        return first.manifest.system.action_spec
+
+    def split_info(self) -> dict[str, Any]:
+        return {name: [f"{a.run_id}/{a.demo}" for a in self.accepted if a.split == name] for name in ("train", "valid")}
+
+
+def _run_rows(source: RunSource) -> list[AttemptRow]:
+    m = source.manifest
+    common = dict(status=m.status, family=m.task.family, task_id=m.task.task_id, condition=m.task.condition,
+                  system=m.system.name, system_kind=m.system.kind, intervention=m.intervention.mode,
+                  branch=m.intervention.branch)
+    if source.demo_path is None:
+        return [AttemptRow(run_id=m.run_id, episode=-1, demo=None, num_samples=0, success=None,
+                           reason=None, recovered=False, note=f"no {DEMO_FILE}", **common)]
+    with DemoReader(source.demo_path) as reader:
+        source.env_args = reader.env_args
+        return [AttemptRow(run_id=m.run_id, episode=a.episode, demo=a.demo, num_samples=a.num_samples, success=a.success,
+                           reason=a.reason, recovered=a.recovered, **common) for a in reader.manifest()]
+
+
+def collect(runs_dir: str | os.PathLike[str]) -> tuple[dict[str, RunSource], list[AttemptRow]]:
+    """Every run under ``runs_dir`` and every attempt recorded in their demo files."""
+    runs_dir = Path(runs_dir)
+    runs: dict[str, RunSource] = {}
+    rows: list[AttemptRow] = []
+    for run_dir in find_run_dirs(runs_dir):
+        manifest = read_manifest(run_dir).manifest
+        demo = run_dir / DEMO_FILE
+        source = RunSource(run_dir, manifest, demo if demo.is_file() else None)
+        if manifest.run_id in runs:
+            raise LabrecordError(f"{run_dir}: run_id {manifest.run_id!r} also used by {runs[manifest.run_id].dir}")
+        runs[manifest.run_id] = source
+        rows.extend(_run_rows(source))
+    return runs, rows
+
+
+def _sql_accept(rows: Sequence[AttemptRow], where: str) -> set[int]:
+    import duckdb
+    import pyarrow as pa
+
+    columns = list(ATTEMPT_COLUMNS)
+    table = pa.table({**{c: [getattr(r, c) for r in rows] for c in columns}, "_row": list(range(len(rows)))})
+    con = duckdb.connect()
+    try:
+        con.register("attempts", table)
+        result = con.execute(f"SELECT _row FROM attempts WHERE ({where})").fetchall()
+    except duckdb.Error as error:
+        message = str(error).splitlines()[0]
+        raise LabrecordError(f"acceptance rule {where!r} is not a valid WHERE clause over "
+                             f"({', '.join(columns)}): {message}") from error
+    finally:
+        con.close()
+    return {row for (row,) in result}
+
+
+def apply_rule(rows: Sequence[AttemptRow], rule: str) -> None:
+    """Set ``accepted`` on each row; rejected rows get a ``note`` saying why."""
+    if rule == "success":
+        chosen = {i for i, r in enumerate(rows) if r.success}
+    elif rule == "all":
+        chosen = set(range(len(rows)))
+    else:
+        chosen = _sql_accept(rows, rule) if rows else set()
+    for index, row in enumerate(rows):
+        if row.demo is None or row.num_samples == 0:
+            row.note = row.note or "no steps recorded"
+        elif index in chosen:
+            row.accepted = True
+        else:
+            row.note = f"rejected by rule {rule!r}"
+
+
+def assign_splits(rows: Sequence[AttemptRow], valid_ratio: float, seed: int) -> None:
+    """Seeded train/valid assignment of the accepted rows (see :func:`labrecord.demo.split_names`)."""
+    accepted = [r for r in rows if r.accepted]
+    keys = [f"{r.run_id}/{r.demo}" for r in accepted]
+    _, valid = split_names(keys, valid_ratio, seed)
+    valid_set = set(valid)
+    for row, key in zip(accepted, keys):
+        row.split = "valid" if key in valid_set else "train"
+
+
+def _describe_empty(runs_dir: Path, rows: Sequence[AttemptRow], rule: str) -> str:
+    if not rows:
+        return f"{runs_dir}: no run directories (with run.json) found; nothing exported"
+    runs = len({r.run_id for r in rows})
+    no_demo = sum(1 for r in rows if r.note == f"no {DEMO_FILE}")
+    empty = sum(1 for r in rows if r.demo is None and r.note != f"no {DEMO_FILE}")
+    failed = sum(1 for r in rows if r.demo is not None and not r.success)
+    return (f"{runs_dir}: {len(rows)} attempt(s) in {runs} run(s), none accepted by rule {rule!r} "
+            f"({failed} unsuccessful, {empty} without steps, {no_demo} run(s) without {DEMO_FILE}); nothing exported")
+
+
+def _spec_difference(a: ActionSpec, b: ActionSpec) -> list[str]:
+    left, right = msgspec.to_builtins(a), msgspec.to_builtins(b)
+    return [f"{key} {left.get(key)!r} vs {right.get(key)!r}" for key in sorted(set(left) | set(right))
+            if left.get(key) != right.get(key)]
+
+
+def check_same_action_spec(selection: Selection) -> None:
+    """Refuse an export whose accepted runs were recorded under different action specs."""
+    accepted_runs = list(dict.fromkeys(a.run_id for a in selection.accepted))
+    first = selection.runs[accepted_runs[0]]
+    for run_id in accepted_runs[1:]:
+        other = selection.runs[run_id]
+        differences = _spec_difference(first.manifest.system.action_spec, other.manifest.system.action_spec)
+        if differences:
+            raise LabrecordError(
+                f"runs {first.manifest.run_id!r} ({first.dir / 'run.json'}) and {run_id!r} ({other.dir / 'run.json'}) "
+                f"have different action specs ({'; '.join(differences)}); export them separately")
+
+
+def check_same_obs(selection: Selection) -> dict[str, tuple[tuple[int, ...], Any]]:
+    """Observation keys, shapes and dtypes shared by every accepted demo; refuse a mismatch."""
+    reference: dict[str, tuple[tuple[int, ...], Any]] | None = None
+    reference_name = ""
+    for row in selection.accepted:
+        source = selection.runs[row.run_id]
+        with DemoReader(source.demo_path) as reader:  # type: ignore[arg-type]
+            shapes = reader.obs_shapes(row.demo)  # type: ignore[arg-type]
+            shapes["__actions__"] = (reader.action_shape(row.demo), None)  # type: ignore[arg-type]
+        name = f"{row.run_id}/{row.demo}"
+        if reference is None:
+            reference, reference_name = shapes, name
+            continue
+        if shapes != reference:
+            raise LabrecordError(f"demos {reference_name} and {name} differ in observations or actions: "
+                                 f"{_shape_text(reference)} vs {_shape_text(shapes)}")
+    assert reference is not None
+    reference.pop("__actions__")
+    return reference
+
+
+def _shape_text(shapes: dict[str, tuple[tuple[int, ...], Any]]) -> str:
+    return ", ".join(f"{k}{list(s)}" + (f":{d}" if d is not None else "") for k, (s, d) in sorted(shapes.items()))
+
+
+def select(runs_dir: str | os.PathLike[str], rule: str = "success", *, valid_ratio: float = 0.0,
+           seed: int = 0) -> Selection:
+    """Collect, accept, split and check; raise a one-line error when nothing is accepted."""
+    runs_dir = Path(runs_dir)
+    runs, rows = collect(runs_dir)
+    apply_rule(rows, rule)
+    if not any(r.accepted for r in rows):
+        raise LabrecordError(_describe_empty(runs_dir, rows, rule))
+    assign_splits(rows, valid_ratio, seed)
+    selection = Selection(runs_dir, rule, runs, rows)
+    check_same_action_spec(selection)
+    return selection
+
+
+def check_output(path: str | os.PathLike[str], overwrite: bool) -> Path:
+    """Refuse to replace an existing output unless ``overwrite``."""
+    path = Path(path)
+    if path.exists() and not overwrite:
+        kind = "directory" if path.is_dir() else "file"
+        raise LabrecordError(f"{path}: output {kind} already exists; pass --overwrite to replace it")
+    return path

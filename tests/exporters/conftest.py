@@ -1,0 +1,28 @@
+"""Shared fixtures for the export tests: small runs with demonstrations."""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from labrecord.exporters.examples import write_demo_runs
+
+
+def require_reader(available: bool, what: str, install: str) -> None:
+    """Skip when a reference reader is missing locally; fail in CI so it is never skipped silently."""
+    if available:
+        return
+    if os.environ.get("CI", "").lower() == "true":
+        pytest.fail(f"{what} is required in CI: {install}")
+    pytest.skip(f"{what} not available ({install})")
+
+
+@pytest.fixture(scope="module")
+def demo_runs(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Two runs, three episodes each (success, failure, success), 64x64 frames, one
+    environment-controlled stretch per episode."""
+    root = tmp_path_factory.mktemp("runs")
+    write_demo_runs(root, runs=2, episodes=3, steps=12, successes=(True, False, True), image_size=64,
+                    env_control=True)
+    return root
