@@ -77,11 +77,13 @@ class OnlineScorer(Protocol):
     def update(self, columns: dict[str, np.ndarray]) -> None:
         """Advance the task state over one block of physics steps, emitting events."""
 
-    def pending_evidence(self) -> bool:
-        """New task-relevant evidence exists that has not reached the policy yet."""
+    @property
+    def evidence_version(self) -> int:
+        """Version of the decision-relevant evidence at this instant (non-decreasing)."""
 
-    def delivered(self, observation: Observation) -> bool:
-        """Evidence reached the policy; True when it opened a new opportunity."""
+    def offer(self, observation: Observation) -> bool:
+        """Evidence at a control boundary; True when it opens a new opportunity (then it
+        must be delivered and the queued commands dropped)."""
 
     def reported(self, op: Operation, t: float) -> None:
         """An operation the policy reported (report track)."""
@@ -146,7 +148,6 @@ class StepOwner:
                 frame = env.render(camera)
                 self.videos[camera] = VideoStream(writer.path(VIDEOS_DIR) / f"{camera}.mp4", env.control_hz, frame.shape[1], frame.shape[0])
         self.blocks: list[dict[str, np.ndarray]] = []
-        self.evidence_version = 0
         self._step = 0
         self._obs_count = 0
 
@@ -157,20 +158,22 @@ class StepOwner:
         queue: deque[np.ndarray] = deque()
         self.policy.reset(episode)
         writer.emit(EpisodeStart, t=env.time, episode=episode)
-        self.scorer.start(writer.emit, env.time)
+        self.scorer.start(self._emit, env.time)
         last_action = self._initial_action()
         next_snapshot = env.time
+        policy_in_control = False  # the first period settles the scene before any query
         while True:
             images = self._frames()
             state = env.public_state()
-            if not queue or self.scorer.pending_evidence():
-                observation = self._deliver(images, state)
-                if self.scorer.delivered(observation):
+            if policy_in_control:
+                observation = self._observation(images, state)
+                if self.scorer.offer(observation):
                     queue.clear()  # evidence changed: drop commands planned on older evidence
                 if not queue:
                     queue.extend(self._query(observation, log))
             action = queue.popleft() if queue else last_action
-            self._record_demo(log, state, images, action)
+            self._record_demo(log, state, images, action, policy_in_control)
+            policy_in_control = True
             env.apply(action)
             last_action = action
             for _ in range(self.steps_per_control):
@@ -189,6 +192,12 @@ class StepOwner:
         writer.emit(EpisodeEnd, t=env.time, episode=episode, **self.scorer.episode_end())
         return log
 
+    def _emit(self, event_type: type, *, t: float, fields: dict[str, Any] | None = None, **more: Any) -> Any:
+        """Append an event of ``event_type`` with the next ``seq`` (fields may include ``kind``)."""
+        event = event_type(seq=self.writer.next_seq, t=t, **(fields or {}), **more)
+        self.writer.append(event)
+        return event
+
     def _initial_action(self) -> np.ndarray:
         state = self.env.public_state()
         robot = state["robot"]
@@ -204,11 +213,12 @@ class StepOwner:
             stream.write(frames[camera])
         return frames
 
-    def _deliver(self, images: dict[str, np.ndarray], state: dict[str, Any]) -> Observation:
+    def _observation(self, images: dict[str, np.ndarray], state: dict[str, Any]) -> Observation:
+        """The policy's projection of the evidence acquired after the last physics row."""
         seen_images, seen_state = project_observation(self.caps.channels, images, state)
         self._obs_count += 1
-        return Observation(obs_id=f"obs{self._obs_count:05d}", step=self._step, t=self.env.time,
-                           evidence_version=self.evidence_version, instruction=self.instruction,
+        return Observation(obs_id=f"obs{self._obs_count:05d}", step=self._step - 1, t=self.env.time,
+                           evidence_version=self.scorer.evidence_version, instruction=self.instruction,
                            images=seen_images, state=seen_state)
 
     def _query(self, observation: Observation, log: EpisodeLog) -> list[np.ndarray]:
@@ -236,11 +246,12 @@ class StepOwner:
     def _command_columns(self, action: np.ndarray, rows: int) -> dict[str, np.ndarray]:
         return {f"cmd_{i}": np.full(rows, float(v)) for i, v in enumerate(action)}
 
-    def _record_demo(self, log: EpisodeLog, state: dict[str, Any], images: dict[str, np.ndarray], action: np.ndarray) -> None:
+    def _record_demo(self, log: EpisodeLog, state: dict[str, Any], images: dict[str, np.ndarray], action: np.ndarray,
+                     policy_in_control: bool) -> None:
         log.obs.append(flatten_state(state))
         log.actions.append(np.asarray(action, dtype=np.float32))
         log.timestamps.append((self.env.time, self.env.time))
-        log.control_mask.append(True)
+        log.control_mask.append(policy_in_control)
         for camera, frame in images.items():
             log.images.setdefault(camera, []).append(frame)
 

@@ -20,7 +20,7 @@ from labrecord.sim.scene import (
 
 CAMERAS: tuple[str, ...] = ("front", "wrist", "display")
 #: load-cell capacity: beyond it the sensor reports overload (reading invalid)
-CAPACITY_N = 12.0
+CAPACITY_N = 20.0
 _STANDARD_INDEX = [OBJECTS.index(name) for name in STANDARDS]
 
 

@@ -163,11 +163,13 @@ class WeighingScene:
             half = float(m.geom_size[m.geom(name).id][1])
             if name in placement.initially_on_pan:
                 x, y = PAN_SPOTS[placement.layout.pan_spot[name]]
-                z = PAN_TOP_Z + half + 0.0005
+                z = PAN_TOP_Z + half
             else:
                 x, y = TABLE_SPOTS[placement.layout.table_spot[name]]
-                z = half + 0.0005
+                z = half
             self._set_free(name, (x, y, z))
+        # resting exactly on the pan: a drop would spike the load cell at the start
+        self._set_free("sample", (0.0, 0.0, PAN_TOP_Z + 0.02))
         self._set_free("hand", HOME)
         d.mocap_pos[self.mocap_id] = HOME
         d.ctrl[0] = GRIPPER_OPEN
