@@ -154,6 +154,8 @@ class TaskContract(ABC):
     signature: ClassVar[tuple[str, ...]]
     #: ``source`` of the validity events for sensor errors
     sensor_source: ClassVar[str] = "sensor"
+    #: ``failure`` reasons the contract derives (others are the recorder's own)
+    failure_reasons: ClassVar[frozenset[str]] = frozenset()
 
     def __init__(self, thresholds: Any = None) -> None:
         self.thresholds = thresholds if thresholds is not None else self.default_thresholds()

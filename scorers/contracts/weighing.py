@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from collections.abc import Sequence
 from typing import Any, ClassVar, NamedTuple
 
 import numpy as np
@@ -219,6 +220,7 @@ class WeighingContract(TaskContract):
     version: ClassVar[str] = "weighing/1"
     recognizer: ClassVar[str] = "grasp/1"
     sensor_source: ClassVar[str] = "load_cell"
+    failure_reasons: ClassVar[frozenset[str]] = frozenset({"miss"})
     features_type = WeighingFeatures
     signature = ("valid", "stable", "supported", "grasped", "released", "low_motion", "settled", "success", "held")
 
@@ -343,13 +345,18 @@ class WeighingContract(TaskContract):
 
 # -- instance generators (task-state and layout seeds kept apart) ------------------------
 
-def _balanced(strata: list[Any], n: int, rng: np.random.Generator) -> list[Any]:
-    """``n`` strata, each used ⌊n/len⌋ or ⌈n/len⌉ times, in a shuffled order."""
-    out: list[Any] = []
+def _balanced(outer: Sequence[Any], inner: Sequence[Any], n: int, rng: np.random.Generator) -> list[tuple[Any, Any]]:
+    """``n`` (outer, inner) strata balanced at every prefix: outer values cycle in
+    shuffled blocks, and each outer value cycles through its own shuffled inner values,
+    so counts differ by at most one within every outer value and across outer values."""
+    queues: dict[Any, list[Any]] = {o: [] for o in outer}
+    out: list[tuple[Any, Any]] = []
     while len(out) < n:
-        cycle = list(strata)
-        order = rng.permutation(len(cycle))
-        out.extend(cycle[i] for i in order)
+        for i in rng.permutation(len(outer)).tolist():
+            o = outer[i]
+            if not queues[o]:
+                queues[o] = [inner[j] for j in rng.permutation(len(inner)).tolist()]
+            out.append((o, queues[o].pop()))
     return out[:n]
 
 
@@ -358,10 +365,9 @@ def generate_basic(n: int, rng_task: np.random.Generator, rng_layout: np.random.
 
     Balanced over target (160/180/200 g) × answer standard strata; ``sample_g = target − w``.
     """
-    strata = [(target, w) for target in BASIC_TARGETS_G for w in STANDARDS]
     layout = rng_layout.integers(0, 2**31 - 1, size=n).tolist()
     task = rng_task.integers(0, 2**31 - 1, size=n).tolist()
-    chosen = _balanced(strata, n, rng_task)
+    chosen = _balanced(BASIC_TARGETS_G, STANDARDS, n, rng_task)
     return [WeighingInstance(target_g=float(target), sample_g=float(target - MASS_G[w]), goal=frozenset([w]),
                              condition="basic", task_seed=task[i], layout_seed=layout[i])
             for i, (target, w) in enumerate(chosen)]
@@ -379,11 +385,10 @@ def generate_extended(n: int, rng_task: np.random.Generator, rng_layout: np.rand
     Balanced over target × goal-subset strata; the start is drawn uniformly among the
     subsets at distance ≥ 2.
     """
-    strata = [(target, goal) for target in EXTENDED_TARGETS_G for goal in goal_subsets()]
     layout = rng_layout.integers(0, 2**31 - 1, size=n).tolist()
     task = rng_task.integers(0, 2**31 - 1, size=n).tolist()
     out = []
-    for i, (target, goal) in enumerate(_balanced(strata, n, rng_task)):
+    for i, (target, goal) in enumerate(_balanced(EXTENDED_TARGETS_G, goal_subsets(), n, rng_task)):
         starts = [m for m in range(16) if bin(m ^ mask_of(goal)).count("1") >= 2]
         start = starts[int(rng_task.integers(len(starts)))]
         sample = target - sum(MASS_G[w] for w in goal)

@@ -1,0 +1,314 @@
+"""The replay audit: rebuild a run's contract events from its measurements and compare.
+
+For each run directory, the task contract of its family replays ``measurements.parquet``
+together with the delivered observations (``observations.jsonl``) and rebuilds every
+opportunity with its legal set, every physical confirmation and contract failure, every
+recognized native choice, sensor-validity events, the terminal dwell and the episode's
+``physical_complete``.  Each stream is aligned with the recorded ``events.jsonl`` and
+every disagreement becomes an :class:`AuditFinding` naming the event (seq and line), the
+expected and the recorded value.  Independently of the replay, the audit checks the
+evidence-version binding: an opportunity's observation must have been delivered with its
+evidence version; choices, interventions, geometry and state reports must carry their
+opportunity's version and be bound to the opportunity that is current when they occur;
+an intervention is unsupported when ``run.json`` declares no intervention or another site.
+"""
+from __future__ import annotations
+
+import difflib
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import msgspec
+
+from labrecord.errors import LabrecordError
+from labrecord.fileio import Line, iter_lines
+from labrecord.measurements import COMMON_COLUMNS, FAMILY_COLUMNS, check_measurement_schema
+from labrecord.models import BaseEvent, ObservationReceipt, Opportunity, RunManifest
+from labrecord.rundir import EVENTS_FILE, MEASUREMENTS_FILE, OBSERVATIONS_FILE, find_run_dirs, iter_events, read_manifest
+from labrecord.scorers.contracts import ContractEvent, TaskContract, get_contract
+
+#: event types the contract rebuilds (choices only from the contract's own recognizer)
+REPLAYED_TYPES = ("opportunity", "confirm", "failure", "choice", "dwell", "validity", "episode_end")
+_receipt_decoder = msgspec.json.Decoder(ObservationReceipt)
+
+
+@dataclass(frozen=True)
+class AuditFinding:
+    """One disagreement; ``seq``/``line`` name the recorded event (None when missing)."""
+
+    path: str
+    seq: int | None
+    line: int | None
+    check: str
+    message: str
+    expected: Any = None
+    recorded: Any = None
+
+    def __str__(self) -> str:
+        where = self.path if self.line is None else f"{self.path}:{self.line}"
+        seq = f" seq {self.seq}" if self.seq is not None else ""
+        return f"{where}{seq} {self.check}: {self.message}"
+
+    def to_json(self) -> dict[str, Any]:
+        return {"path": self.path, "seq": self.seq, "line": self.line, "check": self.check, "message": self.message,
+                "expected": self.expected, "recorded": self.recorded}
+
+
+@dataclass
+class RunAudit:
+    """The audit of one run: what was replayed and every finding."""
+
+    run_dir: str
+    run_id: str | None = None
+    family: str | None = None
+    steps: int = 0
+    events_checked: int = 0
+    findings: list[AuditFinding] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not self.findings
+
+    def to_json(self) -> dict[str, Any]:
+        return {"run_dir": self.run_dir, "run_id": self.run_id, "family": self.family, "steps": self.steps,
+                "events_checked": self.events_checked, "ok": self.ok, "findings": [f.to_json() for f in self.findings]}
+
+
+def audit_runs(runs_dir: str | os.PathLike[str]) -> list[RunAudit]:
+    """Audit every run directory at or directly below ``runs_dir``."""
+    return [audit_run(run_dir) for run_dir in find_run_dirs(runs_dir)]
+
+
+def audit_run(run_dir: str | os.PathLike[str]) -> RunAudit:
+    """Replay one run through its family's contract and compare with its events."""
+    run_dir = Path(run_dir)
+    result = RunAudit(str(run_dir))
+    try:
+        _audit(run_dir, result)
+    except LabrecordError as error:
+        result.findings.append(AuditFinding(str(run_dir), None, None, "read", str(error)))
+    return result
+
+
+def _audit(run_dir: Path, result: RunAudit) -> None:
+    manifest = read_manifest(run_dir).manifest
+    result.run_id, result.family = manifest.run_id, manifest.task.family
+    contract = get_contract(manifest.task.family)
+    events_path = str(run_dir / EVENTS_FILE)
+    if manifest.task.contract_hash is not None and manifest.task.contract_hash != contract.contract_hash():
+        result.findings.append(AuditFinding(str(run_dir / "run.json"), None, None, "contract_hash",
+                                            "run was scored under another contract version",
+                                            contract.contract_hash(), manifest.task.contract_hash))
+    try:
+        instance = contract.instance_from_task(manifest.task)
+    except LabrecordError as error:
+        raise LabrecordError(f"{run_dir / 'run.json'}: {error}") from error
+    events = list(iter_events(run_dir / EVENTS_FILE))
+    receipts = read_receipts(run_dir / OBSERVATIONS_FILE)
+    table = read_measurements(run_dir / MEASUREMENTS_FILE, contract)
+    result.steps = table.num_rows
+    first_episode = next((e.episode for _, e in events if e.__struct_config__.tag == "episode_start"), 0)  # type: ignore[attr-defined]
+    expected = replay_run(contract, instance, table, receipts, manifest, default_episode=first_episode)
+    recorded = [(line, event) for line, event in events if _replayed(event, contract)]
+    result.events_checked = len(recorded)
+    result.findings.extend(compare_streams(events_path, expected, recorded))
+    result.findings.extend(check_bindings(events_path, events, receipts, manifest))
+
+
+def read_receipts(path: Path) -> list[ObservationReceipt]:
+    if not path.exists():
+        return []
+    receipts = []
+    for item in iter_lines(path):
+        if not isinstance(item, Line):
+            raise item
+        try:
+            receipts.append(_receipt_decoder.decode(item.raw))
+        except (msgspec.DecodeError, msgspec.ValidationError) as error:
+            raise LabrecordError(f"{path}:{item.number}: {error}") from error
+    return receipts
+
+
+def read_measurements(path: Path, contract: TaskContract) -> Any:
+    """The columns the contract replays from; a schema problem is a one-line error."""
+    import pyarrow.parquet as pq
+
+    if not path.exists():
+        raise LabrecordError(f"{path}: missing measurements (the audit replays from them)")
+    try:
+        parquet = pq.ParquetFile(path)
+    except Exception as error:  # pyarrow raises several types for damaged files
+        raise LabrecordError(f"{path}: not a readable Parquet file: {error}") from error
+    problems = check_measurement_schema(parquet.schema_arrow, contract.family)
+    if problems:
+        raise LabrecordError(f"{path}: {problems[0][1]}" + (f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""))
+    columns = list(COMMON_COLUMNS) + list(FAMILY_COLUMNS[contract.family])
+    if "episode" in parquet.schema_arrow.names:
+        columns.append("episode")
+    return parquet.read(columns=columns)
+
+
+def replay_run(contract: TaskContract, instance: Any, table: Any, receipts: Sequence[ObservationReceipt],
+               manifest: RunManifest, *, default_episode: int = 0) -> list[ContractEvent]:
+    """Expected contract events of a whole run, episode by episode (``episode`` column)."""
+    import numpy as np
+
+    window_s = manifest.evaluation.budget.response_deadline_s
+    if "episode" in table.column_names:
+        episode_of = np.asarray(table.column("episode").to_numpy(zero_copy_only=False))
+        episodes = list(dict.fromkeys(episode_of.tolist()))
+    else:
+        episode_of, episodes = None, [default_episode]
+    steps = np.asarray(table.column("step").to_numpy(zero_copy_only=False))
+    expected: list[ContractEvent] = []
+    opened = 0
+    for episode in episodes:
+        part, part_receipts = table, list(receipts)
+        if episode_of is not None:
+            rows = np.flatnonzero(episode_of == episode)
+            part = table.take(rows)
+            in_episode = set(steps[rows].tolist())
+            part_receipts = [r for r in receipts if r.step in in_episode]
+        events, end = contract.replay(part, part_receipts, instance, window_s=window_s, first_opp=opened)
+        opened += sum(1 for e in events if e.type == "opportunity")
+        expected.extend(events)
+        t_end = float(part.column("t")[-1].as_py()) if part.num_rows else 0.0
+        expected.append(ContractEvent("episode_end", t_end, -1, {"episode": episode, **end}))
+    return expected
+
+
+def _replayed(event: BaseEvent, contract: TaskContract) -> bool:
+    kind = event.__struct_config__.tag
+    if kind == "choice":
+        return event.track == "native" and event.recognizer == contract.recognizer  # type: ignore[attr-defined]
+    if kind == "failure":
+        return event.reason in contract.failure_reasons  # type: ignore[attr-defined]
+    if kind == "validity":
+        return event.kind == "sensor_error"  # type: ignore[attr-defined]
+    return kind in REPLAYED_TYPES
+
+
+# -- comparison --------------------------------------------------------------------------
+
+_KEYS: dict[str, tuple[str, ...]] = {
+    "opportunity": ("t", "opp", "decision", "trigger", "legal", "obs_id", "evidence_version", "state_ref"),
+    "confirm": ("t", "obligation", "op", "predicate", "attempt"),
+    "failure": ("t", "op", "reason", "attempt"),
+    "choice": ("t", "opp", "op", "first", "evidence_version"),
+    "dwell": ("t", "state", "duration_s"),
+    "validity": ("t", "kind", "source"),
+    "episode_end": ("episode", "physical_complete"),
+}
+
+
+def _canon(value: Any) -> Any:
+    if isinstance(value, float):
+        return round(value, 6)
+    if isinstance(value, list):
+        return sorted(str(v) for v in value)
+    if isinstance(value, msgspec.Struct):
+        return str(value)
+    return value
+
+
+def _key_of(kind: str, fields: dict[str, Any]) -> dict[str, Any]:
+    return {name: _canon(fields.get(name, 0.0 if name == "duration_s" else None)) for name in _KEYS[kind]}
+
+
+def _recorded_fields(event: BaseEvent) -> dict[str, Any]:
+    return {name: getattr(event, name) for name in event.__struct_fields__}
+
+
+def compare_streams(path: str, expected: Sequence[ContractEvent],
+                    recorded: Sequence[tuple[int, BaseEvent]]) -> list[AuditFinding]:
+    """Align expected and recorded events per type and report every difference."""
+    findings: list[AuditFinding] = []
+    for kind in _KEYS:
+        exp = [_key_of(kind, {"t": e.t, **e.fields}) for e in expected if e.type == kind]
+        rec_events = [(line, ev) for line, ev in recorded if ev.__struct_config__.tag == kind]
+        rec = [_key_of(kind, _recorded_fields(ev)) for _, ev in rec_events]
+        matcher = difflib.SequenceMatcher(a=[repr(k) for k in exp], b=[repr(k) for k in rec], autojunk=False)
+        for tag, a0, a1, b0, b1 in matcher.get_opcodes():
+            if tag == "equal":
+                continue
+            for offset in range(max(a1 - a0, b1 - b0)):
+                e = exp[a0 + offset] if a0 + offset < a1 else None
+                r_index = b0 + offset if b0 + offset < b1 else None
+                r = rec[r_index] if r_index is not None else None
+                line, event = rec_events[r_index] if r_index is not None else (None, None)
+                findings.append(_difference(path, kind, e, r, line, event))
+    findings.sort(key=lambda f: (f.seq is None, f.seq if f.seq is not None else 0))
+    return findings
+
+
+def _difference(path: str, kind: str, expected: dict[str, Any] | None, recorded: dict[str, Any] | None,
+                line: int | None, event: BaseEvent | None) -> AuditFinding:
+    seq = event.seq if event is not None else None
+    if recorded is None:
+        assert expected is not None
+        message = f"expected {kind} at t={expected.get('t')} is missing"
+    elif expected is None:
+        message = f"recorded {kind} is not produced by the replay"
+    else:
+        fields = [name for name in _KEYS[kind] if expected[name] != recorded[name]]
+        message = f"{kind} differs in " + ", ".join(f"{name} (expected {expected[name]!r}, recorded {recorded[name]!r})" for name in fields)
+    return AuditFinding(path, seq, line, kind, message, expected, recorded)
+
+
+# -- evidence-version binding ------------------------------------------------------------
+
+def check_bindings(path: str, events: Sequence[tuple[int, BaseEvent]], receipts: Sequence[ObservationReceipt],
+                   manifest: RunManifest) -> list[AuditFinding]:
+    """Opportunities, interventions and later actions share the right evidence version."""
+    findings: list[AuditFinding] = []
+    by_obs = {r.obs_id: r for r in receipts}
+    opened: dict[str, Opportunity] = {}
+    current: Opportunity | None = None
+    declared = manifest.intervention
+
+    def add(line: int, event: BaseEvent, check: str, message: str, expected: Any = None, recorded: Any = None) -> None:
+        findings.append(AuditFinding(path, event.seq, line, check, message, expected, recorded))
+
+    for line, event in events:
+        kind = event.__struct_config__.tag
+        if isinstance(event, Opportunity):
+            receipt = by_obs.get(event.obs_id) if event.obs_id is not None else None
+            if receipt is None:
+                add(line, event, "binding", f"opportunity {event.opp!r} names observation {event.obs_id!r}, which was never delivered",
+                    None, event.obs_id)
+            else:
+                if receipt.evidence_version != event.evidence_version:
+                    add(line, event, "binding", f"opportunity {event.opp!r} carries evidence version {event.evidence_version}, "
+                        f"observation {receipt.obs_id!r} was delivered as {receipt.evidence_version}",
+                        receipt.evidence_version, event.evidence_version)
+                if receipt.t_delivered > event.t + 1e-9:
+                    add(line, event, "binding", f"opportunity {event.opp!r} opened at t={event.t} before its observation "
+                        f"was delivered (t={receipt.t_delivered})", receipt.t_delivered, event.t)
+            opened[event.opp] = event
+            current = event
+            continue
+        if kind not in ("choice", "intervention", "geometry", "state_report"):
+            continue
+        opp = opened.get(event.opp)  # type: ignore[attr-defined]
+        if opp is None:
+            add(line, event, "binding", f"{kind} names opportunity {event.opp!r}, not opened before it", None, event.opp)  # type: ignore[attr-defined]
+            continue
+        version = getattr(event, "evidence_version", None)
+        if version is not None and version != opp.evidence_version:
+            add(line, event, "binding", f"{kind} carries evidence version {version}, opportunity {opp.opp!r} has "
+                f"{opp.evidence_version}", opp.evidence_version, version)
+        if current is not None and opp.opp != current.opp:
+            add(line, event, "binding", f"{kind} is bound to opportunity {opp.opp!r}, superseded by {current.opp!r} "
+                "(stale evidence)", current.opp, opp.opp)
+        if kind == "intervention":
+            if declared.mode == "none":
+                add(line, event, "intervention", "unsupported intervention: run.json declares intervention mode 'none'",
+                    "none", event.mode)  # type: ignore[attr-defined]
+            elif event.mode != declared.mode or (declared.site is not None and event.site != declared.site):  # type: ignore[attr-defined]
+                add(line, event, "intervention", f"unsupported intervention: {event.mode}/{event.site} where run.json "  # type: ignore[attr-defined]
+                    f"declares {declared.mode}/{declared.site}", f"{declared.mode}/{declared.site}",
+                    f"{event.mode}/{event.site}")  # type: ignore[attr-defined]
+    return findings
