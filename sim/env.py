@@ -19,8 +19,8 @@ from labrecord.sim.scene import (
 )
 
 CAMERAS: tuple[str, ...] = ("front", "wrist", "display")
-#: load-cell capacity: beyond it the sensor reports overload (reading invalid)
-CAPACITY_N = 20.0
+#: load-cell capacity (about 5 kg with the pan): beyond it the sensor reports overload and the reading is invalid
+CAPACITY_N = 50.0
 _STANDARD_INDEX = [OBJECTS.index(name) for name in STANDARDS]
 
 
