@@ -88,6 +88,9 @@ class OnlineScorer(Protocol):
     def reported(self, op: Operation, t: float) -> None:
         """An operation the policy reported (report track)."""
 
+    def changed(self) -> bool:
+        """Whether the live score moved since the last call."""
+
     def finished(self) -> str | None:
         """The end reason once the episode is over (``success`` …), else None."""
 
@@ -183,9 +186,10 @@ class StepOwner:
             self.blocks.append(block)
             self._step += len(block["t"])
             self.scorer.update(block)
-            if env.time >= next_snapshot:
+            if env.time >= next_snapshot and self.scorer.changed():
+                # a snapshot is synced to disk, so write one only when the live score moved
                 writer.online_score(self.scorer.snapshot(env.time))
-                next_snapshot += self.snapshot_every_s
+                next_snapshot = env.time + self.snapshot_every_s
             if self.scorer.finished() is not None or env.time >= self.max_time_s:
                 break
         writer.online_score(self.scorer.snapshot(env.time))

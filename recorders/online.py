@@ -26,8 +26,11 @@ def rate(num: int, den: int) -> MetricValue:
 class ContractScorer:
     """Drives one contract tracker per episode and writes its events through ``emit``."""
 
-    def __init__(self, contract: Any, instance: Any, *, window_s: float | None = None) -> None:
+    def __init__(self, contract: Any, instance: Any, *, window_s: float | None = None,
+                 columns: tuple[str, ...] | None = None) -> None:
         self.contract = contract
+        #: the measurement columns the contract reads (others stay out of the per-row dicts)
+        self.columns = columns
         self.instance = instance
         self.window_s = window_s
         self._signature = operator.attrgetter(*contract.signature)
@@ -49,7 +52,7 @@ class ContractScorer:
 
     def update(self, columns: dict[str, np.ndarray]) -> None:
         """Feed one block of rows (column -> (n,) array) through the contract."""
-        names = list(columns)
+        names = [name for name in columns if self.columns is None or name in self.columns]
         push, signature = self.stepper.push, self._signature
         for values in zip(*(columns[name].tolist() for name in names)):
             f = push(dict(zip(names, values)))
@@ -115,6 +118,13 @@ class ContractScorer:
         self.counts["reports"] += 1
         self.emit(Choice, t=t, opp=current.opp, op=op, track="report", first=False,
                   evidence_version=current.evidence_version)
+
+    def changed(self) -> bool:
+        """Whether the live score moved since the last call (snapshots are written then)."""
+        key = tuple(self.counts.values()) + (self.tracker.state.complete, self.tracker.state.changes)
+        moved = key != getattr(self, "_snapshot_key", None)
+        self._snapshot_key = key
+        return moved
 
     def finished(self) -> str | None:
         return "success" if self.tracker.state.complete else None

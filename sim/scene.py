@@ -248,18 +248,19 @@ def contact_matrix(contacts: list[np.ndarray], geom_entity: np.ndarray) -> np.nd
     """(n, E, E) symmetric bool adjacency of entity codes touching at each of n steps.
 
     ``contacts[i]`` is the (ncon_i, 2) geom-id array of step i; vectorised over all
-    contacts of the block (one concatenation, one scatter).
+    contacts of the block (one concatenation, one flat scatter).
     """
     n = len(contacts)
     entities = int(_ENTITY_OBJECT0 + len(OBJECTS))
-    touch = np.zeros((n, entities, entities), dtype=bool)
-    counts = np.fromiter((len(c) for c in contacts), dtype=np.int64, count=n)
-    if counts.sum():
-        pairs = geom_entity[np.concatenate(contacts)]
-        rows = np.repeat(np.arange(n), counts)
-        touch[rows, pairs[:, 0], pairs[:, 1]] = True
-        touch[rows, pairs[:, 1], pairs[:, 0]] = True
-    return touch
+    size = entities * entities
+    touch = np.zeros(n * size, dtype=bool)
+    counts = [len(c) for c in contacts]
+    if sum(counts):
+        pairs = geom_entity[np.concatenate(contacts)].astype(np.int64)
+        base = np.repeat(np.arange(0, n * size, size), counts)
+        touch[base + pairs[:, 0] * entities + pairs[:, 1]] = True
+        touch[base + pairs[:, 1] * entities + pairs[:, 0]] = True
+    return touch.reshape(n, entities, entities)
 
 
 def supported_by_pan(touch: np.ndarray) -> np.ndarray:
@@ -290,5 +291,5 @@ def robot_touch(touch: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 def hand_on_pan(touch: np.ndarray) -> np.ndarray:
     """(n,) a robot link touches the pan or the sample (hand pressure on the load)."""
-    robot = [_ENTITY_FINGER_L, _ENTITY_FINGER_R, _ENTITY_PALM]
-    return touch[:, robot][:, :, [_ENTITY_PAN, _ENTITY_OBJECT0]].any(axis=(1, 2))
+    robot = slice(_ENTITY_FINGER_L, _ENTITY_PALM + 1)  # fingers and palm are adjacent codes
+    return touch[:, robot, _ENTITY_PAN].any(axis=1) | touch[:, robot, _ENTITY_OBJECT0].any(axis=1)

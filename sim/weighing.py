@@ -110,20 +110,19 @@ def run_episode(spec: EpisodeSpec) -> Path:
     from labrecord.recorders.loop import StepOwner
     from labrecord.recorders.online import ContractScorer
     from labrecord.scorers.contracts import get_contract
-    from labrecord.sim.env import CAMERAS, WeighingEnv
+    from labrecord.sim.env import CAMERAS
     from labrecord.sim.policies import make_policy
     from labrecord.sim.scene import Placement, random_layout
 
     contract = get_contract("weighing")
     policy = make_policy(spec.policy, spec.seed * 100003 + spec.index, **dict(spec.policy_options))
-    env = WeighingEnv(control_hz=policy.capabilities.action_spec.control_hz,
-                      cameras=CAMERAS if spec.cameras else (), size=spec.size)
-    instance = dataclasses.replace(spec.instance, f_empty_n=env.calibrate_empty())
+    env = _bench(policy.capabilities.action_spec.control_hz, CAMERAS if spec.cameras else (), spec.size)
+    instance = dataclasses.replace(spec.instance, f_empty_n=env.f_empty_n)
     layout = random_layout(instance.start, np.random.default_rng(instance.layout_seed))
     env.reset(Placement(sample_g=instance.sample_g, initially_on_pan=instance.start, layout=layout))
     manifest = _manifest(spec, instance, policy, contract, layout)
     max_time = spec.max_time_s or MAX_TIME_S[spec.condition]
-    scorer = ContractScorer(contract, instance)
+    scorer = ContractScorer(contract, instance, columns=contract_columns())
     env.display = scorer.display
     writer = RunWriter.create(spec.out_dir, manifest)
     try:
@@ -134,11 +133,34 @@ def run_episode(spec: EpisodeSpec) -> Path:
         _write_demo(writer, owner, log, spec, scores)
     except BaseException:
         writer.close("aborted")
+        _BENCHES.clear()
         env.close()
         raise
     writer.close("complete")
-    env.close()
     return writer.dir
+
+
+#: one calibrated bench per process and configuration, reused across episodes (the model
+#: load and the empty-pan calibration are the same for every episode)
+_BENCHES: dict[tuple[float, tuple[str, ...], int], Any] = {}
+
+
+def _bench(control_hz: float, cameras: tuple[str, ...], size: int) -> Any:
+    from labrecord.sim.env import WeighingEnv
+
+    key = (control_hz, cameras, size)
+    env = _BENCHES.get(key)
+    if env is None:
+        env = _BENCHES[key] = WeighingEnv(control_hz=control_hz, cameras=cameras, size=size)
+        env.calibrate_empty()
+    return env
+
+
+def contract_columns() -> tuple[str, ...]:
+    """``step``, ``t`` and the weighing family's registered measurement columns."""
+    from labrecord.measurements import COMMON_COLUMNS, FAMILY_COLUMNS
+
+    return (*COMMON_COLUMNS, *FAMILY_COLUMNS["weighing"])
 
 
 def _manifest(spec: EpisodeSpec, instance: Any, policy: Any, contract: Any, layout: Any) -> RunManifest:
