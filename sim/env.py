@@ -13,10 +13,8 @@ from typing import Any
 
 import numpy as np
 
-from labrecord.sim.scene import (
-    OBJECTS, PHYSICS_HZ, STANDARDS, Placement, WeighingScene, contact_matrix, hand_on_pan, robot_touch,
-    supported_by_pan,
-)
+from labrecord.recorders.contacts import contact_matrix, hand_on_pan, robot_touch, supported_by_pan
+from labrecord.sim.scene import OBJECTS, PHYSICS_HZ, STANDARDS, Placement, WeighingScene
 
 CAMERAS: tuple[str, ...] = ("front", "wrist", "display")
 #: load-cell capacity (about 5 kg with the pan): beyond it the sensor reports overload and the reading is invalid
@@ -95,7 +93,7 @@ class WeighingEnv:
     def end_block(self) -> dict[str, np.ndarray]:
         """Weighing measurement columns for the steps since the last call (n rows)."""
         n = self._k
-        touch = contact_matrix(self._contacts, self.scene.geom_entity)
+        touch = contact_matrix(self._contacts, self.scene.geom_entity, len(OBJECTS))
         on_pan = supported_by_pan(touch)
         contact, bilateral = robot_touch(touch)
         closed = float(self._data.ctrl[0]) < 0.5 * -0.03  # command toward closed

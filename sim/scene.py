@@ -18,6 +18,8 @@ from typing import Any
 
 import numpy as np
 
+from labrecord.recorders.contacts import ENTITY_CODES, OBJECT0
+
 STANDARDS: tuple[str, ...] = ("w10", "w20", "w50", "w100")
 STANDARD_GRAMS: dict[str, int] = {"w10": 10, "w20": 20, "w50": 50, "w100": 100}
 OBJECTS: tuple[str, ...] = ("sample", *STANDARDS)
@@ -31,8 +33,6 @@ GRIPPER_CLOSED = -0.03
 PHYSICS_HZ = 500.0
 HOME = (0.25, 0.0, 0.24)
 #: entity codes used in the contact bookkeeping
-_ENTITY_OTHER, _ENTITY_TABLE, _ENTITY_PAN, _ENTITY_FINGER_L, _ENTITY_FINGER_R, _ENTITY_PALM = 0, 1, 2, 3, 4, 5
-_ENTITY_OBJECT0 = 6  # sample = 6, w10 = 7, ...
 
 
 def scene_xml() -> str:
@@ -139,13 +139,12 @@ class WeighingScene:
     def _entity_table(self) -> np.ndarray:
         """geom id -> entity code (table, pan, fingers, palm, objects)."""
         m = self.model
-        codes = np.full(m.ngeom, _ENTITY_OTHER, dtype=np.int8)
-        named = {"table": _ENTITY_TABLE, "pan": _ENTITY_PAN, "finger_left": _ENTITY_FINGER_L,
-                 "finger_right": _ENTITY_FINGER_R, "palm": _ENTITY_PALM}
-        for name, code in named.items():
-            codes[m.geom(name).id] = code
+        codes = np.full(m.ngeom, ENTITY_CODES["other"], dtype=np.int8)
+        for name, code in ENTITY_CODES.items():
+            if name != "other":
+                codes[m.geom(name).id] = code
         for index, name in enumerate(OBJECTS):
-            codes[m.body_geomadr[self.body_id[name]]:m.body_geomadr[self.body_id[name]] + m.body_geomnum[self.body_id[name]]] = _ENTITY_OBJECT0 + index
+            codes[m.body_geomadr[self.body_id[name]]:m.body_geomadr[self.body_id[name]] + m.body_geomnum[self.body_id[name]]] = OBJECT0 + index
         return codes
 
     # -- instance ---------------------------------------------------------------------
@@ -242,54 +241,3 @@ class WeighingScene:
         if self._renderer is not None:
             self._renderer.close()
             self._renderer = None
-
-
-def contact_matrix(contacts: list[np.ndarray], geom_entity: np.ndarray) -> np.ndarray:
-    """(n, E, E) symmetric bool adjacency of entity codes touching at each of n steps.
-
-    ``contacts[i]`` is the (ncon_i, 2) geom-id array of step i; vectorised over all
-    contacts of the block (one concatenation, one flat scatter).
-    """
-    n = len(contacts)
-    entities = int(_ENTITY_OBJECT0 + len(OBJECTS))
-    size = entities * entities
-    touch = np.zeros(n * size, dtype=bool)
-    counts = [len(c) for c in contacts]
-    if sum(counts):
-        pairs = geom_entity[np.concatenate(contacts)].astype(np.int64)
-        base = np.repeat(np.arange(0, n * size, size), counts)
-        touch[base + pairs[:, 0] * entities + pairs[:, 1]] = True
-        touch[base + pairs[:, 1] * entities + pairs[:, 0]] = True
-    return touch.reshape(n, entities, entities)
-
-
-def supported_by_pan(touch: np.ndarray) -> np.ndarray:
-    """(n, 5) bool: object's support path ends at the pan (directly or through other objects).
-
-    Objects touching the table are not pan-borne and pass no support on; a robot touching
-    the object does not break the path (the contract separates hand pressure).
-    """
-    objects = np.arange(_ENTITY_OBJECT0, _ENTITY_OBJECT0 + len(OBJECTS))
-    obj_touch = touch[:, objects][:, :, objects].astype(np.int8)
-    on_table = touch[:, objects, _ENTITY_TABLE]
-    on = touch[:, objects, _ENTITY_PAN] & ~on_table
-    for _ in range(len(OBJECTS) - 1):  # support propagates along at most 4 links
-        grown = on | ((np.einsum("nij,nj->ni", obj_touch, on.astype(np.int8)) > 0) & ~on_table)
-        if np.array_equal(grown, on):
-            break
-        on = grown
-    return on
-
-
-def robot_touch(touch: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(n, 5) any robot link touches the object; (n, 5) both fingers touch it."""
-    objects = np.arange(_ENTITY_OBJECT0, _ENTITY_OBJECT0 + len(OBJECTS))
-    left = touch[:, objects, _ENTITY_FINGER_L]
-    right = touch[:, objects, _ENTITY_FINGER_R]
-    return left | right | touch[:, objects, _ENTITY_PALM], left & right
-
-
-def hand_on_pan(touch: np.ndarray) -> np.ndarray:
-    """(n,) a robot link touches the pan or the sample (hand pressure on the load)."""
-    robot = slice(_ENTITY_FINGER_L, _ENTITY_PALM + 1)  # fingers and palm are adjacent codes
-    return touch[:, robot, _ENTITY_PAN].any(axis=1) | touch[:, robot, _ENTITY_OBJECT0].any(axis=1)
