@@ -4,7 +4,7 @@ Bodies are mapped to small entity codes — table, pan (the load carrier), the t
 fingers, the palm, then the task objects from :data:`OBJECT0` on (the first object is the
 sample that always sits on the pan).  A block of n physics steps becomes an (n, E, E)
 symmetric boolean adjacency, from which support paths and robot contact follow in bulk.
-MuJoCo fills it from geom pairs (``labrecord.sim``), Isaac Sim from contact-report body
+MuJoCo fills it from per-pair contact sensors (``labrecord.sim``), Isaac Sim from contact-report body
 pairs (:mod:`labrecord.recorders.isaacsim`).
 """
 from __future__ import annotations
@@ -28,23 +28,15 @@ def pairs_matrix(pairs: list[list[tuple[int, int]]], n_objects: int) -> np.ndarr
     return touch
 
 
-def contact_matrix(contacts: list[np.ndarray], geom_entity: np.ndarray, n_objects: int) -> np.ndarray:
-    """(n, E, E) symmetric bool adjacency of entity codes touching at each of n steps.
-
-    ``contacts[i]`` is the (ncon_i, 2) geom-id array of step i; vectorised over all
-    contacts of the block (one concatenation, one flat scatter).
-    """
-    n = len(contacts)
+def found_matrix(found: np.ndarray, pairs: list[tuple[int, int]], n_objects: int) -> np.ndarray:
+    """The adjacency from contact-sensor counts: ``found`` (n, P), column p counting the
+    contacts of entity pair ``pairs[p]`` at each of n steps (the simulator-sensor form)."""
     entities = OBJECT0 + n_objects
-    size = entities * entities
-    touch = np.zeros(n * size, dtype=bool)
-    counts = [len(c) for c in contacts]
-    if sum(counts):
-        pairs = geom_entity[np.concatenate(contacts)].astype(np.int64)
-        base = np.repeat(np.arange(0, n * size, size), counts)
-        touch[base + pairs[:, 0] * entities + pairs[:, 1]] = True
-        touch[base + pairs[:, 1] * entities + pairs[:, 0]] = True
-    return touch.reshape(n, entities, entities)
+    touch = np.zeros((len(found), entities, entities), dtype=bool)
+    hit = found > 0
+    for column, (a, b) in enumerate(pairs):
+        touch[:, a, b] = touch[:, b, a] = hit[:, column]
+    return touch
 
 
 def supported_by_pan(touch: np.ndarray) -> np.ndarray:

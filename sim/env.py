@@ -1,7 +1,8 @@
 """The weighing bench as an :class:`~labrecord.recorders.loop.Environment`.
 
-Per physics step only raw values are copied (support force, object velocities, contact
-geom pairs, the gripper command); :meth:`WeighingEnv.end_block` turns a block into the
+Per physics step only raw values are copied (the sensor row — load cell and per-pair
+contact sensors evaluated by MuJoCo inside ``mj_step`` — and the objects' poses and
+velocities); :meth:`WeighingEnv.end_block` turns a block into the
 measurement columns of ``labrecord.measurements`` (family ``weighing``) in bulk.  The
 display the policy sees comes from the task contract's display chain fed with those
 same columns (see :class:`labrecord.sim.online.WeighingScorer`).
@@ -13,8 +14,8 @@ from typing import Any
 
 import numpy as np
 
-from labrecord.recorders.contacts import contact_matrix, hand_on_pan, robot_touch, supported_by_pan
-from labrecord.sim.scene import OBJECTS, PHYSICS_HZ, STANDARDS, Placement, WeighingScene
+from labrecord.recorders.contacts import found_matrix, hand_on_pan, robot_touch, supported_by_pan
+from labrecord.sim.scene import OBJECTS, PHYSICS_HZ, STANDARDS, Placement, WeighingScene, contact_pairs
 
 CAMERAS: tuple[str, ...] = ("front", "wrist", "display")
 #: load-cell capacity (about 5 kg with the pan): beyond it the sensor reports overload and the reading is invalid
@@ -32,11 +33,11 @@ class WeighingEnv:
         self.control_hz = control_hz
         self.cameras = cameras
         steps = int(round(self.physics_hz / control_hz))
-        self._force = np.zeros(steps)
+        self._pairs = contact_pairs()
+        self._sensor_rows = np.zeros((steps, self.scene.model.nsensordata))
         self._t = np.zeros(steps)
         self._qvel_rows = np.zeros((steps, 6 * len(OBJECTS)))
         self._qpos_rows = np.zeros((steps, 7 * len(OBJECTS)))
-        self._contacts: list[np.ndarray] = []
         self._k = 0
         self._step = 0
         self.f_empty_n = 0.0
@@ -72,7 +73,6 @@ class WeighingEnv:
         for _ in range(settle_steps):
             self.scene.step()
         self._k = 0
-        self._contacts = []
         self._step = 0
 
     # -- stepping -----------------------------------------------------------------------
@@ -83,24 +83,23 @@ class WeighingEnv:
         scene = self.scene
         scene.mujoco.mj_step(scene.model, self._data)
         k = self._k
-        self._force[k] = self._sensordata[2]
+        self._sensor_rows[k] = self._sensordata  # load cell and contact sensors in one copy
         self._t[k] = self._data.time
         self._qvel_rows[k] = self._qvel_view
         self._qpos_rows[k] = self._qpos_view
-        self._contacts.append(self._data.contact.geom[: self._data.ncon].copy())
         self._k = k + 1
 
     def end_block(self) -> dict[str, np.ndarray]:
         """Weighing measurement columns for the steps since the last call (n rows)."""
         n = self._k
-        touch = contact_matrix(self._contacts, self.scene.geom_entity, len(OBJECTS))
+        touch = found_matrix(self._sensor_rows[:n, self.scene.touch_adr:], self._pairs, len(OBJECTS))
         on_pan = supported_by_pan(touch)
         contact, bilateral = robot_touch(touch)
         closed = float(self._data.ctrl[0]) < 0.5 * -0.03  # command toward closed
         lin = self._qvel_rows[:n].reshape(n, len(OBJECTS), 6)[:, :, :3]
         speed = np.sqrt((lin * lin).sum(axis=2))
         pos = self._qpos_rows[:n].reshape(n, len(OBJECTS), 7)[:, :, :3]
-        force = self._force[:n].copy()
+        force = self._sensor_rows[:n, 2].copy()
         columns: dict[str, np.ndarray] = {
             "step": np.arange(self._step, self._step + n, dtype=np.int64),
             "t": self._t[:n].copy(),
@@ -118,7 +117,6 @@ class WeighingEnv:
                 columns[f"{name}_{axis}"] = pos[:, index, coordinate].copy()
         self._step += n
         self._k = 0
-        self._contacts = []
         return columns
 
     # -- public evidence ----------------------------------------------------------------

@@ -36,9 +36,38 @@ HOME = (0.25, 0.0, 0.24)
 
 
 def scene_xml() -> str:
-    """The MJCF text with the seven-segment display geoms spliced in."""
+    """The MJCF text with the seven-segment display geoms and the contact sensors spliced in."""
     text = importlib.resources.files("labrecord.sim.assets").joinpath("weighing.xml").read_text()
-    return text.replace("<!--DISPLAY_SEGMENTS-->", _segment_geoms())
+    return text.replace("<!--DISPLAY_SEGMENTS-->", _segment_geoms()).replace("<!--CONTACT_SENSORS-->", _contact_sensors())
+
+
+#: entity code -> how a contact sensor names it (geom or body attribute suffix, name)
+_SENSED: dict[int, tuple[str, str]] = {
+    ENTITY_CODES["table"]: ("geom", "table"), ENTITY_CODES["pan"]: ("geom", "pan"),
+    ENTITY_CODES["finger_left"]: ("geom", "finger_left"), ENTITY_CODES["finger_right"]: ("geom", "finger_right"),
+    ENTITY_CODES["palm"]: ("geom", "palm"), **{OBJECT0 + i: ("body", name) for i, name in enumerate(OBJECTS)},
+}
+
+
+def contact_pairs() -> list[tuple[int, int]]:
+    """The entity pairs the scene senses: every object against every other object, the
+    table, the pan and each robot link, and each robot link against the pan."""
+    objects = [OBJECT0 + i for i in range(len(OBJECTS))]
+    others = [ENTITY_CODES[n] for n in ("table", "pan", "finger_left", "finger_right", "palm")]
+    pairs = [(a, b) for i, a in enumerate(objects) for b in objects[i + 1:]]
+    pairs += [(a, b) for a in objects for b in others]
+    pairs += [(ENTITY_CODES[n], ENTITY_CODES["pan"]) for n in ("finger_left", "finger_right", "palm")]
+    return pairs
+
+
+def _contact_sensors() -> str:
+    """One ``found`` contact sensor per sensed pair: MuJoCo counts the matching contacts
+    (margin contacts included) inside ``mj_step``, so recording copies one sensor row."""
+    lines = []
+    for a, b in contact_pairs():
+        (kind_a, name_a), (kind_b, name_b) = _SENSED[a], _SENSED[b]
+        lines.append(f'<contact name="touch_{name_a}_{name_b}" {kind_a}1="{name_a}" {kind_b}2="{name_b}" data="found" num="1"/>')
+    return "\n    ".join(lines)
 
 
 # seven segments a..g as (dy, dz, half-width, half-height) around a digit centre; image right = +y
@@ -130,22 +159,14 @@ class WeighingScene:
         self.finger_adr = int(m.jnt_qposadr[m.joint("finger_left").id])
         self.object_bodies = np.array([self.body_id[name] for name in OBJECTS])
         self.object_qvel = np.array([self.qvel_adr[name] for name in OBJECTS])
+        first = contact_pairs()[0]
+        #: sensordata offset of the contact sensors (declared consecutively, one value each)
+        self.touch_adr = int(m.sensor_adr[m.sensor(f"touch_{_SENSED[first[0]][1]}_{_SENSED[first[1]][1]}").id])
+        assert m.nsensordata == self.touch_adr + len(contact_pairs())
         self.segment_ids = {m.geom(i).name: i for i in range(m.ngeom) if (m.geom(i).name or "").startswith("seg")}
-        self.geom_entity = self._entity_table()
         self.base_mass = {name: float(m.body_mass[self.body_id[name]]) for name in OBJECTS}
         self.base_inertia = {name: m.body_inertia[self.body_id[name]].copy() for name in OBJECTS}
         self._displayed: str | None = None
-
-    def _entity_table(self) -> np.ndarray:
-        """geom id -> entity code (table, pan, fingers, palm, objects)."""
-        m = self.model
-        codes = np.full(m.ngeom, ENTITY_CODES["other"], dtype=np.int8)
-        for name, code in ENTITY_CODES.items():
-            if name != "other":
-                codes[m.geom(name).id] = code
-        for index, name in enumerate(OBJECTS):
-            codes[m.body_geomadr[self.body_id[name]]:m.body_geomadr[self.body_id[name]] + m.body_geomnum[self.body_id[name]]] = OBJECT0 + index
-        return codes
 
     # -- instance ---------------------------------------------------------------------
     def reset(self, placement: Placement) -> None:

@@ -3,7 +3,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from labrecord.recorders.contacts import (
-    FINGER_LEFT, FINGER_RIGHT, OBJECT0, PALM, PAN, TABLE, contact_matrix, hand_on_pan, pairs_matrix, robot_touch,
+    FINGER_LEFT, FINGER_RIGHT, OBJECT0, PALM, PAN, TABLE, found_matrix, hand_on_pan, pairs_matrix, robot_touch,
     supported_by_pan,
 )
 
@@ -22,11 +22,11 @@ def test_support_by_hand():
     assert hand_on_pan(touch).tolist() == [False, True]
 
 
-def test_contact_matrix_matches_pairs_matrix():
-    geom_entity = np.array([0, TABLE, PAN, FINGER_LEFT, SAMPLE, A], dtype=np.int8)
-    contacts = [np.array([[4, 2], [5, 4]]), np.zeros((0, 2), dtype=int), np.array([[3, 5]])]
+def test_found_matrix_matches_pairs_matrix():
+    pairs = [(SAMPLE, PAN), (A, SAMPLE), (FINGER_LEFT, A)]
+    found = np.array([[2, 1, 0], [0, 0, 0], [0, 0, 3]])
     expected = pairs_matrix([[(SAMPLE, PAN), (A, SAMPLE)], [], [(FINGER_LEFT, A)]], 2)
-    assert np.array_equal(contact_matrix(contacts, geom_entity, 2), expected)
+    assert np.array_equal(found_matrix(found, pairs, 2), expected)
 
 
 def reachable(pairs: set[tuple[int, int]], n_objects: int) -> list[bool]:
