@@ -7,7 +7,9 @@ from in :data:`FAMILY_COLUMNS` (the contracts live in ``labrecord.scorers.contra
 their type when present.  Kept in the core so ``labrecord validate`` can check a run
 without importing a wing.
 
-Conventions: SI units (newtons, metres, m/s, radians unless the name says ``_deg``),
+Conventions: float columns are written as float64 (the replay audit recomputes the
+online scorer's thresholds from them bit for bit; float32 rounding can flip a threshold);
+SI units (newtons, metres, m/s, radians unless the name says ``_deg``),
 world frame with z up, positions of a body's reference point; a ``*_contact`` flag is
 true when any robot link (fingers, hand, arm) touches the body; ``*_grasped`` is the
 stricter bilateral finger contact with the gripper closed on the body.
@@ -24,6 +26,8 @@ Feedback weighing (standards ``w10 w20 w50 w100``), for each standard ``{w}``:
   body that rests on the pan), whoever else touches it;
 * ``{w}_contact`` / ``{w}_grasped`` – robot contact / bilateral grasp of the standard;
 * ``{w}_speed`` – linear speed of the standard;
+* optional ``{w}_over_pan`` – the standard is above the pan's footprint (a release there
+  that does not land is a *miss*; a release elsewhere is a put-back);
 * optional ``{w}_x, {w}_y, {w}_z`` – its position (diagnostics only).
 
 Centrifuge loading (tubes ``tube_a tube_b``):
@@ -89,7 +93,8 @@ FAMILY_COLUMNS: dict[str, dict[str, str]] = {
 
 #: columns any family may add; their type is checked when present
 OPTIONAL_COLUMNS: dict[str, dict[str, str]] = {
-    "weighing": {f"{w}_{axis}": "float" for w in WEIGHING_STANDARDS for axis in ("x", "y", "z")},
+    "weighing": {**{f"{w}_{axis}": "float" for w in WEIGHING_STANDARDS for axis in ("x", "y", "z")},
+                 **{f"{w}_over_pan": "bool" for w in WEIGHING_STANDARDS}},
     "centrifuge": {},
     "rack": {},
 }

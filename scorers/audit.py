@@ -25,7 +25,7 @@ import msgspec
 
 from labrecord.errors import LabrecordError
 from labrecord.fileio import Line, iter_lines
-from labrecord.measurements import COMMON_COLUMNS, FAMILY_COLUMNS, check_measurement_schema
+from labrecord.measurements import COMMON_COLUMNS, FAMILY_COLUMNS, OPTIONAL_COLUMNS, check_measurement_schema
 from labrecord.models import BaseEvent, ObservationReceipt, Opportunity, RunManifest
 from labrecord.rundir import EVENTS_FILE, MEASUREMENTS_FILE, OBSERVATIONS_FILE, find_run_dirs, iter_events, read_manifest
 from labrecord.scorers.contracts import ContractEvent, TaskContract, get_contract
@@ -145,9 +145,9 @@ def read_measurements(path: Path, contract: TaskContract) -> Any:
     problems = check_measurement_schema(parquet.schema_arrow, contract.family)
     if problems:
         raise LabrecordError(f"{path}: {problems[0][1]}" + (f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""))
-    columns = list(COMMON_COLUMNS) + list(FAMILY_COLUMNS[contract.family])
-    if "episode" in parquet.schema_arrow.names:
-        columns.append("episode")
+    names = parquet.schema_arrow.names
+    optional = [c for c in list(OPTIONAL_COLUMNS.get(contract.family, {})) + ["episode"] if c in names]
+    columns = list(COMMON_COLUMNS) + list(FAMILY_COLUMNS[contract.family]) + optional
     return parquet.read(columns=columns)
 
 

@@ -41,6 +41,7 @@ state changes so far) come from the tracker.
 from __future__ import annotations
 
 import hashlib
+import re
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
@@ -229,6 +230,10 @@ class TaskContract(ABC):
         acquired; returns ``(events, end)`` where ``end`` is :meth:`Tracker.end`.
         """
         tracker = self.tracker(instance, window_s=window_s, first_opp=first_opp)
+        if table.num_rows == 0:
+            if receipts:
+                raise LabrecordError(f"observation {receipts[0].obs_id!r}: step {receipts[0].step} is not a measurement row")
+            return [], tracker.end()
         arrays = self.features_bulk(table, instance)
         n = len(arrays["t"])
         steps = arrays["step"]
@@ -241,19 +246,21 @@ class TaskContract(ABC):
         receipt_rows: dict[int, list[ObservationReceipt]] = {}
         if receipts:
             order = np.argsort(steps, kind="stable")
-            for receipt in receipts:
-                pos = int(np.searchsorted(steps, receipt.step, sorter=order))
-                if pos >= n or steps[order[pos]] != receipt.step:
+            wanted = np.array([r.step for r in receipts], dtype=np.int64)
+            pos = np.minimum(np.searchsorted(steps, wanted, sorter=order), max(n - 1, 0))
+            rows = order[pos] if n else pos
+            for receipt, row in zip(receipts, rows.tolist()):
+                if n == 0 or steps[row] != receipt.step:
                     raise LabrecordError(f"observation {receipt.obs_id!r}: step {receipt.step} is not a measurement row")
-                row = int(order[pos])
                 receipt_rows.setdefault(row, []).append(receipt)
-                change[row] = True
-        fields = self.features_type._fields
-        columns = [arrays[name] for name in fields]
+            change[rows] = True
+        visit = np.flatnonzero(change)
+        # python scalars at the visited rows only, column by column
+        columns = [arrays[name][visit].tolist() for name in self.features_type._fields]
         events: list[ContractEvent] = []
-        for k in np.flatnonzero(change).tolist():
-            f = self.features_type(*(c[k].item() for c in columns))
-            events.extend(tracker.advance(f))
+        make = self.features_type
+        for k, values in zip(visit.tolist(), zip(*columns)):
+            events.extend(tracker.advance(make(*values)))
             for receipt in receipt_rows.get(k, ()):
                 opened = tracker.observe(receipt)
                 if opened is not None:
@@ -376,4 +383,37 @@ class Tracker:
 def sorted_ops(ops: Iterable[Operation], order: Mapping[str | None, int] | None = None) -> list[Operation]:
     """Operations in a deterministic order (kind, then object rank or name, then dest)."""
     rank = order or {}
-    return sorted(set(ops), key=lambda op: (op.kind, rank.get(op.object, 0), op.object or "", op.dest or ""))
+
+    def natural(text: str | None) -> tuple[Any, ...]:
+        parts = re.split(r"(\d+)", text or "")
+        return tuple(int(p) if p.isdigit() else p for p in parts)
+
+    return sorted(set(ops), key=lambda op: (op.kind, rank.get(op.object, 0), op.object or "", natural(op.dest)))
+
+
+def hold_key(key: np.ndarray, t: np.ndarray, duration: float) -> np.ndarray:
+    """For an integer series ``key`` (n,; -1 = off): the key where the same non-negative
+    value has held ``duration`` s without interruption, else -1.  Matches :class:`KeyHold`."""
+    n = len(key)
+    if n == 0:
+        return key.copy()
+    changed = np.ones(n, dtype=bool)
+    changed[1:] = key[1:] != key[:-1]
+    start = np.maximum.accumulate(np.where(changed, np.arange(n), 0))
+    return np.where((key >= 0) & (t - t[start] >= duration), key, -1)
+
+
+class KeyHold:
+    """The scalar twin of :func:`hold_key`."""
+
+    __slots__ = ("duration", "key", "since")
+
+    def __init__(self, duration: float) -> None:
+        self.duration = duration
+        self.key: int | None = None
+        self.since = 0.0
+
+    def push(self, key: int, t: float) -> int:
+        if key != self.key:
+            self.key, self.since = key, t
+        return key if key >= 0 and t - self.since >= self.duration else -1

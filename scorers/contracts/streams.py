@@ -76,6 +76,7 @@ class WeighingStream(_Stream):
         self.press_g = 0.0
         self.sensor_ok = True
         self.speed = 0.0
+        self.over_pan: set[str] | None = None  # None: no {w}_over_pan columns
 
     def set(self, **state: Any) -> WeighingStream:
         for key, value in state.items():
@@ -101,6 +102,8 @@ class WeighingStream(_Stream):
             row[f"{w}_contact"] = w in self.grasped or w in self.contact
             row[f"{w}_grasped"] = w in self.grasped
             row[f"{w}_speed"] = self.speed
+            if self.over_pan is not None:
+                row[f"{w}_over_pan"] = w in self.over_pan
         return row
 
 
@@ -114,6 +117,8 @@ def record_run(root: str | os.PathLike[str], manifest: RunManifest, contract: Ta
     observation (interventions, reports); a field value ``"$opp"`` / ``"$ev"`` is replaced
     by the current opportunity id / evidence version.
     """
+    if manifest.task.contract_hash is None:
+        manifest.task.contract_hash = contract.contract_hash()
     tracker = contract.tracker(instance, window_s=window_s)
     pending: dict[int, list[tuple[Any, dict[str, Any]]]] = {}
     for step, kind, fields in extra_events:
@@ -167,3 +172,134 @@ def jitter(rows: list[Row], rng: np.random.Generator, columns: Sequence[str], sc
                 row[name] = row[name] + e
         out.append(row)
     return out
+
+
+def slot_pose(calibration: Any, rotor: tuple[float, float, float, float], slot: int, depth_frac: float,
+              radial_m: float = 0.0, axial_deg: float = 0.0) -> dict[str, float]:
+    """World tip position and axis of a tube in rotor slot ``slot`` (rotor = x, y, z, yaw),
+    inserted to ``depth_frac`` of the socket depth, offset ``radial_m`` and tilted
+    ``axial_deg`` off the socket axis (both in the vertical plane through the slot)."""
+    mouths, axes = calibration.slots()
+    mouth, axis = mouths[slot], axes[slot]
+    tilt = math.radians(axial_deg)
+    side = np.cross(axis, [0.0, 0.0, 1.0])
+    side = side / np.linalg.norm(side) if np.linalg.norm(side) > 0 else np.array([1.0, 0.0, 0.0])
+    bent = math.cos(tilt) * axis + math.sin(tilt) * np.cross(side, axis)
+    tip = mouth + depth_frac * calibration.socket_depth_m * axis + radial_m * np.cross(side, axis)
+    x0, y0, z0, yaw = rotor
+    c, s = math.cos(yaw), math.sin(yaw)
+
+    def world(v: np.ndarray, origin: bool) -> tuple[float, float, float]:
+        wx, wy = c * v[0] - s * v[1], s * v[0] + c * v[1]
+        return (wx + x0, wy + y0, v[2] + z0) if origin else (wx, wy, v[2])
+
+    (x, y, z), (ax, ay, az) = world(tip, True), world(bent, False)
+    return {"x": x, "y": y, "z": z, "ax": ax, "ay": ay, "az": az}
+
+
+class CentrifugeStream(_Stream):
+    """Centrifuge loading: each tube is ``away`` (on the rack, far from the rotor) or in a
+    slot with a depth, offsets and flags; the rotor has a pose (x, y, z, yaw)."""
+
+    AWAY = {"x": 0.4, "y": 0.0, "z": 0.1, "ax": 0.0, "ay": 0.0, "az": -1.0}
+
+    def __init__(self, instance: Any, hz: float = 500.0, rotor: tuple[float, float, float, float] | None = None) -> None:
+        super().__init__(hz)
+        self.instance = instance
+        self.rotor = rotor if rotor is not None else (0.5, 0.0, 0.1, instance.rotor_yaw)
+        self.tubes: dict[str, dict[str, Any]] = {}
+        for tube in ("tube_a", "tube_b"):
+            self.place(tube, None)
+        for tube, slot in instance.start:
+            self.place(tube, slot)
+
+    def place(self, tube: str, slot: int | None, depth_frac: float = 0.9, radial_m: float = 0.0, axial_deg: float = 0.0,
+              grasped: bool = False, supported: bool | None = None, speed: float = 0.0) -> CentrifugeStream:
+        pose = dict(self.AWAY) if slot is None else slot_pose(self.instance.calibration, self.rotor, slot, depth_frac,
+                                                             radial_m, axial_deg)
+        self.tubes[tube] = {**pose, "grasped": grasped, "contact": grasped,
+                            "supported": (slot is not None and not grasped) if supported is None else supported,
+                            "speed": speed}
+        return self
+
+    def row(self) -> Row:
+        x, y, z, yaw = self.rotor
+        row: Row = {"rotor_x": x, "rotor_y": y, "rotor_z": z, "rotor_yaw": yaw}
+        for tube, state in self.tubes.items():
+            for key, value in state.items():
+                row[f"{tube}_{key}"] = value
+        return row
+
+
+class RackStream(_Stream):
+    """Placement recall: a rack pose, the tube (in a slot, in the gripper, or on the
+    table) and the gripper (position, vertical speed); ``move_rack`` applies eq. 10."""
+
+    def __init__(self, instance: Any, hz: float = 500.0) -> None:
+        super().__init__(hz)
+        self.instance = instance
+        self.rack = tuple(instance.rack_pose)
+        self.tube = {"x": 0.2, "y": 0.0, "z": 0.0, "in_rack": False, "on_table": True, "contact": False,
+                     "grasped": False, "speed": 0.0}
+        self.grip = {"x": 0.0, "y": 0.0, "z": 0.4, "vz": 0.0}
+        self.occluded = False
+
+    def slot_world(self, label: str, height: float = 0.0) -> tuple[float, float, float]:
+        from labrecord.scorers.contracts.rack import pose_matrix, slot_center
+
+        lx, ly = slot_center(label)
+        p = pose_matrix(*self.rack) @ np.array([lx, ly, height, 1.0])
+        return float(p[0]), float(p[1]), float(p[2])
+
+    def approach(self, label: str, carrying: bool = False, height: float = 0.05, vz: float = -0.05) -> RackStream:
+        """Gripper descending over ``label`` (carrying the tube or empty)."""
+        x, y, z = self.slot_world(label, height)
+        self.grip = {"x": x, "y": y, "z": z, "vz": vz}
+        if carrying:
+            self.tube.update(x=x, y=y, z=z, in_rack=False, on_table=False, contact=True, grasped=True, speed=abs(vz))
+        return self
+
+    def seat(self, label: str) -> RackStream:
+        """Tube released into ``label``; the gripper withdraws upward."""
+        x, y, z = self.slot_world(label)
+        self.tube.update(x=x, y=y, z=z, in_rack=True, on_table=False, contact=False, grasped=False, speed=0.0)
+        self.grip = {**self.grip, "z": self.grip["z"] + 0.2, "vz": 0.05}
+        return self
+
+    def lift(self) -> RackStream:
+        """Grasp the tube and lift it clear of the rack."""
+        self.grip = {**self.grip, "x": self.tube["x"], "y": self.tube["y"], "z": self.tube["z"] + 0.15, "vz": 0.05}
+        self.tube.update(z=self.tube["z"] + 0.1, in_rack=False, on_table=False, contact=True, grasped=True, speed=0.05)
+        return self
+
+    def to_table(self, x: float = 0.4, y: float = -0.2) -> RackStream:
+        self.tube.update(x=x, y=y, z=0.0, in_rack=False, on_table=True, contact=False, grasped=False, speed=0.0)
+        self.grip = {"x": x, "y": y, "z": 0.3, "vz": 0.05}
+        return self
+
+    def still(self) -> RackStream:
+        self.grip = {**self.grip, "vz": 0.0}
+        return self
+
+    def move_rack(self, pose: tuple[float, float, float, float]) -> RackStream:
+        """The occluded transition: the rack jumps to ``pose``, a seated tube follows (eq. 10)."""
+        from labrecord.scorers.contracts.rack import pose_matrix, rack_transition
+
+        if self.tube["in_rack"]:
+            t_tube = pose_matrix(self.tube["x"], self.tube["y"], self.tube["z"], 0.0)
+            moved = rack_transition(t_tube, pose_matrix(*self.rack), pose_matrix(*pose))
+            self.tube.update(x=float(moved[0, 3]), y=float(moved[1, 3]), z=float(moved[2, 3]))
+        self.rack = tuple(pose)
+        return self
+
+    def set(self, **state: Any) -> RackStream:
+        for key, value in state.items():
+            setattr(self, key, value)
+        return self
+
+    def row(self) -> Row:
+        x, y, z, yaw = self.rack
+        row: Row = {"rack_x": x, "rack_y": y, "rack_z": z, "rack_yaw": yaw, "occluded": self.occluded}
+        row.update({f"tube_{k}": v for k, v in self.tube.items()})
+        row.update({f"grip_{k}": v for k, v in self.grip.items()})
+        return row

@@ -15,8 +15,9 @@ it — hand pressure and gripper support never count as supported load.  The sup
 W_t is confirmed at *settled* steps (valid, stable, released, low motion, and the
 instantaneous supported set unchanged for the 1 s stability window): each addition
 gives ``confirm add:<w>`` (predicate ``supported``), each removal ``confirm remove:<w>``
-(predicate ``removed``); a standard grasped off the pan that is not supported at the next
-settled step gives ``failure miss`` and the obligation stays open.  Legal corrections
+(predicate ``removed``); a standard grasped off the pan, released over the pan (optional
+``{w}_over_pan``; without it every release counts) and not supported at the next settled
+step gives ``failure miss`` and the obligation stays open.  Legal corrections
 (eq. U(z, g)): add W*∖W_t, remove W_t∖W*; with W_t = W* only stop or wait remain.
 
 Success: valid ∧ |display − target| ≤ 1 g ∧ supported set = W* ∧ released (no robot
@@ -26,7 +27,7 @@ than 0.01 m/s), held continuously 3 s; any disturbance restarts the timer.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from collections.abc import Sequence
 from typing import Any, ClassVar, NamedTuple
 
@@ -108,6 +109,7 @@ class WeighingFeatures(NamedTuple):
     stable: bool          # 1 s filtered range <= 0.5 g over valid samples
     supported: int        # bit mask of standards supported by the pan alone
     grasped: int          # bit mask of standards held in a bilateral grasp
+    over: int             # bit mask of standards over the pan (all, without {w}_over_pan)
     released: bool        # no robot contact with standards, pan or sample
     low_motion: bool
     settled: bool         # valid, stable, released, low motion, support unchanged for 1 s
@@ -119,7 +121,6 @@ class WeighingFeatures(NamedTuple):
 class WeighingState(TaskState):
     supported: int = 0     # W_t, the confirmed supported set
     pending_add: int = 0   # standards grasped off the pan since the last settled step
-    history: list[int] = field(default_factory=list)
 
 
 class WeighingStepper:
@@ -162,7 +163,7 @@ class WeighingStepper:
             spread = self.window.push(t, self.m)
             stable = t - self.run_start >= th.stable_window_s and spread <= th.stable_range_g
         self.prev_t, self.prev_valid = t, valid
-        supported = grasped = 0
+        supported = grasped = over = 0
         touched = bool_of(row, "hand_pan_contact")
         low = float_of(row, "pan_speed") <= th.low_motion_m_s
         for w in STANDARDS:
@@ -172,6 +173,8 @@ class WeighingStepper:
                 supported |= BIT[w]
             if bool_of(row, f"{w}_grasped"):
                 grasped |= BIT[w]
+            if row.get(f"{w}_over_pan") in (None, True):  # unknown counts as over the pan
+                over |= BIT[w]
             low = low and float_of(row, f"{w}_speed") <= th.low_motion_m_s
         released = not touched
         if supported != self.mask:
@@ -180,7 +183,8 @@ class WeighingStepper:
         success = (valid and abs(quantize(self.m, th.quantum_g) - self.instance.target_g) <= th.success_tol_g
                    and supported == self.goal_mask and released and low)
         held = self.dwell.push(success, t)
-        return WeighingFeatures(step, t, valid, self.m, stable, supported, grasped, released, low, settled, success, held)
+        return WeighingFeatures(step, t, valid, self.m, stable, supported, grasped, over, released, low, settled, success,
+                                held)
 
 
 def display_chain(t: np.ndarray, force_n: np.ndarray, valid: np.ndarray, f_empty_n: float, g0: float,
@@ -271,8 +275,10 @@ class WeighingContract(TaskContract):
 
     def update(self, state: WeighingState, f: WeighingFeatures, prev: WeighingFeatures | None,
                instance: WeighingInstance) -> list[ContractEvent]:
-        rising = f.grasped & ~(prev.grasped if prev is not None else 0)
-        state.pending_add |= rising & ~state.supported
+        before = prev.grasped if prev is not None else 0
+        state.pending_add |= f.grasped & ~before & ~state.supported
+        # released away from the pan (put back): not an attempt on the pan
+        state.pending_add &= ~(before & ~f.grasped & ~f.over)
         if not f.settled:
             return []
         events: list[ContractEvent] = []
@@ -291,7 +297,6 @@ class WeighingContract(TaskContract):
         if f.supported != state.supported:
             state.supported = f.supported
             state.changes += 1
-            state.history.append(f.supported)
         state.pending_add = 0
         return events
 
@@ -322,6 +327,7 @@ class WeighingContract(TaskContract):
         n = len(t)
         supported = np.zeros(n, dtype=np.int64)
         grasped = np.zeros(n, dtype=np.int64)
+        over = np.zeros(n, dtype=np.int64)
         touched = column(table, "hand_pan_contact", bool)
         with np.errstate(invalid="ignore"):
             low = column(table, "pan_speed", np.float64) <= th.low_motion_m_s
@@ -330,6 +336,11 @@ class WeighingContract(TaskContract):
                 touched = touched | contact
                 supported |= np.where(column(table, f"{w}_on_pan", bool) & ~contact, BIT[w], 0)
                 grasped |= np.where(column(table, f"{w}_grasped", bool), BIT[w], 0)
+                if f"{w}_over_pan" in table.column_names:
+                    known = table.column(f"{w}_over_pan").fill_null(True).to_numpy(zero_copy_only=False)
+                    over |= np.where(np.asarray(known, dtype=bool), BIT[w], 0)
+                else:
+                    over |= BIT[w]
                 low &= column(table, f"{w}_speed", np.float64) <= th.low_motion_m_s
             display = np.floor(m_bar / th.quantum_g + 0.5) * th.quantum_g
             success = valid & (np.abs(display - instance.target_g) <= th.success_tol_g) & (supported == instance.goal_mask) & ~touched & low
@@ -339,7 +350,7 @@ class WeighingContract(TaskContract):
         mask_since = t[np.maximum.accumulate(np.where(changed, np.arange(n), 0))] if n else t
         settled = stable & ~touched & low & (t - mask_since >= th.stable_window_s)
         return {"step": column(table, "step", np.int64), "t": t, "valid": valid, "m_bar": m_bar, "stable": stable,
-                "supported": supported, "grasped": grasped, "released": ~touched, "low_motion": low,
+                "supported": supported, "grasped": grasped, "over": over, "released": ~touched, "low_motion": low,
                 "settled": settled, "success": success, "held": held}
 
 

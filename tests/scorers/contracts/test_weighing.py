@@ -136,6 +136,17 @@ def test_weight_missing_the_pan_leaves_obligation_open() -> None:
     assert not of_type(events, "confirm") and events[-1] == {"physical_complete": False}
 
 
+@pytest.mark.parametrize("over, failures", [({"w50"}, ["miss"]), (set(), [])])
+def test_release_over_the_pan_is_a_miss_and_elsewhere_a_put_back(over: set, failures: list) -> None:
+    inst = basic()
+    s = WeighingStream(inst).set(over_pan=set()).hold(1.5)
+    s.set(grasped={"w50"}, speed=0.1).hold(0.4).set(over_pan=over).hold(0.1)
+    s.set(grasped=set(), speed=0.0).hold(0.01).set(over_pan=set()).hold(2.5)
+    events = run_online(inst, s.rows)
+    assert [f.fields["reason"] for f in of_type(events, "failure")] == failures
+    assert [o.fields["trigger"] for o in of_type(events, "opportunity")] == ["initial"] + ["failed_attempt"] * len(failures)
+
+
 def test_hand_pressure_with_correct_reading_is_not_success() -> None:
     inst = basic()
     s = WeighingStream(inst).hold(1.5).set(press_g=50.0).hold(6.0)  # display shows 180.0
@@ -188,7 +199,7 @@ def test_instance_from_task_reads_variant_and_refuses_bad_values() -> None:
 # -- online and bulk agree --------------------------------------------------------------
 
 @settings(max_examples=15, deadline=None)
-@given(script=st.lists(st.tuples(st.integers(0, 5), st.sampled_from(STANDARDS), st.floats(0.002, 2.0)), max_size=10),
+@given(script=st.lists(st.tuples(st.integers(0, 6), st.sampled_from(STANDARDS), st.floats(0.002, 2.0)), max_size=10),
        seed=st.integers(0, 2**16))
 def test_online_tracker_and_bulk_replay_agree(script: list, seed: int) -> None:
     inst = WeighingInstance(target_g=220.0, sample_g=100.0, goal=frozenset({"w100", "w20"}), start=frozenset({"w50"}))
@@ -196,7 +207,7 @@ def test_online_tracker_and_bulk_replay_agree(script: list, seed: int) -> None:
     for action, w, seconds in script:
         changes = [dict(grasped={w}, speed=0.1), dict(grasped=set(), on_pan=s.on_pan | {w}, speed=0.0),
                    dict(grasped=set(), on_pan=s.on_pan - {w}, speed=0.0), dict(sensor_ok=not s.sensor_ok),
-                   dict(press_g=10.0), dict(press_g=0.0)]
+                   dict(press_g=10.0), dict(press_g=0.0), dict(over_pan={w})]
         s.set(**changes[action]).hold(seconds)
     rows = jitter(s.rows, np.random.default_rng(seed), ["pan_force_n"], 1e-4)
     online = run_online(inst, rows)

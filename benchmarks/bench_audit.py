@@ -1,0 +1,102 @@
+"""Replay-audit throughput in physics steps per second, against the bare Parquet read.
+
+Writes ``--runs`` constructed weighing runs of ``--seconds`` simulated seconds each at
+``--hz`` (through the online tracker and RunWriter, like a recorder), then measures in
+the same process:
+
+* baseline: ``pyarrow.parquet.read_table`` of every run's ``measurements.parquet``;
+* audit: ``labrecord.scorers.audit.audit_run`` of every run (reads the same file, replays
+  the contract, compares with the events);
+* online: the tracker stepping the same rows one at a time (the recorder's cost).
+
+Prints steps/s for each and the ratios audit/baseline and online/audit.
+
+Example:
+    python benchmarks/bench_audit.py --runs 4 --seconds 20     # quick
+    python benchmarks/bench_audit.py                            # 10 runs × 60 s at 500 Hz
+"""
+from __future__ import annotations
+
+import argparse
+import tempfile
+import time
+from pathlib import Path
+
+
+def build_runs(root: Path, runs: int, seconds: float, hz: float) -> tuple[list[Path], list[list[dict]]]:
+    """Constructed weighing episodes: remove/add cycles, then the correct standard."""
+    from labrecord.examples import example_manifest
+    from labrecord.scorers.contracts import get_contract
+    from labrecord.scorers.contracts.streams import WeighingStream, record_run
+    from labrecord.scorers.contracts.weighing import WeighingInstance
+
+    contract = get_contract("weighing")
+    dirs, streams = [], []
+    for k in range(runs):
+        inst = WeighingInstance(target_g=180.0, sample_g=130.0, goal=frozenset({"w50"}), f_empty_n=1.0)
+        s = WeighingStream(inst, hz=hz).hold(1.5)
+        while s.t < seconds - 10.0:
+            s.set(grasped={"w20"}, speed=0.1).hold(0.4).set(grasped=set(), on_pan={"w20"}, speed=0.0).hold(2.5)
+            s.set(grasped={"w20"}, speed=0.1).hold(0.4).set(grasped=set(), on_pan=set(), speed=0.0).hold(2.5)
+        s.set(grasped={"w50"}, speed=0.1).hold(0.4).set(grasped=set(), on_pan={"w50"}, speed=0.0)
+        s.hold(max(seconds - s.t, 5.0))
+        manifest = example_manifest(f"bench-{k:04d}")
+        manifest.task.variant = inst.variant()
+        dirs.append(record_run(root, manifest, contract, inst, s.rows))
+        streams.append(s.rows)
+    return dirs, streams
+
+
+def best_of(repeat: int, fn) -> float:
+    times = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return min(times)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--runs", type=int, default=10)
+    parser.add_argument("--seconds", type=float, default=60.0, help="simulated seconds per run")
+    parser.add_argument("--hz", type=float, default=500.0, help="physics rate of the measurements")
+    parser.add_argument("--repeat", type=int, default=3, help="timing repetitions (best of)")
+    args = parser.parse_args()
+
+    import pyarrow.parquet as pq
+
+    from labrecord.scorers.audit import audit_run
+    from labrecord.scorers.contracts import get_contract
+    from labrecord.scorers.contracts.weighing import WeighingInstance
+
+    with tempfile.TemporaryDirectory() as tmp:
+        dirs, streams = build_runs(Path(tmp), args.runs, args.seconds, args.hz)
+        steps = sum(len(rows) for rows in streams)
+        for run_dir in dirs:  # fail loudly rather than time a broken audit
+            result = audit_run(run_dir)
+            assert result.ok, [str(f) for f in result.findings]
+
+        read_s = best_of(args.repeat, lambda: [pq.read_table(d / "measurements.parquet") for d in dirs])
+        audit_s = best_of(args.repeat, lambda: [audit_run(d) for d in dirs])
+        contract = get_contract("weighing")
+        inst = WeighingInstance(target_g=180.0, sample_g=130.0, goal=frozenset({"w50"}), f_empty_n=1.0)
+
+        def online() -> None:
+            for rows in streams:
+                tracker = contract.tracker(inst)
+                for row in rows:
+                    tracker.step(row)
+
+        online_s = best_of(1, online)
+
+    print(f"weighing runs: {args.runs} × {args.seconds:g} s at {args.hz:g} Hz = {steps} physics steps")
+    print(f"  bare Parquet read : {steps / read_s:14,.0f} steps/s  ({read_s * 1e3:8.1f} ms)")
+    print(f"  replay audit      : {steps / audit_s:14,.0f} steps/s  ({audit_s * 1e3:8.1f} ms)")
+    print(f"  online tracker    : {steps / online_s:14,.0f} steps/s  ({online_s * 1e3:8.1f} ms)")
+    print(f"  ratio audit / bare read time : {audit_s / read_s:6.1f}x")
+    print(f"  ratio online / audit time    : {online_s / audit_s:6.1f}x")
+
+
+if __name__ == "__main__":
+    main()
