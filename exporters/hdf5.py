@@ -8,11 +8,12 @@ carry the acceptance rule as attributes.
 """
 from __future__ import annotations
 
-import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+import msgspec
 
 from labrecord.demo import Attempt, demo_name, finish_file
 from labrecord.errors import LabrecordError
@@ -42,8 +43,6 @@ def merged_env_args(selection: Selection) -> dict[str, Any]:
     first = dict(selection.runs[accepted_runs[0]].env_args)
     names = sorted({str(selection.runs[r].env_args.get("env_name")) for r in accepted_runs})
     spec = selection.action_spec()
-    import msgspec
-
     first["labrecord"] = {**dict(first.get("labrecord") or {}), "env_names": names, "runs": accepted_runs,
                           "action_spec": msgspec.to_builtins(spec), "rule": selection.rule}
     first["labrecord"].pop("run_id", None)
@@ -112,7 +111,3 @@ def _manifest(selection: Selection) -> list[Attempt]:
                     extra={"source_demo": row.demo, "accepted": row.accepted, "split": row.split, "note": row.note,
                            "run_status": row.status})
             for i, row in enumerate(selection.attempts)]
-
-
-def describe(summary: ExportSummary) -> str:
-    return json.dumps(summary.to_json())

@@ -99,9 +99,6 @@ class Selection:
         first = self.runs[self.accepted[0].run_id]
         return first.manifest.system.action_spec
 
-    def split_info(self) -> dict[str, Any]:
-        return {name: [f"{a.run_id}/{a.demo}" for a in self.accepted if a.split == name] for name in ("train", "valid")}
-
 
 def _run_rows(source: RunSource) -> list[AttemptRow]:
     m = source.manifest

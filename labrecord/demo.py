@@ -446,18 +446,20 @@ class DemoReader:
             raise LabrecordError(f"{self.path}: no such demo file") from error
         except OSError as error:
             raise LabrecordError(f"{self.path}: not a readable HDF5 file ({error})") from error
-        if "data" not in self._file:
+        try:
+            if "data" not in self._file:
+                raise LabrecordError(f"{self.path}: no 'data' group; not a robomimic-layout demo file")
+            self._check_format()
+            self.env_args = self._env_args()
+        except LabrecordError:
             self._file.close()
-            raise LabrecordError(f"{self.path}: no 'data' group; not a robomimic-layout demo file")
-        self._check_format()
-        self.env_args = self._env_args()
+            raise
 
     def _check_format(self) -> None:
         fmt = self._file["data"].attrs.get("format", DEMO_FORMAT)
         fmt = fmt.decode() if isinstance(fmt, bytes) else str(fmt)
         match = _FORMAT.match(fmt)
         if match is None or int(match.group(1)) > SUPPORTED_MAJOR:
-            self._file.close()
             raise SchemaVersionError(f"{self.path}: demo format {fmt!r} is not readable; this labrecord reads {DEMO_FORMAT}")
 
     def _env_args(self) -> dict[str, Any]:

@@ -93,6 +93,15 @@ def test_different_action_specs_refused(tmp_path: Path) -> None:
     assert not (tmp_path / "out.hdf5").exists()
 
 
+def test_different_observations_refused(tmp_path: Path) -> None:
+    write_demo_runs(tmp_path / "runs", runs=1, episodes=1, steps=3, image_size=8, prefix="small")
+    write_demo_runs(tmp_path / "runs", runs=1, episodes=1, steps=3, image_size=16, prefix="large")
+    with pytest.raises(LabrecordError, match=r"demos large-0000/demo_0 and small-0000/demo_0 differ in observations"
+                                             r".*front\[16, 16, 3\].*front\[8, 8, 3\]"):
+        export_hdf5(tmp_path / "runs", tmp_path / "out.hdf5")
+    assert not (tmp_path / "out.hdf5").exists()
+
+
 def test_robomimic_sequence_dataset(demo_runs: Path, tmp_path: Path) -> None:
     try:
         import robomimic.utils.obs_utils as obs_utils

@@ -196,6 +196,17 @@ def test_hostile_files(tmp_path: Path) -> None:
         reader.demo("demo_0")
     with DemoReader(short) as reader, pytest.raises(LabrecordError, match="no demo data/demo_9"):
         reader.demo("demo_9")
+    bad_manifest = tmp_path / "bad_manifest.hdf5"
+    _write_small(bad_manifest)
+    with h5py.File(bad_manifest, "r+") as f:
+        f["manifest"][1] = '{"attempt": 1}'
+        f["data"].attrs["env_args"] = "{not json"
+    with pytest.raises(LabrecordError, match="env_args'] is not JSON"):
+        DemoReader(bad_manifest)
+    with h5py.File(bad_manifest, "r+") as f:
+        f["data"].attrs["env_args"] = "{}"
+    with DemoReader(bad_manifest) as reader, pytest.raises(LabrecordError, match=r"manifest\[1\]: bad manifest entry"):
+        reader.manifest()
 
 
 def test_split_by_hand() -> None:

@@ -1,0 +1,70 @@
+"""Tests for labrecord.exporters.parquet."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import duckdb
+import numpy as np
+import pyarrow.parquet as pq
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from labrecord.demo import read_demos
+from labrecord.errors import LabrecordError
+from labrecord.exporters.examples import write_demo_runs
+from labrecord.exporters.parquet import export_parquet
+from labrecord.rundir import read_events
+
+
+def test_tables_by_hand(demo_runs: Path, tmp_path: Path) -> None:
+    out = tmp_path / "flat"
+    summary = export_parquet(demo_runs, out)
+    assert (summary.demos, summary.frames, summary.attempts) == (4, 48, 6)
+    assert sorted(p.name for p in out.iterdir()) == ["attempts.parquet", "events.parquet", "export.json",
+                                                      "measurements.parquet", "steps.parquet"]
+    steps = pq.read_table(out / "steps.parquet")
+    assert steps.num_rows == 48
+    assert "obs.front" not in steps.column_names and "obs.state" in steps.column_names
+    assert not any("hidden" in c or "score" in c for c in steps.column_names)
+    sources = {(d.run_id, d.episode): d for run in sorted(demo_runs.iterdir()) for d in read_demos(run / "demo.hdf5")}
+    rows = steps.to_pylist()
+    for row in rows:
+        demo = sources[(row["run_id"], row["episode"])]
+        np.testing.assert_array_equal(np.array(row["action"], dtype=np.float32), demo.actions[row["frame"]])
+        np.testing.assert_array_equal(np.array(row["obs.state"], dtype=np.float32), demo.obs["state"][row["frame"]])
+        assert row["policy_in_control"] == bool(demo.control_mask[row["frame"]])
+    attempts = pq.read_table(out / "attempts.parquet").to_pylist()
+    assert len(attempts) == 6 and sum(a["accepted"] for a in attempts) == 4
+    events = pq.read_table(out / "events.parquet")
+    assert events.num_rows == sum(len(read_events(run)) for run in demo_runs.iterdir())
+    con = duckdb.connect()
+    counts = con.execute(f"SELECT run_id, count(*) FROM '{out}/measurements.parquet' GROUP BY run_id ORDER BY 1").fetchall()
+    assert counts == [("demo-run-0000", 36), ("demo-run-0001", 36)]
+    first = con.execute(f"SELECT type, fields FROM '{out}/events.parquet' ORDER BY run_id, seq LIMIT 1").fetchone()
+    assert first[0] == "episode_start" and json.loads(first[1]) == {"episode": 0}
+    assert json.loads((out / "export.json").read_text())["frames"] == 48
+
+
+def test_refusals_write_nothing(demo_runs: Path, tmp_path: Path) -> None:
+    out = tmp_path / "flat"
+    export_parquet(demo_runs, out)
+    with pytest.raises(LabrecordError, match="already exists"):
+        export_parquet(demo_runs, out)
+    export_parquet(demo_runs, out, accept="all", overwrite=True)
+    assert pq.read_table(out / "steps.parquet").num_rows == 72
+    with pytest.raises(LabrecordError, match="none accepted"):
+        export_parquet(demo_runs, tmp_path / "none", accept="success AND NOT success")
+    assert not (tmp_path / "none").exists()
+
+
+@settings(max_examples=6, deadline=None)
+@given(steps=st.integers(1, 6), runs=st.integers(1, 3))
+def test_rows_add_up(tmp_path_factory: pytest.TempPathFactory, steps: int, runs: int) -> None:
+    root = tmp_path_factory.mktemp("pq")
+    write_demo_runs(root / "runs", runs=runs, episodes=2, steps=steps, successes=(True, False), cameras=())
+    export_parquet(root / "runs", root / "out")
+    table = pq.read_table(root / "out" / "steps.parquet")
+    assert table.num_rows == runs * steps
+    assert set(table.column("episode").to_pylist()) == {0}
