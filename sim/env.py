@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from labrecord.recorders.contacts import found_matrix, hand_on_pan, robot_touch, supported_by_pan
-from labrecord.sim.scene import OBJECTS, PHYSICS_HZ, STANDARDS, Placement, WeighingScene, contact_pairs
+from labrecord.sim.scene import OBJECTS, PAN_RADIUS, PHYSICS_HZ, STANDARDS, Placement, WeighingScene, contact_pairs
 
 CAMERAS: tuple[str, ...] = ("front", "wrist", "display")
 #: load-cell capacity (about 5 kg with the pan): beyond it the sensor reports overload and the reading is invalid
@@ -113,6 +113,8 @@ class WeighingEnv:
             columns[f"{name}_contact"] = contact[:, index]
             columns[f"{name}_grasped"] = bilateral[:, index] & closed
             columns[f"{name}_speed"] = speed[:, index]
+            # over the pan's footprint: a release there that does not land is a miss
+            columns[f"{name}_over_pan"] = np.hypot(pos[:, index, 0], pos[:, index, 1]) < PAN_RADIUS
             for axis, coordinate in zip("xyz", range(3)):
                 columns[f"{name}_{axis}"] = pos[:, index, coordinate].copy()
         self._step += n

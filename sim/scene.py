@@ -28,6 +28,7 @@ TABLE_SPOTS: tuple[tuple[float, float], ...] = ((0.25, -0.15), (0.25, -0.05), (0
 #: pan spots for standards around the sample (x, y), metres; the pan radius is 0.1 m
 PAN_SPOTS: tuple[tuple[float, float], ...] = ((0.055, 0.0), (0.0, 0.055), (-0.055, 0.0), (0.0, -0.055))
 PAN_TOP_Z = 0.070
+PAN_RADIUS = 0.1
 GRIPPER_OPEN = 0.0
 GRIPPER_CLOSED = -0.03
 PHYSICS_HZ = 500.0

@@ -157,10 +157,11 @@ def _bench(control_hz: float, cameras: tuple[str, ...], size: int) -> Any:
 
 
 def contract_columns() -> tuple[str, ...]:
-    """``step``, ``t`` and the weighing family's registered measurement columns."""
-    from labrecord.measurements import COMMON_COLUMNS, FAMILY_COLUMNS
+    """The columns the weighing contract reads: ``step``, ``t``, the family's registered
+    columns and the optional ``{w}_over_pan`` this bench writes (the audit reads them too)."""
+    from labrecord.measurements import COMMON_COLUMNS, FAMILY_COLUMNS, WEIGHING_STANDARDS
 
-    return (*COMMON_COLUMNS, *FAMILY_COLUMNS["weighing"])
+    return (*COMMON_COLUMNS, *FAMILY_COLUMNS["weighing"], *(f"{w}_over_pan" for w in WEIGHING_STANDARDS))
 
 
 def _manifest(spec: EpisodeSpec, instance: Any, policy: Any, contract: Any, layout: Any) -> RunManifest:
