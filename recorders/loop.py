@@ -151,6 +151,7 @@ class StepOwner:
                 frame = env.render(camera)
                 self.videos[camera] = VideoStream(writer.path(VIDEOS_DIR) / f"{camera}.mp4", env.control_hz, frame.shape[1], frame.shape[0])
         self.blocks: list[dict[str, np.ndarray]] = []
+        self.logs: list[EpisodeLog] = []
         self._step = 0
         self._obs_count = 0
 
@@ -194,6 +195,7 @@ class StepOwner:
                 break
         writer.online_score(self.scorer.snapshot(env.time))
         writer.emit(EpisodeEnd, t=env.time, episode=episode, **self.scorer.episode_end())
+        self.logs.append(log)
         return log
 
     def _emit(self, event_type: type, *, t: float, fields: dict[str, Any] | None = None, **more: Any) -> Any:
@@ -272,6 +274,10 @@ class StepOwner:
         """Write measurements and ``scores.json`` (before the simulator closes) and close videos."""
         self.writer.write_measurements(self.measurement_table())
         scores = self.scorer.final(self.writer.manifest.run_id, status)
+        for entry, log in zip(scores.episodes, self.logs):
+            # inference is a cost of its own: physics was paused while the policy ran
+            entry["policy"] = {"queries": log.queries, "inference_s": round(log.inference_s, 6),
+                               "rejected_chunks": log.rejected, "clipped_actions": log.clipped}
         self.writer.write_scores(scores)
         for stream in self.videos.values():
             stream.close()

@@ -162,7 +162,9 @@ class ContractScorer:
 
     def final(self, run_id: str, status: str) -> FinalScores:
         episode = {"counts": dict(self.counts), "first_choices": self.first_choices, **self.episode_end()}
-        return FinalScores(run_id=run_id, status=status, metrics=self.metrics(), episodes=[episode])
+        from labrecord.rundir import utc_now
+
+        return FinalScores(run_id=run_id, status=status, metrics=self.metrics(), episodes=[episode], created_at=utc_now())
 
 
 class _EmitAdapter:

@@ -49,6 +49,8 @@ def test_reference_runs_validate_and_audit(reference_runs):
             assert (run / "videos" / f"{camera}.mp4").stat().st_size > 0
         scores = json.loads((run / "scores.json").read_text())
         assert scores["run_id"] == manifest.run_id
+        policy_cost = scores["episodes"][0]["policy"]
+        assert policy_cost["queries"] > 0 and policy_cost["inference_s"] >= 0 and policy_cost["rejected_chunks"] == 0
 
 
 def test_reference_chooses_the_required_standard_and_completes(reference_runs):
