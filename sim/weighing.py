@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import os
+import sys
 from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
@@ -106,7 +107,8 @@ def instruction_of(instance: Any) -> str:
 
 def run_episode(spec: EpisodeSpec) -> Path:
     """One episode, one run directory (``<out_dir>/<run_id>``)."""
-    os.environ.setdefault("MUJOCO_GL", "egl")
+    if sys.platform.startswith("linux"):
+        os.environ.setdefault("MUJOCO_GL", "egl")  # headless offscreen rendering; osmesa also works
     from labrecord.recorders.loop import StepOwner
     from labrecord.recorders.online import ContractScorer
     from labrecord.scorers.contracts import get_contract
