@@ -33,9 +33,10 @@ def found_matrix(found: np.ndarray, pairs: list[tuple[int, int]], n_objects: int
     contacts of entity pair ``pairs[p]`` at each of n steps (the simulator-sensor form)."""
     entities = OBJECT0 + n_objects
     touch = np.zeros((len(found), entities, entities), dtype=bool)
+    first, second = np.array(pairs, dtype=np.int64).reshape(-1, 2).T
     hit = found > 0
-    for column, (a, b) in enumerate(pairs):
-        touch[:, a, b] = touch[:, b, a] = hit[:, column]
+    touch[:, first, second] = hit
+    touch[:, second, first] = hit
     return touch
 
 
