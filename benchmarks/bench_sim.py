@@ -113,8 +113,7 @@ def display_error(configs: int, seed: int) -> float:
         blocks = []
         for _ in range(int(3.5 * env.control_hz)):
             env.apply(hold)
-            for _ in range(int(env.physics_hz / env.control_hz)):
-                env.step()
+            env.advance(int(env.physics_hz / env.control_hz))
             blocks.append(env.end_block())
         t = np.concatenate([b["t"] for b in blocks])
         force = np.concatenate([b["pan_force_n"] for b in blocks])

@@ -200,7 +200,11 @@ class IsaacSimWeighingEnv:
     def time(self) -> float:
         return float(self.world.current_time)
 
-    def step(self) -> None:
+    def advance(self, steps: int) -> None:
+        for _ in range(steps):
+            self._step_once()
+
+    def _step_once(self) -> None:
         self.world.step(render=False)
         wrench = np.asarray(self.balance.get_measured_joint_forces())[0, self.pan_link_index]
         _, quat = self.balance.get_world_poses()  # root pose; the pan joint frame is fixed to it

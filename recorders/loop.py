@@ -56,8 +56,8 @@ class Environment(Protocol):
     def apply(self, action: np.ndarray) -> None:
         """Set the command held until the next control boundary."""
 
-    def step(self) -> None:
-        """Advance one physics step and record its raw measurements."""
+    def advance(self, steps: int) -> None:
+        """Advance ``steps`` physics steps, recording the raw measurements of each."""
 
     def end_block(self) -> dict[str, np.ndarray]:
         """Measurement columns (one row per physics step) since the previous call."""
@@ -180,8 +180,7 @@ class StepOwner:
             policy_in_control = True
             env.apply(action)
             last_action = action
-            for _ in range(self.steps_per_control):
-                env.step()
+            env.advance(self.steps_per_control)
             block = env.end_block()
             block.update(self._command_columns(action, len(block["t"])))
             self.blocks.append(block)

@@ -79,15 +79,18 @@ class WeighingEnv:
     def apply(self, action: np.ndarray) -> None:
         self.scene.apply(action)
 
-    def step(self) -> None:
-        scene = self.scene
-        scene.mujoco.mj_step(scene.model, self._data)
-        k = self._k
-        self._sensor_rows[k] = self._sensordata  # load cell and contact sensors in one copy
-        self._t[k] = self._data.time
-        self._qvel_rows[k] = self._qvel_view
-        self._qpos_rows[k] = self._qpos_view
-        self._k = k + 1
+    def advance(self, steps: int) -> None:
+        """``steps`` physics steps, each followed by a copy of its raw readings."""
+        mj_step, model, data = self.scene.mujoco.mj_step, self.scene.model, self._data
+        sensors, t, qvel, qpos = self._sensor_rows, self._t, self._qvel_rows, self._qpos_rows
+        sensordata, qvel_view, qpos_view = self._sensordata, self._qvel_view, self._qpos_view
+        for k in range(self._k, self._k + steps):
+            mj_step(model, data)
+            sensors[k] = sensordata  # load cell and contact sensors in one copy
+            t[k] = data.time
+            qvel[k] = qvel_view
+            qpos[k] = qpos_view
+        self._k += steps
 
     def end_block(self) -> dict[str, np.ndarray]:
         """Weighing measurement columns for the steps since the last call (n rows)."""

@@ -30,8 +30,7 @@ def settled_display(env: WeighingEnv, sample_g: float, on_pan: frozenset[str], s
     blocks = []
     for _ in range(int(seconds * env.control_hz)):
         env.apply(hold)
-        for _ in range(int(env.physics_hz / env.control_hz)):
-            env.step()
+        env.advance(int(env.physics_hz / env.control_hz))
         blocks.append(env.end_block())
     t = np.concatenate([b["t"] for b in blocks])
     force = np.concatenate([b["pan_force_n"] for b in blocks])
