@@ -1,0 +1,45 @@
+"""``labrecord sim``: run episodes in the embedded MuJoCo simulator."""
+from __future__ import annotations
+
+import click
+
+from labrecord.cli.common import CONTEXT_SETTINGS, progress
+
+
+@click.group(context_settings=CONTEXT_SETTINGS)
+def sim() -> None:
+    """Run episodes in the embedded MuJoCo simulator.
+
+    \b
+    Example:
+      labrecord sim weighing --condition basic --policy reference --episodes 20 --seed 0 --out runs/
+    """
+
+
+@sim.command(context_settings=CONTEXT_SETTINGS)
+@click.option("--condition", type=click.Choice(["basic", "extended"]), default="basic", show_default=True)
+@click.option("--policy", type=click.Choice(["reference", "fixed-preference", "random"]), default="reference", show_default=True)
+@click.option("--denomination", type=click.Choice(["w10", "w20", "w50", "w100"]), default=None,
+              help="Standard the fixed-preference policy always transfers (default w50).")
+@click.option("--episodes", type=click.IntRange(min=1), default=20, show_default=True)
+@click.option("--seed", type=int, default=0, show_default=True)
+@click.option("--out", "out_dir", type=click.Path(file_okay=False), default="runs", show_default=True)
+@click.option("--workers", type=click.IntRange(min=1), default=1, show_default=True, help="Episodes in parallel processes.")
+@click.option("--no-cameras", is_flag=True, help="Skip rendering and videos (faster).")
+@click.option("--size", type=click.IntRange(min=16), default=128, show_default=True, help="Camera width and height (px).")
+def weighing(condition: str, policy: str, denomination: str | None, episodes: int, seed: int, out_dir: str,
+             workers: int, no_cameras: bool, size: int) -> None:
+    """Feedback weighing: one run directory per episode under --out.
+
+    \b
+    Example:
+      labrecord sim weighing --condition basic --policy reference --episodes 20 --seed 0 --out runs/
+      labrecord sim weighing --policy fixed-preference --denomination w20 --episodes 8 --out runs/ --workers 2
+    """
+    from labrecord.sim import run_weighing
+
+    options = {"denomination": denomination} if denomination and policy == "fixed-preference" else {}
+    with progress(episodes, f"weighing {condition} / {policy}") as advance:
+        paths = run_weighing(out_dir, condition, policy, episodes, seed, workers, cameras=not no_cameras, size=size,
+                             progress=advance, **options)
+    click.echo(f"wrote {len(paths)} run(s) under {out_dir}")

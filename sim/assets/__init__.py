@@ -1,0 +1,1 @@
+"""Scene descriptions (MJCF) shipped as package data."""

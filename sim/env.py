@@ -1,0 +1,145 @@
+"""The weighing bench as an :class:`~labrecord.recorders.loop.Environment`.
+
+Per physics step only raw values are copied (the sensor row — load cell and per-pair
+contact sensors evaluated by MuJoCo inside ``mj_step`` — and the objects' poses and
+velocities); :meth:`WeighingEnv.end_block` turns a block into the
+measurement columns of ``labrecord.measurements`` (family ``weighing``) in bulk.  The
+display the policy sees comes from the task contract's display chain fed with those
+same columns (see :class:`labrecord.sim.online.WeighingScorer`).
+"""
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from labrecord.recorders.contacts import found_matrix, hand_on_pan, robot_touch, supported_by_pan
+from labrecord.sim.scene import OBJECTS, PAN_RADIUS, PHYSICS_HZ, STANDARDS, Placement, WeighingScene, contact_pairs
+
+CAMERAS: tuple[str, ...] = ("front", "wrist", "display")
+#: load-cell capacity (about 5 kg with the pan): beyond it the sensor reports overload and the reading is invalid
+CAPACITY_N = 50.0
+_STANDARD_INDEX = [OBJECTS.index(name) for name in STANDARDS]
+
+
+class WeighingEnv:
+    """Scene + raw step recording; ``display`` supplies the public readout."""
+
+    physics_hz = PHYSICS_HZ
+
+    def __init__(self, control_hz: float = 10.0, cameras: tuple[str, ...] = CAMERAS, size: int = 128) -> None:
+        self.scene = WeighingScene(size, size)
+        self.control_hz = control_hz
+        self.cameras = cameras
+        steps = int(round(self.physics_hz / control_hz))
+        self._pairs = contact_pairs()
+        self._sensor_rows = np.zeros((steps, self.scene.model.nsensordata))
+        self._t = np.zeros(steps)
+        self._qvel_rows = np.zeros((steps, 6 * len(OBJECTS)))
+        self._qpos_rows = np.zeros((steps, 7 * len(OBJECTS)))
+        self._k = 0
+        self._step = 0
+        self.f_empty_n = 0.0
+        self.display: Callable[[], dict[str, Any]] = lambda: {}
+        d = self.scene.data
+        # the objects' free joints are declared consecutively: one slice copies them all
+        first = self.scene.qpos_adr[OBJECTS[0]], self.scene.qvel_adr[OBJECTS[0]]
+        assert [self.scene.qpos_adr[n] for n in OBJECTS] == list(range(first[0], first[0] + 7 * len(OBJECTS), 7))
+        self._qpos_view = d.qpos[first[0]:first[0] + 7 * len(OBJECTS)]
+        self._qvel_view = d.qvel[first[1]:first[1] + 6 * len(OBJECTS)]
+        self._sensordata = d.sensordata
+        self._data = d
+
+    @property
+    def time(self) -> float:
+        return float(self._data.time)
+
+    # -- episode set-up -----------------------------------------------------------------
+    def calibrate_empty(self) -> float:
+        """F↑_empty: the settled load-cell force with nothing on the pan (eq. 8 bias)."""
+        scene = self.scene
+        scene.reset(Placement(sample_g=100.0, initially_on_pan=frozenset(), layout=_default_layout()))
+        adr = scene.qpos_adr["sample"]
+        scene.data.qpos[adr:adr + 3] = (-0.3, 0.3, 0.021)
+        scene.mujoco.mj_forward(scene.model, scene.data)
+        for _ in range(100):
+            scene.step()
+        self.f_empty_n = scene.load_force()
+        return self.f_empty_n
+
+    def reset(self, placement: Placement, settle_steps: int = 0) -> None:
+        self.scene.reset(placement)
+        for _ in range(settle_steps):
+            self.scene.step()
+        self._k = 0
+        self._step = 0
+
+    # -- stepping -----------------------------------------------------------------------
+    def apply(self, action: np.ndarray) -> None:
+        self.scene.apply(action)
+
+    def advance(self, steps: int) -> None:
+        """``steps`` physics steps, each followed by a copy of its raw readings."""
+        mj_step, model, data = self.scene.mujoco.mj_step, self.scene.model, self._data
+        sensors, t, qvel, qpos = self._sensor_rows, self._t, self._qvel_rows, self._qpos_rows
+        sensordata, qvel_view, qpos_view = self._sensordata, self._qvel_view, self._qpos_view
+        for k in range(self._k, self._k + steps):
+            mj_step(model, data)
+            sensors[k] = sensordata  # load cell and contact sensors in one copy
+            t[k] = data.time
+            qvel[k] = qvel_view
+            qpos[k] = qpos_view
+        self._k += steps
+
+    def end_block(self) -> dict[str, np.ndarray]:
+        """Weighing measurement columns for the steps since the last call (n rows)."""
+        n = self._k
+        touch = found_matrix(self._sensor_rows[:n, self.scene.touch_adr:], self._pairs, len(OBJECTS))
+        on_pan = supported_by_pan(touch)
+        contact, bilateral = robot_touch(touch)
+        closed = float(self._data.ctrl[0]) < 0.5 * -0.03  # command toward closed
+        lin = self._qvel_rows[:n].reshape(n, len(OBJECTS), 6)[:, :, :3]
+        speed = np.sqrt((lin * lin).sum(axis=2))
+        pos = self._qpos_rows[:n].reshape(n, len(OBJECTS), 7)[:, :, :3]
+        force = self._sensor_rows[:n, 2].copy()
+        columns: dict[str, np.ndarray] = {
+            "step": np.arange(self._step, self._step + n, dtype=np.int64),
+            "t": self._t[:n].copy(),
+            "pan_force_n": force,
+            "sensor_ok": np.isfinite(force) & (np.abs(force) <= CAPACITY_N),
+            "pan_speed": np.zeros(n),  # the pan is welded to the balance base
+            "hand_pan_contact": hand_on_pan(touch),
+        }
+        for name, index in zip(STANDARDS, _STANDARD_INDEX):
+            columns[f"{name}_on_pan"] = on_pan[:, index]
+            columns[f"{name}_contact"] = contact[:, index]
+            columns[f"{name}_grasped"] = bilateral[:, index] & closed
+            columns[f"{name}_speed"] = speed[:, index]
+            # over the pan's footprint: a release there that does not land is a miss
+            columns[f"{name}_over_pan"] = np.hypot(pos[:, index, 0], pos[:, index, 1]) < PAN_RADIUS
+            for axis, coordinate in zip("xyz", range(3)):
+                columns[f"{name}_{axis}"] = pos[:, index, coordinate].copy()
+        self._step += n
+        self._k = 0
+        return columns
+
+    # -- public evidence ----------------------------------------------------------------
+    def public_state(self) -> dict[str, Any]:
+        scene = self.scene
+        return {"robot": scene.robot_state(), "objects": scene.object_poses(), "display": self.display()}
+
+    def render(self, camera: str) -> np.ndarray:
+        reading = self.display()
+        if reading:
+            self.scene.show_reading(reading["text"], reading["stable"])
+        return self.scene.render(camera)
+
+    def close(self) -> None:
+        self.scene.close()
+
+
+def _default_layout() -> Any:
+    from labrecord.sim.scene import Layout
+
+    return Layout(table_spot={name: i for i, name in enumerate(STANDARDS)}, pan_spot={name: i for i, name in enumerate(STANDARDS)})

@@ -1,0 +1,220 @@
+"""Feedback-weighing episodes in the embedded MuJoCo bench, one run directory per episode.
+
+:func:`run_weighing` is the library entry point behind ``labrecord sim weighing``: it
+draws instances from the weighing contract's generator (task-state and layout seeds kept
+apart), runs each through the step owner with the chosen baseline policy, and writes
+``run.json``, the event and observation logs, measurements, scores, videos and
+``demo.hdf5`` through :class:`~labrecord.rundir.RunWriter`.
+"""
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import os
+import sys
+from collections.abc import Callable
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from labrecord.errors import LabrecordError
+from labrecord.models import (
+    Assets, Budget, Evaluation, ObservationSpec, Physics, Population, RunManifest, Seeds, System, Task,
+)
+from labrecord.rundir import DEMO_FILE, RunWriter, utc_now
+
+CONDITIONS = ("basic", "extended")
+#: simulated-time budget per episode (s): reading, transfers, settling and the 3 s dwell
+MAX_TIME_S = {"basic": 20.0, "extended": 45.0}
+
+
+@dataclasses.dataclass(frozen=True)
+class EpisodeSpec:
+    """Everything one worker needs to run one episode (picklable)."""
+
+    out_dir: str
+    condition: str
+    policy: str
+    index: int
+    seed: int
+    instance: Any
+    cameras: bool = True
+    size: int = 128
+    max_time_s: float | None = None
+    policy_options: tuple[tuple[str, Any], ...] = ()
+
+
+def instances(condition: str, episodes: int, seed: int) -> list[Any]:
+    """The contract's balanced instances; task-state and layout draws use separate streams."""
+    from labrecord.scorers.contracts.weighing import generate_basic, generate_extended
+
+    if condition not in CONDITIONS:
+        raise LabrecordError(f"condition {condition!r}: expected one of {', '.join(CONDITIONS)}")
+    if episodes < 1:
+        raise LabrecordError(f"episodes {episodes}: expected at least 1")
+    generate = generate_basic if condition == "basic" else generate_extended
+    return generate(episodes, np.random.default_rng([seed, 0]), np.random.default_rng([seed, 1]))
+
+
+def run_weighing(out_dir: str | os.PathLike[str], condition: str = "basic", policy: str = "reference",
+                 episodes: int = 20, seed: int = 0, workers: int = 1, *, cameras: bool = True, size: int = 128,
+                 max_time_s: float | None = None, progress: Callable[[int], None] | None = None,
+                 **policy_options: Any) -> list[Path]:
+    """Run ``episodes`` weighing episodes; returns the run directories in episode order.
+
+    Example::
+
+        runs = run_weighing("runs", "basic", "reference", episodes=4, seed=0)
+    """
+    from labrecord.sim.policies import make_policy
+
+    make_policy(policy, seed, **policy_options)  # fail fast on a bad name or option
+    Path(out_dir).mkdir(parents=True, exist_ok=True)
+    specs = [EpisodeSpec(str(out_dir), condition, policy, i, seed, inst, cameras, size, max_time_s,
+                         tuple(sorted(policy_options.items())))
+             for i, inst in enumerate(instances(condition, episodes, seed))]
+    for spec in specs:
+        target = Path(out_dir) / run_id_of(spec)
+        if target.exists():
+            raise LabrecordError(f"{target}: run directory already exists; choose another --out or --seed")
+    advance = progress or (lambda n=1: None)
+    if workers <= 1:
+        paths = []
+        for spec in specs:
+            paths.append(run_episode(spec))
+            advance(1)
+        return paths
+    import multiprocessing
+
+    results: dict[int, Path] = {}
+    with ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn")) as pool:
+        futures = {pool.submit(run_episode, spec): spec.index for spec in specs}
+        for future in as_completed(futures):
+            results[futures[future]] = future.result()
+            advance(1)
+    return [results[i] for i in range(len(specs))]
+
+
+def run_id_of(spec: EpisodeSpec) -> str:
+    return f"weighing-{spec.condition}-{spec.policy}-s{spec.seed}-e{spec.index:03d}"
+
+
+def instruction_of(instance: Any) -> str:
+    return f"Bring the balance reading to {instance.target_g:.0f} g using the labeled standards, then stop."
+
+
+def run_episode(spec: EpisodeSpec) -> Path:
+    """One episode, one run directory (``<out_dir>/<run_id>``)."""
+    if sys.platform.startswith("linux"):
+        os.environ.setdefault("MUJOCO_GL", "egl")  # headless offscreen rendering; osmesa also works
+    from labrecord.recorders.loop import StepOwner
+    from labrecord.recorders.online import ContractScorer
+    from labrecord.scorers.contracts import get_contract
+    from labrecord.sim.env import CAMERAS
+    from labrecord.sim.policies import make_policy
+    from labrecord.sim.scene import Placement, random_layout
+
+    contract = get_contract("weighing")
+    policy = make_policy(spec.policy, spec.seed * 100003 + spec.index, **dict(spec.policy_options))
+    env = _bench(policy.capabilities.action_spec.control_hz, CAMERAS if spec.cameras else (), spec.size)
+    instance = dataclasses.replace(spec.instance, f_empty_n=env.f_empty_n)
+    layout = random_layout(instance.start, np.random.default_rng(instance.layout_seed))
+    env.reset(Placement(sample_g=instance.sample_g, initially_on_pan=instance.start, layout=layout))
+    manifest = _manifest(spec, instance, policy, contract, layout)
+    max_time = spec.max_time_s or MAX_TIME_S[spec.condition]
+    scorer = ContractScorer(contract, instance, columns=contract_columns())
+    env.display = scorer.display
+    writer = RunWriter.create(spec.out_dir, manifest)
+    try:
+        owner = StepOwner(env, policy, scorer, writer, instruction=instruction_of(instance), max_time_s=max_time,
+                          video=spec.cameras)
+        log = owner.run_episode(0)
+        scores = owner.finish()
+        _write_demo(writer, owner, log, spec, scores)
+    except BaseException:
+        writer.close("aborted")
+        _BENCHES.clear()
+        env.close()
+        raise
+    writer.close("complete")
+    return writer.dir
+
+
+#: one calibrated bench per process and configuration, reused across episodes (the model
+#: load and the empty-pan calibration are the same for every episode)
+_BENCHES: dict[tuple[float, tuple[str, ...], int], Any] = {}
+
+
+def _bench(control_hz: float, cameras: tuple[str, ...], size: int) -> Any:
+    from labrecord.sim.env import WeighingEnv
+
+    key = (control_hz, cameras, size)
+    env = _BENCHES.get(key)
+    if env is None:
+        env = _BENCHES[key] = WeighingEnv(control_hz=control_hz, cameras=cameras, size=size)
+        env.calibrate_empty()
+    return env
+
+
+def contract_columns() -> tuple[str, ...]:
+    """The columns the weighing contract reads: ``step``, ``t``, the family's registered
+    columns and the optional ``{w}_over_pan`` this bench writes (the audit reads them too)."""
+    from labrecord.measurements import COMMON_COLUMNS, FAMILY_COLUMNS, WEIGHING_STANDARDS
+
+    return (*COMMON_COLUMNS, *FAMILY_COLUMNS["weighing"], *(f"{w}_over_pan" for w in WEIGHING_STANDARDS))
+
+
+def _manifest(spec: EpisodeSpec, instance: Any, policy: Any, contract: Any, layout: Any) -> RunManifest:
+    import mujoco
+
+    from labrecord.sim.env import PHYSICS_HZ
+
+    caps = policy.capabilities
+    layout_text = repr(sorted(layout.table_spot.items())) + repr(sorted(layout.pan_spot.items()))
+    return RunManifest(
+        run_id=run_id_of(spec), created_at=utc_now(),
+        task=Task(family="weighing", task_id=f"weighing-{spec.condition}", version=contract.version,
+                  condition=spec.condition, variant=instance.variant(), contract_hash=contract.contract_hash()),
+        system=System(name=caps.name, kind=caps.kind, revision=caps.revision, action_spec=caps.action_spec,  # type: ignore[arg-type]
+                      observation=ObservationSpec(channels=list(caps.channels)), memory=caps.memory),
+        evaluation=Evaluation(version="1", population=Population(name=f"weighing-{spec.condition}-s{spec.seed}",
+                                                                 instance_id=f"i{spec.index:03d}"),
+                              budget=Budget(clock="sim", max_steps=None)),
+        seeds=Seeds(task_state=instance.task_seed, layout=instance.layout_seed, appearance=None,
+                    policy=spec.seed * 100003 + spec.index),
+        assets=Assets(scene="labrecord.sim.assets/weighing.xml",
+                      layout_hash="sha256:" + hashlib.sha256(layout_text.encode()).hexdigest()[:16]),
+        physics=Physics(engine=f"mujoco-{mujoco.__version__}", physics_hz=PHYSICS_HZ,
+                        control_hz=caps.action_spec.control_hz),
+    )
+
+
+def _write_demo(writer: RunWriter, owner: Any, log: Any, spec: EpisodeSpec, scores: Any) -> None:
+    """Pre-action obs, applied action, next obs per control step into ``demo.hdf5``."""
+    from labrecord.demo import DemoWriter
+    from labrecord.recorders.loop import flatten_state
+
+    final = flatten_state(owner.env.public_state())
+    obs_rows = log.obs + [final]
+    keys = sorted(obs_rows[0])
+    obs = {k: np.stack([row[k] for row in obs_rows[:-1]]) for k in keys}
+    next_obs = {k: np.stack([row[k] for row in obs_rows[1:]]) for k in keys}
+    n = len(log.actions)
+    success = scores.episodes[0]["physical_complete"] if scores.episodes else False
+    dones = np.zeros(n, dtype=bool)
+    dones[-1] = True
+    rewards = np.zeros(n)
+    rewards[-1] = float(success)
+    t = np.asarray([ts[0] for ts in log.timestamps])
+    caps = owner.caps
+    with DemoWriter(writer.path(DEMO_FILE), {"env_name": f"labrecord-weighing-{spec.condition}",
+                                             "labrecord": {"run_id": writer.manifest.run_id}}) as demo:
+        demo.begin(writer.manifest.run_id, 0, control_hz=caps.action_spec.control_hz, action_units=caps.action_spec.units)
+        demo.add_steps(obs, np.stack(log.actions), next_obs, rewards, dones,
+                       timestamps={"t": t, "acquired": t, "delivered": t},
+                       control_mask=np.asarray(log.control_mask))
+        demo.end(bool(success), diagnostics={"scores": scores.episodes[0] if scores.episodes else {},
+                                             "run_id": writer.manifest.run_id},
+                 reason=scores.episodes[0]["reason"] if scores.episodes else None)

@@ -1,0 +1,62 @@
+"""The step owner logs what a policy asked for next to what it applied."""
+import json
+import os
+
+import numpy as np
+import pytest
+
+os.environ.setdefault("MUJOCO_GL", "egl")
+pytest.importorskip("mujoco")
+
+from labrecord.recorders.policy import ActionChunk, Capabilities  # noqa: E402
+from labrecord.scorers.contracts import get_contract  # noqa: E402
+from labrecord.scorers.contracts.weighing import WeighingInstance  # noqa: E402
+from labrecord.sim.env import WeighingEnv  # noqa: E402
+from labrecord.sim.policies import ACTION_SPEC  # noqa: E402
+from labrecord.sim.scene import Layout, Placement, STANDARDS  # noqa: E402
+
+
+class Unruly:
+    """Alternates an out-of-range chunk, a too-long chunk and a NaN chunk."""
+
+    capabilities = Capabilities(name="unruly", kind="scripted", action_spec=ACTION_SPEC, channels=("robot",))
+
+    def reset(self, episode):
+        self.calls = 0
+
+    def act(self, observation):
+        self.calls += 1
+        kind = self.calls % 3
+        if kind == 1:
+            return ActionChunk(np.array([[0.25, 0.0, 0.9, 2.0]]))  # z and grip above their bounds
+        if kind == 2:
+            return ActionChunk(np.zeros((9, 4)))  # longer than max_chunk
+        return ActionChunk(np.array([[np.nan, 0.0, 0.2, 0.0]]))
+
+
+def test_clipping_and_rejection_are_logged(tmp_path):
+    from labrecord.examples import example_manifest
+    from labrecord.recorders.loop import StepOwner
+    from labrecord.recorders.online import ContractScorer
+    from labrecord.rundir import RunWriter
+
+    env = WeighingEnv(cameras=())
+    instance = WeighingInstance(target_g=180.0, sample_g=130.0, goal=frozenset({"w50"}), f_empty_n=env.calibrate_empty())
+    env.reset(Placement(130.0, frozenset(), Layout({w: i for i, w in enumerate(STANDARDS)}, {w: i for i, w in enumerate(STANDARDS)})))
+    scorer = ContractScorer(get_contract("weighing"), instance)
+    env.display = scorer.display
+    with RunWriter.create(tmp_path, example_manifest("unruly-0001")) as writer:
+        owner = StepOwner(env, Unruly(), scorer, writer, instruction="Bring the balance to 180 g", max_time_s=1.0, video=False)
+        log = owner.run_episode(0)
+        owner.finish()
+    receipts = [json.loads(line) for line in (writer.dir / "observations.jsonl").read_text().splitlines()]
+    clipped = [r for r in receipts if r["clipped"]]
+    rejected = [r for r in receipts if r["rejected"]]
+    assert clipped and clipped[0]["requested"] == [[0.25, 0.0, 0.9, 2.0]] and clipped[0]["chunk_len"] == 1
+    assert {r["rejected"].split(" ")[0] for r in rejected} == {"chunk", "non-finite"}
+    assert log.rejected == len(rejected) and log.clipped == len(clipped)
+    # the clipped command is what was held: z at the upper bound, grip fully closed
+    applied = np.stack(log.actions)
+    assert applied[:, 2].max() <= ACTION_SPEC.high[2] and applied[:, 3].max() <= 1.0
+    assert np.isfinite(applied).all()
+    env.close()

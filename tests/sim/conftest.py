@@ -1,0 +1,6 @@
+import os
+
+import pytest
+
+os.environ.setdefault("MUJOCO_GL", "egl")
+pytest.importorskip("mujoco")

@@ -1,0 +1,136 @@
+"""End to end: simulated weighing runs validate, the replay audit agrees with every online
+event, and the policies choose as designed.  Episodes are short (basic condition, small
+cameras or none) so the module stays quick on a small machine."""
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from labrecord.demo import DemoReader
+from labrecord.errors import LabrecordError
+from labrecord.models import Choice, EpisodeEnd, Opportunity
+from labrecord.rundir import read_events, read_manifest
+from labrecord.scorers.audit import audit_run
+from labrecord.sim import run_weighing
+from labrecord.validation import validate_run
+
+
+def first_native_choices(run: Path) -> list[tuple[Choice, Opportunity]]:
+    events = read_events(run)
+    opened = {e.opp: e for e in events if isinstance(e, Opportunity)}
+    return [(e, opened[e.opp]) for e in events if isinstance(e, Choice) and e.first and e.track == "native"]
+
+
+def episode_end(run: Path) -> EpisodeEnd:
+    return next(e for e in read_events(run) if isinstance(e, EpisodeEnd))
+
+
+def check_run(run: Path) -> None:
+    report, _ = validate_run(run)
+    assert report.ok, [str(f) for f in report.errors]
+    audit = audit_run(run)
+    assert audit.ok, [str(f) for f in audit.findings]
+    assert audit.events_checked > 0
+
+
+@pytest.fixture(scope="module")
+def reference_runs(tmp_path_factory):
+    out = tmp_path_factory.mktemp("runs")
+    return run_weighing(out, "basic", "reference", episodes=2, seed=0, size=32)
+
+
+def test_reference_runs_validate_and_audit(reference_runs):
+    for run in reference_runs:
+        check_run(run)
+        manifest = read_manifest(run).manifest
+        assert manifest.status == "complete" and manifest.task.family == "weighing"
+        for camera in ("front", "wrist", "display"):
+            assert (run / "videos" / f"{camera}.mp4").stat().st_size > 0
+        scores = json.loads((run / "scores.json").read_text())
+        assert scores["run_id"] == manifest.run_id
+        policy_cost = scores["episodes"][0]["policy"]
+        assert policy_cost["queries"] > 0 and policy_cost["inference_s"] >= 0 and policy_cost["rejected_chunks"] == 0
+
+
+def test_reference_chooses_the_required_standard_and_completes(reference_runs):
+    for run in reference_runs:
+        goal = read_manifest(run).manifest.task.variant["goal"]
+        choices = first_native_choices(run)
+        assert choices, run
+        choice, opportunity = choices[0]
+        assert choice.op in opportunity.legal and choice.op.object == goal[0]
+        end = episode_end(run)
+        assert end.physical_complete and end.reason == "success"
+
+
+def test_demo_pairs_obs_action_next_obs(reference_runs):
+    with DemoReader(reference_runs[0] / "demo.hdf5") as reader:
+        name = reader.demo_names[0]
+        demo = reader.demo(name)
+        n = demo.num_samples
+        assert demo.actions.shape == (n, 4)
+        assert np.allclose(demo.obs["robot0_eef_pos"][1:], demo.next_obs["robot0_eef_pos"][:-1])
+        assert not demo.control_mask[0] and demo.control_mask[1:].all()
+        assert reader.manifest()[0].run_id == read_manifest(reference_runs[0]).manifest.run_id
+
+
+def test_receipts_follow_deliveries(reference_runs):
+    run = reference_runs[0]
+    receipts = [json.loads(line) for line in (run / "observations.jsonl").read_text().splitlines()]
+    ids = {r["obs_id"] for r in receipts}
+    for event in read_events(run):
+        if isinstance(event, Opportunity):
+            assert event.obs_id in ids
+    assert all(r["inference_s"] >= 0 and r["rejected"] is None for r in receipts)
+
+
+def test_fixed_preference_correct_only_when_its_denomination_is_the_answer(tmp_path):
+    runs = run_weighing(tmp_path, "basic", "fixed-preference", episodes=4, seed=3, cameras=False, denomination="w20")
+    outcomes = []
+    for run in runs:
+        check_run(run)
+        goal = read_manifest(run).manifest.task.variant["goal"]
+        choice, opportunity = first_native_choices(run)[0]
+        assert choice.op.object == "w20"
+        correct = choice.op in opportunity.legal
+        assert correct == (goal == ["w20"])
+        assert episode_end(run).physical_complete == correct
+        outcomes.append(correct)
+    assert not all(outcomes)
+
+
+def test_extended_reference_completes(tmp_path):
+    run = run_weighing(tmp_path, "extended", "reference", episodes=1, seed=1, cameras=False)[0]
+    check_run(run)
+    assert episode_end(run).physical_complete
+    assert all(choice.op in opp.legal for choice, opp in first_native_choices(run))
+
+
+def test_random_runs_validate_and_audit(tmp_path):
+    for run in run_weighing(tmp_path, "basic", "random", episodes=2, seed=5, cameras=False, max_time_s=12.0):
+        check_run(run)
+
+
+def test_existing_run_directory_is_refused(tmp_path):
+    run_weighing(tmp_path, "basic", "reference", episodes=1, seed=0, cameras=False)
+    with pytest.raises(LabrecordError, match="already exists"):
+        run_weighing(tmp_path, "basic", "reference", episodes=1, seed=0, cameras=False)
+
+
+def test_bad_condition(tmp_path):
+    with pytest.raises(LabrecordError, match="condition 'hard'"):
+        run_weighing(tmp_path, "hard", "reference", episodes=1)
+
+
+@pytest.mark.slow
+def test_reference_acceptance_twenty_episodes(tmp_path):
+    """>= 20 episodes on a fixed seed: the required standard every time, >= 90 % complete."""
+    runs = run_weighing(tmp_path, "basic", "reference", episodes=20, seed=0, cameras=False, workers=2)
+    complete = 0
+    for run in runs:
+        check_run(run)
+        choice, opportunity = first_native_choices(run)[0]
+        assert choice.op in opportunity.legal, run
+        complete += episode_end(run).physical_complete
+    assert complete >= 18
