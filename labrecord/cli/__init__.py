@@ -7,6 +7,7 @@ that parse options and call a library function.  Commands are imported lazily, s
 from __future__ import annotations
 
 import sys
+from typing import Any
 
 import click
 
@@ -32,7 +33,18 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
 CONTEXT_SETTINGS = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 
 
-@click.group(cls=LazyGroup, lazy=COMMANDS, context_settings=CONTEXT_SETTINGS)
+class CommandLine(LazyGroup):
+    """The top-level group: a :class:`LabrecordError` from any command becomes one
+    ``Error: …`` line and exit status 1, whether run from a shell or a test runner."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except LabrecordError as error:
+            raise click.ClickException(str(error)) from error
+
+
+@click.group(cls=CommandLine, lazy=COMMANDS, context_settings=CONTEXT_SETTINGS)
 @click.version_option(package_name="labrecord")
 def cli() -> None:
     """labrecord: record store and replay scorer for robot-lab runs and reaction records.
@@ -46,20 +58,8 @@ def cli() -> None:
 
 
 def main(argv: list[str] | None = None) -> None:
-    """Entry point: library errors become one ``Error: …`` line and exit status 1."""
+    """Entry point of the ``labrecord`` script."""
     try:
-        cli.main(args=argv, prog_name="labrecord", standalone_mode=False)
-    except click.exceptions.Exit as exc:
-        sys.exit(exc.exit_code)
-    except click.exceptions.Abort:
-        click.echo("Aborted.", err=True)
-        sys.exit(130)
-    except click.ClickException as exc:
-        exc.show()
-        sys.exit(exc.exit_code)
-    except LabrecordError as exc:
-        click.echo(f"Error: {exc}", err=True)
-        sys.exit(1)
+        cli.main(args=argv, prog_name="labrecord")
     except BrokenPipeError:
         sys.exit(0)
-    sys.exit(0)

@@ -1,0 +1,59 @@
+"""``labrecord demo``."""
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Iterator
+
+import click
+
+from labrecord.cli.common import CONTEXT_SETTINGS, echo_json, echo_table, progress
+
+
+@click.command(context_settings=CONTEXT_SETTINGS)
+@click.option("--out", default="labrecord-demo", show_default=True, type=click.Path(file_okay=False),
+              help="Folder for runs, corpus, scores and report.")
+@click.option("--episodes", default=6, show_default=True, type=click.IntRange(min=1), help="Episodes per policy.")
+@click.option("--seed", default=0, show_default=True, type=int)
+@click.option("--workers", default=1, show_default=True, type=click.IntRange(min=1), help="Episodes in parallel processes.")
+@click.option("--condition", type=click.Choice(["basic", "extended"]), default="basic", show_default=True)
+@click.option("--no-cameras", is_flag=True, help="Skip rendering and videos (faster).")
+@click.option("--overwrite", is_flag=True, help="Replace an existing, non-empty --out folder.")
+@click.option("--json", "as_json", is_flag=True, help="Print a JSON summary instead of tables.")
+def demo(out: str, episodes: int, seed: int, workers: int, condition: str, no_cameras: bool, overwrite: bool,
+         as_json: bool) -> None:
+    """Run a short weighing evaluation end to end on this machine.
+
+    Simulates the reference and fixed-preference policies in the embedded MuJoCo scene on
+    the same registered instances, validates the runs, ingests them into a DuckDB corpus,
+    recomputes the metrics, replays the measurements through the task contract (audit)
+    and writes a self-contained HTML report.
+
+    \b
+    Example:
+      labrecord demo
+      labrecord demo --episodes 20 --workers 2 --out demo20 --overwrite
+    """
+    from labrecord.scorers.present import format_ci, format_value
+    from labrecord.sim.demo import headline, run_demo
+
+    say = (lambda line: None) if as_json else (lambda line: click.echo(line, err=True))
+
+    @contextlib.contextmanager
+    def bar(label: str, total: int) -> Iterator[Callable[[int], None]]:
+        with progress(total, label) as advance:
+            yield advance
+
+    result = run_demo(out, episodes=episodes, seed=seed, workers=workers, condition=condition,
+                      cameras=not no_cameras, overwrite=overwrite, say=say, progress=bar)
+    if as_json:
+        echo_json(result.to_json())
+        return
+    rows = []
+    for group in result.groups:
+        for name, metric in headline(group).items():
+            rows.append((group["identity"].get("system_name"), name, format_value(name, metric), format_ci(name, metric)))
+    echo_table(["system", "metric", "value (num/den)", "95% CI"], rows, title="weighing: headline metrics")
+    click.echo(f"runs:    {result.runs_dir}")
+    click.echo(f"corpus:  {result.db}   (labrecord sql \"SELECT * FROM runs\" --db {result.db})")
+    click.echo(f"scores:  {result.scores}")
+    click.echo(f"report:  {result.report}")

@@ -1,0 +1,38 @@
+"""``labrecord demo`` end to end on a tiny evaluation."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from labrecord.cli import cli
+
+pytest.importorskip("mujoco")
+
+
+def test_demo_runs_the_whole_loop(tmp_path: Path) -> None:
+    out = tmp_path / "demo"
+    result = CliRunner().invoke(cli, ["demo", "--out", str(out), "--episodes", "2", "--no-cameras", "--json"])
+    assert result.exit_code == 0, result.output
+    summary = json.loads(result.stdout)
+    assert summary["runs"] == {"reference": 2, "fixed-preference": 2}
+    assert summary["validation"]["errors"] == 0
+    assert summary["audit"] == {"runs": 4, "agree": 4, "disagreements": 0}
+    for name in ("corpus.duckdb", "scores.json", "report.html"):
+        assert (out / name).is_file(), name
+    systems = {group["system"]: group["metrics"] for group in summary["groups"]}
+    assert set(systems) == {"reference", "fixed-preference"}
+    assert systems["reference"]["completion.valid"]["value"] == 1.0
+    assert "<svg" in (out / "report.html").read_text() or "data:image/png;base64" in (out / "report.html").read_text()
+
+
+def test_demo_refuses_to_overwrite_without_flag(tmp_path: Path) -> None:
+    out = tmp_path / "demo"
+    out.mkdir()
+    (out / "keep.txt").write_text("mine")
+    result = CliRunner().invoke(cli, ["demo", "--out", str(out), "--episodes", "1", "--no-cameras"])
+    assert result.exit_code == 1
+    assert "already exists and is not empty; pass --overwrite" in result.output
+    assert (out / "keep.txt").read_text() == "mine"
