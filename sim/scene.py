@@ -12,11 +12,15 @@ derived in bulk by :func:`derive_block`, so recording keeps up with the physics.
 """
 from __future__ import annotations
 
+import os
+
 import importlib.resources
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+
+from labrecord.errors import LabrecordError
 
 from labrecord.recorders.contacts import ENTITY_CODES, OBJECT0
 
@@ -252,10 +256,20 @@ class WeighingScene:
         self.model.geom_rgba[self.model.geom("stable_lamp").id] = (0.1, 0.9, 0.1, 1) if stable else (0.2, 0.2, 0.2, 1)
         self._displayed = key
 
+    def _make_renderer(self) -> Any:
+        try:
+            return self.mujoco.Renderer(self.model, self.height, self.width)
+        except Exception as error:  # mujoco raises RuntimeError/FatalError/ctypes errors by backend
+            backend = os.environ.get("MUJOCO_GL", "(unset)")
+            raise LabrecordError(
+                f"offscreen rendering is unavailable (MUJOCO_GL={backend}): {str(error).splitlines()[-1]}; "
+                "install EGL (Debian: apt-get install libegl1 libgl1-mesa-dri) or run without cameras (--no-cameras)"
+            ) from error
+
     def render(self, camera: str) -> np.ndarray:
         """An RGB frame (H, W, 3) uint8 from a named camera."""
         if self._renderer is None:
-            self._renderer = self.mujoco.Renderer(self.model, self.height, self.width)
+            self._renderer = self._make_renderer()
         self._renderer.update_scene(self.data, camera=camera)
         return self._renderer.render()
 
