@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs everything the test suite uses on a fresh Debian machine (run as root or with sudo):
-#   Debian: osra, tesseract-ocr (structure and text reading), libosmesa6 (CPU rendering)
+#   Debian: osra, tesseract-ocr (structure and text reading), EGL + Mesa (offscreen rendering)
 #   Python 3.11+: labrecord with its extras, and the reference readers robomimic + CPU torch
 #   Python 3.12: a separate venv with lerobot (scripts/install-lerobot-venv.sh)
 set -euo pipefail
@@ -8,7 +8,7 @@ cd "$(dirname "$0")/.."
 export DEBIAN_FRONTEND=noninteractive
 sudo_=""; [ "$(id -u)" = 0 ] || sudo_="sudo"
 $sudo_ apt-get update -qq
-$sudo_ apt-get install -y -qq osra tesseract-ocr libosmesa6 >/dev/null
+$sudo_ apt-get install -y -qq osra tesseract-ocr tesseract-ocr-eng fonts-dejavu-core libegl1 libgl1-mesa-dri libosmesa6 >/dev/null
 python3 -m pip install -q -e ".[dev,sim,chem,ray,report]"
 python3 -m pip install -q "torch==2.13.0" "robomimic==0.3.0" six
 bash scripts/install-lerobot-venv.sh >/dev/null
