@@ -2,15 +2,21 @@
 
 Units
 -----
+Only *eligible* opportunities count (legal set holds an operation other than wait/stop):
+an action-only policy leaves Wait and Stop unreported, so a Wait/Stop-only opportunity is
+no scorable choice on the native track; terminal dwell and violations measure it
+(Labference sec. 5.3).  A decision whose opportunities are all ineligible gets no reach
+triple, and a checkpoint on such a decision is never identified.
+
 *Checkpoint units* — one row per (run, registered checkpoint of that run's instance):
 ``(run_id, population, instance_id, decision, identified, correct)``.  The scored choice
-is the first native choice (``first=true``) at the run's first opportunity of that
-decision; no opportunity or no choice by the deadline means unidentified.
+is the first native choice (``first=true``) at the run's first eligible opportunity of
+that decision; no such opportunity or no choice by the deadline means unidentified.
 
-*Reach units* — one row per (run, decision seen anywhere in the corpus):
-``(run_id, decision, reached, identified, correct)``; ``reached`` means an opportunity
-of that decision opened in the run (opportunities name their delivered observation and
-validation checks the receipt exists).
+*Reach units* — one row per (run, decision with an eligible opportunity anywhere in the corpus):
+``(run_id, decision, reached, identified, correct)``; ``reached`` means an eligible
+opportunity of that decision opened in the run (opportunities name their delivered
+observation and validation checks the receipt exists).
 
 Estimators (see :mod:`labrecord.scorers.metric`): B_next = Σcorrect/|J|,
 C_id = Σidentified/|J|, accuracy|identified = Σcorrect/Σidentified; reach.d =
@@ -28,7 +34,7 @@ ReachUnit = tuple[str, str, bool, bool, bool]
 
 _FIRST_PER_DECISION = """
 SELECT run_id, decision, arg_min(identified, opp_seq) AS identified, arg_min(correct, opp_seq) AS correct
-FROM first_choices GROUP BY run_id, decision
+FROM first_choices WHERE eligible GROUP BY run_id, decision
 """
 
 CHECKPOINT_UNITS_SQL = f"""
@@ -44,7 +50,7 @@ REACH_UNITS_SQL = f"""
 SELECT r.run_id, d.decision, f.run_id IS NOT NULL AS reached, coalesce(f.identified, false) AS identified,
        coalesce(f.correct, false) AS correct
 FROM runs r
-CROSS JOIN (SELECT DISTINCT decision FROM first_choices) d
+CROSS JOIN (SELECT DISTINCT decision FROM first_choices WHERE eligible) d
 LEFT JOIN ({_FIRST_PER_DECISION}) f ON f.run_id = r.run_id AND f.decision = d.decision
 """
 
@@ -61,6 +67,8 @@ def _first_per_decision(corpus: RefCorpus) -> dict[tuple[str, str], tuple[bool, 
     out: dict[tuple[str, str], tuple[int, bool, bool]] = {}
     for run in corpus.runs:
         for c in first_choices(run):
+            if not c.eligible:
+                continue
             key = (c.run_id, c.decision)
             if key not in out or c.opp_seq < out[key][0]:
                 out[key] = (c.opp_seq, c.identified, c.correct)

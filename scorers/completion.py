@@ -7,8 +7,10 @@ with episode null and every flag false):
 * physical  = the episode ended with ``physical_complete``;
 * valid     = physical ∧ ``valid_complete`` ∧ no irreversible violation (an irreversible
   protocol or safety violation invalidates completion even if the arrangement is restored);
-* clean     = valid ∧ no failure ∧ no violation ∧ every opportunity has an identified,
-  legal first choice;
+* clean     = valid ∧ no failure ∧ no violation ∧ every *eligible* opportunity has an
+  identified, legal first choice ("correct identified choices at all eligible
+  opportunities", sec. 7.2; Wait/Stop-only opportunities are not native-track choices,
+  their timing is judged by the terminal dwell and by violations such as early_stop);
 * recovered = valid ∧ at least one failure, all failures recoverable and each resolved
   by a ``recovery`` with ``resolved=true``.
 
@@ -30,8 +32,8 @@ EPISODE_UNITS_SQL = """
 WITH flags AS (
     SELECT run_id, episode, physical_complete AS physical,
            physical_complete AND valid_complete AND irreversible_violations = 0 AS valid,
-           failures = 0 AND violations = 0 AND identified_choices = opportunities
-               AND correct_choices = opportunities AS clean_history,
+           failures = 0 AND violations = 0 AND identified_choices = eligible_opportunities
+               AND correct_choices = eligible_opportunities AS clean_history,
            failures > 0 AND recoverable_failures = failures AND resolved_failures = failures AS recovered_history
     FROM episodes
 )
@@ -65,7 +67,7 @@ def _episode_flags(run: RefRun, episode: int) -> tuple[bool, bool, bool, bool]:
     valid = physical and bool(end and end.valid_complete) and not irreversible
     failures = [e for e in mine if isinstance(e, Failure)]
     violations = [e for e in mine if isinstance(e, Violation)]
-    choices = [c for c in first_choices(run) if c.episode == episode]
+    choices = [c for c in first_choices(run) if c.episode == episode and c.eligible]
     clean = valid and not failures and not violations and all(c.identified and c.correct for c in choices)
     resolved = {e.of_seq for e in run.events if isinstance(e, Recovery) and e.resolved}
     recovered = (valid and bool(failures) and all(f.recoverable for f in failures)

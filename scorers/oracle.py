@@ -2,7 +2,8 @@
 
 Run outcomes — one row per run: ``(run_id, completion, correct, e_p)`` with
 completion = share of the run's episodes with valid completion, correct = share of its
-opportunities whose first choice was legal (null without opportunities), e_p = mean
+eligible opportunities (see :mod:`labrecord.scorers.choice`) whose first choice was legal
+(null without one), e_p = mean
 position error of its valid geometry reports (null without one).
 
 For a registered ``oracle_pair`` (base instance b, supported instance s, mode m,
@@ -30,7 +31,7 @@ BOUNDED = ("completion", "correct")
 
 RUN_OUTCOMES_SQL = f"""
 WITH ep AS (SELECT run_id, avg(valid::DOUBLE) AS completion FROM ({EPISODE_UNITS_SQL}) GROUP BY run_id),
-     fc AS (SELECT run_id, avg(correct::DOUBLE) AS correct FROM first_choices GROUP BY run_id),
+     fc AS (SELECT run_id, avg(correct::DOUBLE) AS correct FROM first_choices WHERE eligible GROUP BY run_id),
      ge AS (SELECT run_id, avg(e_p) AS e_p FROM ({GEOMETRY_UNITS_SQL}) WHERE p_valid GROUP BY run_id)
 SELECT r.run_id, ep.completion, fc.correct, ge.e_p
 FROM runs r LEFT JOIN ep USING (run_id) LEFT JOIN fc USING (run_id) LEFT JOIN ge USING (run_id)
@@ -51,7 +52,7 @@ def run_outcomes_reference(corpus: RefCorpus) -> list[OutcomeUnit]:
             errors.setdefault(unit[0], []).append(unit[4])
     units = []
     for run in corpus.runs:
-        choices = first_choices(run)
+        choices = [c for c in first_choices(run) if c.eligible]
         correct = fmean(float(c.correct) for c in choices) if choices else None
         e_p = fmean(errors[run.run_id]) if run.run_id in errors else None
         units.append((run.run_id, fmean(completion[run.run_id]), correct, e_p))

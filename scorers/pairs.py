@@ -3,7 +3,7 @@
 Member units — one row per (run, instance that is a member of a registered pair):
 ``(run_id, population, instance_id, correct)``.  A member's scored choice is the first
 native choice at its registered checkpoint decision when the instance has one, else at
-the run's first opportunity.
+the run's first eligible opportunity (see :mod:`labrecord.scorers.choice`).
 
 Per pair (formed by the aggregator): resolved when every member has a valid run;
 correct when every member's choice is legal.  With s correct pairs, u unresolved pairs
@@ -25,7 +25,7 @@ WITH members AS (
     SELECT population, instance_id, min(decision) AS decision FROM populations WHERE type = 'checkpoint'
     GROUP BY population, instance_id
 ), first_opportunity AS (
-    SELECT run_id, arg_min(correct, opp_seq) AS correct FROM first_choices GROUP BY run_id
+    SELECT run_id, arg_min(correct, opp_seq) AS correct FROM first_choices WHERE eligible GROUP BY run_id
 )
 SELECT r.run_id, m.population, m.instance_id,
        coalesce(CASE WHEN c.decision IS NULL THEN fo.correct ELSE fd.correct END, false) AS correct
@@ -57,7 +57,7 @@ def member_units_reference(corpus: RefCorpus) -> list[MemberUnit]:
         if key in checkpoint:
             correct = per_decision.get((run.run_id, checkpoint[key]), (False, False))[1]
         else:
-            choices = sorted(first_choices(run), key=lambda c: c.opp_seq)
+            choices = sorted((c for c in first_choices(run) if c.eligible), key=lambda c: c.opp_seq)
             correct = choices[0].correct if choices else False
         units.append((run.run_id, key[0], key[1], correct))
     return units

@@ -14,7 +14,7 @@ from typing import Any
 import msgspec
 
 from labrecord.models import (
-    BaseEvent, Choice, EpisodeEnd, EpisodeStart, Opportunity, PopulationEntry, RunManifest, Validity,
+    BaseEvent, Choice, EpisodeEnd, EpisodeStart, Operation, Opportunity, PopulationEntry, RunManifest, Validity,
 )
 from labrecord.rundir import read_events
 from labrecord.store.ingest import POPULATIONS_DIR, _Pending, list_run_dirs, run_row
@@ -89,6 +89,10 @@ def _read_populations(folder: Path) -> list[dict[str, Any]]:
     return records
 
 
+#: operations an action-only policy leaves unreported (Labference sec. 5.3)
+INACTIVE_KINDS = frozenset({"wait", "stop"})
+
+
 @dataclass(frozen=True)
 class RefChoice:
     """The Python twin of one ``first_choices`` row."""
@@ -100,10 +104,19 @@ class RefChoice:
     opp_seq: int
     identified: bool
     correct: bool
+    eligible: bool
+
+
+def eligible(legal: list[Operation] | None) -> bool:
+    """A native-track choice opportunity: the legal set holds an operation other than
+    wait/stop.  Wait/Stop-only opportunities are measured by terminal dwell and
+    violations instead, because native inactivity reports neither."""
+    return any(op.kind not in INACTIVE_KINDS for op in legal or ())
 
 
 def first_choices(run: RefRun) -> list[RefChoice]:
-    """First native choice per opportunity, judged against the legal set and the deadline."""
+    """First native choice per opportunity, judged against the legal set and the deadline
+    (every opportunity, eligible or not; the choice metrics keep ``eligible`` ones)."""
     firsts: dict[str, Choice] = {}
     for event in run.events:
         if isinstance(event, Choice) and event.track == "native" and event.first:
@@ -119,7 +132,7 @@ def first_choices(run: RefRun) -> list[RefChoice]:
         identified = choice is not None and (deadline is None or choice.t - event.t <= deadline)
         correct = identified and choice is not None and choice.op in event.legal
         out.append(RefChoice(run.run_id, run.episode_of.get(event.seq), event.opp, event.decision,
-                             event.seq, identified, correct))
+                             event.seq, identified, correct, eligible(event.legal)))
     return out
 
 

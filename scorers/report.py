@@ -54,6 +54,11 @@ def _errorbars(values: list[float | None], cis: list[Any]) -> tuple[list[float],
     return heights, [lows, highs]
 
 
+def _absent(name: str) -> str:
+    """Label for a metric a group does not have (per-decision rates: never reached)."""
+    return "not reached" if name.startswith(("correct.", "reach.")) else "none"
+
+
 def rates_figure(groups: list[dict[str, Any]]) -> Any:
     """Grouped bars: one cluster per rate metric, one bar per system, 95 % bootstrap bars."""
     import matplotlib.pyplot as plt
@@ -69,12 +74,13 @@ def rates_figure(groups: list[dict[str, Any]]) -> Any:
         bars = ax.bar(x + index * width - 0.4 + width / 2, [h * 100 for h in heights], width,
                       yerr=[[e * 100 for e in err[0]], [e * 100 for e in err[1]]], capsize=3,
                       color=COLORS[index % len(COLORS)], label=_label(group))
-        for bar, m, top in zip(bars, metrics, err[1]):
-            if m:
-                text = "n/a" if m.get("value") is None else f"{m['num']:g}/{m['den']:g}"
-                # counts sit above the interval so error bars never cover them
-                y = (bar.get_height() + top * 100) + 2
-                ax.annotate(text, (bar.get_x() + bar.get_width() / 2, y), ha="center", va="bottom", fontsize=7, rotation=90)
+        for bar, name, m, top in zip(bars, names, metrics, err[1]):
+            # counts sit above the interval so error bars never cover them; an absent
+            # metric is named, so an empty slot never reads as a zero rate
+            text = _absent(name) if not m else "n/a" if m.get("value") is None else f"{m['num']:g}/{m['den']:g}"
+            y = (bar.get_height() + top * 100) + 2
+            ax.annotate(text, (bar.get_x() + bar.get_width() / 2, y), ha="center", va="bottom", fontsize=7, rotation=90,
+                        color="#222" if m else "#888")
     ax.set_xticks(x, [n.replace("completion.", "compl.\n").replace("correct.", "correct\n") for n in names], fontsize=8)
     ax.set_ylabel("rate (%)")
     ax.set_ylim(0, 125)
@@ -101,22 +107,33 @@ def funnel_figure(groups: list[dict[str, Any]]) -> Any | None:
         for index, group in enumerate(groups):
             reach = group["metrics"].get(f"reach.{decision}")
             correct = group["metrics"].get(f"correct.{decision}")
-            if not reach:
+            runs = reach["den"] if reach else _rollouts(group)
+            if runs is None:
                 continue
-            counts = [reach["den"], reach["num"], correct["num"]]
+            # a group without the decision reached it at no eligible opportunity: zero bars, said so
+            counts = [runs, reach["num"], correct["num"]] if reach else [runs, 0, 0]
             ax.barh(y + index * height - 0.4 + height / 2, counts, height, color=COLORS[index % len(COLORS)], label=_label(group))
             for stage, count in enumerate(counts):
                 share = f" ({100 * count / counts[0]:.0f} %)" if counts[0] else ""
-                ax.annotate(f"{count:g}{share}", (count, stage + index * height - 0.4 + height / 2), va="center", fontsize=7,
-                            xytext=(2, 0), textcoords="offset points")
+                note = " — no eligible opportunity" if not reach and stage == 1 else ""
+                ax.annotate(f"{count:g}{share}{note}", (count, stage + index * height - 0.4 + height / 2), va="center",
+                            fontsize=7, xytext=(2, 0), textcoords="offset points")
         ax.set_yticks(y, stages)
         ax.invert_yaxis()
         ax.set_title(f"Reach funnel: {decision}", fontsize=10)
         ax.set_xlabel("rollouts")
         ax.margins(x=0.25)
-    axes[0][0].legend(fontsize=7, loc="lower right")
+    handles, labels = axes[0][0].get_legend_handles_labels()
     fig.tight_layout()
+    # below the panels, so it never covers a bar or its count
+    fig.legend(handles, labels, fontsize=8, loc="upper center", bbox_to_anchor=(0.5, 0.0), ncol=min(4, len(groups)),
+               frameon=False)
     return fig
+
+
+def _rollouts(group: dict[str, Any]) -> float | None:
+    """Rollouts of a group, as the denominator of any of its reach rates."""
+    return next((m["den"] for n, m in group["metrics"].items() if n.startswith("reach.")), None)
 
 
 def gains_figure(groups: list[dict[str, Any]]) -> Any | None:
@@ -164,9 +181,20 @@ def _table(group: dict[str, Any]) -> str:
             f"missing registered instances: {html.escape(missing)}</p></section>")
 
 
+#: what a reader needs to read each figure right
+NOTES = {
+    "Rates by system": "<p class=note>Choice rates (B_next, C_id, correct.&lt;decision&gt;) count only eligible "
+                       "opportunities, whose legal set holds an operation other than wait/stop: native inactivity leaves "
+                       "Wait and Stop unreported, so terminal dwell and violations measure them (Labference sec. 5.3). "
+                       "Clean completion requires correct identified choices at all eligible opportunities (sec. 7.2).</p>",
+    "Reach": "<p class=note>Per decision: rollouts, rollouts that reached an eligible opportunity of it, and rollouts "
+             "whose first choice there was legal.</p>",
+}
+
 CSS = ("body{font-family:system-ui,sans-serif;max-width:1100px;margin:2em auto;color:#222}"
        "table{border-collapse:collapse;margin:.5em 0}td,th{border:1px solid #ccc;padding:2px 8px;font-size:13px;text-align:left}"
-       "img{max-width:100%}h3{margin-top:1.5em}table.id th{font-weight:normal;color:#555}")
+       "img{max-width:100%}h3{margin-top:1.5em}table.id th{font-weight:normal;color:#555}"
+       ".note{color:#555;font-size:13px;max-width:60em}")
 
 
 def render_report(result: dict[str, Any], title: str) -> str:
@@ -181,7 +209,8 @@ def render_report(result: dict[str, Any], title: str) -> str:
     body = []
     for heading, fig in figures:
         if fig is not None:
-            body.append(f"<h2>{heading}</h2><img alt='{heading}' src='data:image/png;base64,{_png(fig)}'>")
+            body.append(f"<h2>{heading}</h2><img alt='{heading}' src='data:image/png;base64,{_png(fig)}'>"
+                        + NOTES.get(heading, ""))
             plt.close(fig)
     body.append("<h2>All metrics</h2>" + "".join(_table(g) for g in groups))
     return (f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title><style>{CSS}</style></head>"

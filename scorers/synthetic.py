@@ -25,15 +25,19 @@ from labrecord.rundir import RunWriter
 
 RIGHT = Operation("add", "w10", "pan")
 WRONG = Operation("add", "w100", "pan")
+#: the terminal legal set once the goal is reached (no native-track choice: see scorers.choice)
+TERMINAL = [Operation("stop"), Operation("wait")]
 
 
 @dataclass
 class DecisionSpec:
     """One opportunity: ``outcome`` is ``correct``, ``wrong``, ``none`` (no choice) or
-    ``late`` (a correct choice after the response window)."""
+    ``late`` (a correct choice after the response window).  ``terminal`` opens it with the
+    Wait/Stop-only legal set (a correct choice is then ``stop``)."""
 
     decision: str = "select_weight"
     outcome: str = "correct"
+    terminal: bool = False
 
 
 @dataclass
@@ -111,10 +115,11 @@ def _decision(run: RunWriter, index: int, spec: DecisionSpec, t: float) -> float
     run.observation(ObservationReceipt(obs_id=obs_id, step=index, t_acquired=t, t_delivered=t, evidence_version=index))
     opp = f"o{index}"
     run.emit(Opportunity, t=t, opp=opp, decision=spec.decision, trigger="initial" if index == 0 else "state_change",
-             legal=[RIGHT], obs_id=obs_id, evidence_version=index, window_s=5.0)
+             legal=TERMINAL if spec.terminal else [RIGHT], obs_id=obs_id, evidence_version=index, window_s=5.0)
     if spec.outcome != "none":
         delay = 6.0 if spec.outcome == "late" else 0.5
-        run.emit(Choice, t=t + delay, opp=opp, op=WRONG if spec.outcome == "wrong" else RIGHT, first=True)
+        right = TERMINAL[0] if spec.terminal else RIGHT
+        run.emit(Choice, t=t + delay, opp=opp, op=WRONG if spec.outcome == "wrong" else right, first=True)
         t += delay
     return t + 1.0
 

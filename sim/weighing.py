@@ -2,8 +2,10 @@
 
 :func:`run_weighing` is the library entry point behind ``labrecord sim weighing``: it
 draws instances from the weighing contract's generator (task-state and layout seeds kept
-apart), runs each through the step owner with the chosen baseline policy, and writes
-``run.json``, the event and observation logs, measurements, scores, videos and
+apart), registers them as population ``weighing-<condition>-s<seed>``
+(``<out>/populations/<name>.jsonl``: an instance and a ``d0`` checkpoint per episode,
+merged with what is already there), runs each through the step owner with the chosen
+baseline policy, and writes ``run.json``, the event and observation logs, measurements, scores, videos and
 ``demo.hdf5`` through :class:`~labrecord.rundir.RunWriter`.
 """
 from __future__ import annotations
@@ -47,15 +49,124 @@ class EpisodeSpec:
 
 
 def instances(condition: str, episodes: int, seed: int) -> list[Any]:
-    """The contract's balanced instances; task-state and layout draws use separate streams."""
-    from labrecord.scorers.contracts.weighing import generate_basic, generate_extended
+    """The contract's balanced instances; task-state and layout draws use separate streams.
+
+    Drawn in blocks of one full stratum cycle (basic: 3 targets x 4 answers = 12,
+    extended: 3 targets x 10 goal subsets = 30), each block from its own
+    ``(seed, stream, block)`` generators, so episode ``i`` of a seed is the same instance
+    whatever ``episodes`` is: runs of different policies or lengths on one seed share
+    their registered instances.  Every full block is exactly balanced, the last one at
+    every prefix.
+    """
+    from labrecord.scorers.contracts.weighing import (
+        BASIC_TARGETS_G, EXTENDED_TARGETS_G, STANDARDS, generate_basic, generate_extended, goal_subsets,
+    )
 
     if condition not in CONDITIONS:
         raise LabrecordError(f"condition {condition!r}: expected one of {', '.join(CONDITIONS)}")
     if episodes < 1:
         raise LabrecordError(f"episodes {episodes}: expected at least 1")
-    generate = generate_basic if condition == "basic" else generate_extended
-    return generate(episodes, np.random.default_rng([seed, 0]), np.random.default_rng([seed, 1]))
+    if condition == "basic":
+        generate, block = generate_basic, len(BASIC_TARGETS_G) * len(STANDARDS)
+    else:
+        generate, block = generate_extended, len(EXTENDED_TARGETS_G) * len(goal_subsets())
+    out: list[Any] = []
+    for b in range(-(-episodes // block)):
+        out += generate(block, np.random.default_rng([seed, 0, b]), np.random.default_rng([seed, 1, b]))
+    return out[:episodes]
+
+
+def population_name(condition: str, seed: int) -> str:
+    return f"weighing-{condition}-s{seed}"
+
+
+def instance_id_of(index: int) -> str:
+    return f"i{index:03d}"
+
+
+#: the first registered decision of every weighing episode (which standard to add or remove)
+CHECKPOINT_DECISION = "d0"
+
+
+def population_records(condition: str, seed: int, drawn: list[Any]) -> list[Any]:
+    """``Instance`` + ``Checkpoint(decision="d0")`` per episode.
+
+    ``Instance.fields`` holds the drawn task state and seeds (the bench's empty-pan force
+    is calibrated per run and left out), so a registry can tell whether a run folder is
+    being mixed with differently drawn instances.  No ``FixedStart``: E_fixed needs starts
+    whose correct operation is given to the system, while these episodes leave the choice
+    to the policy.
+    """
+    from labrecord.models import Checkpoint, Instance
+
+    records: list[Any] = []
+    for index, inst in enumerate(drawn):
+        fields = {k: v for k, v in inst.variant().items() if k != "f_empty_n"}
+        records.append(Instance(instance_id=instance_id_of(index), task_id=f"weighing-{condition}",
+                                condition=condition, fields=fields))
+        records.append(Checkpoint(instance_id=instance_id_of(index), decision=CHECKPOINT_DECISION))
+    return records
+
+
+def register_population(out_dir: str | os.PathLike[str], name: str, records: list[Any]) -> Path:
+    """Write or merge ``<out_dir>/populations/<name>.jsonl``; returns its path.
+
+    Records already registered are kept as they are (order preserved) and only new ones
+    appended, so a second policy on the same instances leaves the file unchanged.  An
+    instance registered with other drawn fields is refused: the folder's registry no
+    longer describes these runs.  Writes are atomic and serialized by a lock file.
+    """
+    import fcntl
+
+    import msgspec
+
+    from labrecord.fileio import atomic_write_bytes, dumps
+    from labrecord.models import PopulationEntry
+    from labrecord.validation import POPULATIONS_DIR
+    from labrecord.validation.files import validate_population_file
+    from labrecord.validation.findings import Report
+
+    folder = Path(out_dir) / POPULATIONS_DIR
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"{name}.jsonl"
+    lock = os.open(folder, os.O_RDONLY)  # parallel sim commands into one folder merge in turn
+    try:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        lines: list[bytes] = []
+        if path.exists():
+            report = Report()
+            validate_population_file(path, report)
+            if report.errors:
+                raise LabrecordError(f"cannot extend population registry: {report.errors[0]}")
+            lines = [line for line in path.read_bytes().splitlines() if line.strip()]
+        decoder = msgspec.json.Decoder(PopulationEntry)
+        known = {}
+        for number, line in enumerate(lines, start=1):
+            record = decoder.decode(line)
+            known[_record_key(record)] = (number, record)
+        added = []
+        for record in records:
+            key = _record_key(record)
+            if key not in known:
+                known[key] = (len(lines) + len(added) + 1, record)
+                added.append(dumps(record))
+            elif known[key][1] != record:
+                number, old = known[key]
+                raise LabrecordError(f"{path}:{number}: {key[0]} {key[1]!r} is registered as {msgspec.to_builtins(old)}, "
+                                     f"this run draws {msgspec.to_builtins(record)}; use another --out or --seed")
+        if added or not path.exists():
+            # existing lines are kept byte for byte (fields this release does not know included)
+            atomic_write_bytes(path, b"".join(line + b"\n" for line in lines + added))
+    finally:
+        os.close(lock)
+    return path
+
+
+def _record_key(record: Any) -> tuple[str, str]:
+    tag = type(record).__struct_config__.tag
+    if tag in ("pair", "oracle_pair"):
+        return tag, record.pair_id
+    return tag, record.instance_id + (f"/{record.decision}" if tag == "checkpoint" else "")
 
 
 def run_weighing(out_dir: str | os.PathLike[str], condition: str = "basic", policy: str = "reference",
@@ -72,13 +183,16 @@ def run_weighing(out_dir: str | os.PathLike[str], condition: str = "basic", poli
 
     make_policy(policy, seed, **policy_options)  # fail fast on a bad name or option
     Path(out_dir).mkdir(parents=True, exist_ok=True)
+    drawn = instances(condition, episodes, seed)
     specs = [EpisodeSpec(str(out_dir), condition, policy, i, seed, inst, cameras, size, max_time_s,
                          tuple(sorted(policy_options.items())))
-             for i, inst in enumerate(instances(condition, episodes, seed))]
+             for i, inst in enumerate(drawn)]
     for spec in specs:
         target = Path(out_dir) / run_id_of(spec)
         if target.exists():
             raise LabrecordError(f"{target}: run directory already exists; choose another --out or --seed")
+    # registered before any episode runs: the population fixes the denominators
+    register_population(out_dir, population_name(condition, seed), population_records(condition, seed, drawn))
     advance = progress or (lambda n=1: None)
     if workers <= 1:
         paths = []
@@ -179,8 +293,8 @@ def _manifest(spec: EpisodeSpec, instance: Any, policy: Any, contract: Any, layo
                   condition=spec.condition, variant=instance.variant(), contract_hash=contract.contract_hash()),
         system=System(name=caps.name, kind=caps.kind, revision=caps.revision, action_spec=caps.action_spec,  # type: ignore[arg-type]
                       observation=ObservationSpec(channels=list(caps.channels)), memory=caps.memory),
-        evaluation=Evaluation(version="1", population=Population(name=f"weighing-{spec.condition}-s{spec.seed}",
-                                                                 instance_id=f"i{spec.index:03d}"),
+        evaluation=Evaluation(version="1", population=Population(name=population_name(spec.condition, spec.seed),
+                                                                 instance_id=instance_id_of(spec.index)),
                               budget=Budget(clock="sim", max_steps=None)),
         seeds=Seeds(task_state=instance.task_seed, layout=instance.layout_seed, appearance=None,
                     policy=spec.seed * 100003 + spec.index),

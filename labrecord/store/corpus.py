@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import Any
 
 from labrecord.errors import LabrecordError
-from labrecord.store.schema import TABLES, create_schema, create_views
+from labrecord.store.schema import TABLES, create_schema, create_views, stale_views
 
 #: tables written to a snapshot partitioned by task family and system
 PARTITIONED = ("runs", "events", "observations", "online_scores", "final_scores", "measurements")
@@ -20,7 +20,10 @@ def connect(db_path: str | os.PathLike[str] | None = None, *, read_only: bool = 
         if db_path is None or not Path(db_path).is_file():
             raise LabrecordError(f"{db_path}: no such corpus file (create it with 'labrecord ingest RUNS_DIR --db {db_path}')")
         try:
-            return duckdb.connect(str(db_path), read_only=True)
+            con = duckdb.connect(str(db_path), read_only=True)
+            if stale_views(con):
+                create_views(con, temp=True)
+            return con
         except duckdb.Error as error:
             raise LabrecordError(f"{db_path}: not a readable DuckDB corpus: {error}") from error
     try:

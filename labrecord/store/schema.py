@@ -176,6 +176,10 @@ POPULATIONS = TableSpec("populations", "Registered population records (populatio
 TABLES: tuple[TableSpec, ...] = (RUNS, EVENTS, OBSERVATIONS, ONLINE_SCORES, FINAL_SCORES, MEASUREMENTS, POPULATIONS)
 
 # Derived views: plain facts the scorers and users share (no metric arithmetic here).
+# Native-track eligibility: an opportunity whose legal set is only wait/stop cannot be
+# shown by an action-only policy (native inactivity leaves Wait and Stop unreported,
+# Labference sec. 5.3); terminal dwell and violations measure it instead, so the choice
+# metrics count only ``eligible`` opportunities.
 FIRST_CHOICES_SQL = """
 SELECT o.run_id, o.episode, o.opp, o.decision, o.seq AS opp_seq, o.t AS opp_t, o.legal, o.obs_id,
        o.evidence_version,
@@ -185,7 +189,8 @@ SELECT o.run_id, o.episode, o.opp, o.decision, o.seq AS opp_seq, o.t AS opp_t, o
             OR c.t - o.t <= coalesce(o.window_s, r.response_deadline_s))) AS identified,
        coalesce(c.seq IS NOT NULL AND (coalesce(o.window_s, r.response_deadline_s) IS NULL
             OR c.t - o.t <= coalesce(o.window_s, r.response_deadline_s))
-            AND list_contains(o.legal, c.op), false) AS correct
+            AND list_contains(o.legal, c.op), false) AS correct,
+       coalesce(len(list_filter(o.legal, lambda x: x.kind NOT IN ('wait', 'stop'))) > 0, false) AS eligible
 FROM events o
 JOIN runs r USING (run_id)
 LEFT JOIN (
@@ -209,6 +214,7 @@ SELECT s.run_id, s.episode,
        coalesce(rf.resolved_failures, 0) AS resolved_failures,
        coalesce(x.validity_events, 0) AS validity_events,
        coalesce(fc.opportunities, 0) AS opportunities,
+       coalesce(fc.eligible_opportunities, 0) AS eligible_opportunities,
        coalesce(fc.identified, 0) AS identified_choices,
        coalesce(fc.correct, 0) AS correct_choices
 FROM events s
@@ -228,8 +234,9 @@ LEFT JOIN (
     WHERE f.type = 'failure' GROUP BY f.run_id, f.episode
 ) rf ON rf.run_id = s.run_id AND rf.episode = s.episode
 LEFT JOIN (
-    SELECT run_id, episode, count(*) AS opportunities,
-           count(*) FILTER (WHERE identified) AS identified, count(*) FILTER (WHERE correct) AS correct
+    SELECT run_id, episode, count(*) AS opportunities, count(*) FILTER (WHERE eligible) AS eligible_opportunities,
+           count(*) FILTER (WHERE eligible AND identified) AS identified,
+           count(*) FILTER (WHERE eligible AND correct) AS correct
     FROM first_choices GROUP BY run_id, episode
 ) fc ON fc.run_id = s.run_id AND fc.episode = s.episode
 WHERE s.type = 'episode_start'
@@ -255,6 +262,8 @@ VIEWS: tuple[ViewSpec, ...] = (
         ("choice_t", "", "time of the first native choice"), ("op", "", "operation chosen first"),
         ("identified", "", "a first native choice exists within the deadline (C_id indicator)"),
         ("correct", "", "identified and the choice is in the legal set (B_next indicator)"),
+        ("eligible", "", "the legal set holds an operation other than wait/stop: a choice an action-only policy can "
+                         "show (Wait/Stop-only opportunities are measured by dwell and violations, sec. 5.3)"),
     )),
     ViewSpec("episodes", "One row per episode: online completion flags and event counts for sec. 7.2 completion.", EPISODES_SQL, _cols(
         ("run_id", "", "run"), ("episode", "", "episode number"), ("ended", "", "an episode_end was recorded"),
@@ -264,8 +273,10 @@ VIEWS: tuple[ViewSpec, ...] = (
         ("violations", "", "all violations"), ("failures", "", "operation failures"),
         ("recoverable_failures", "", "recoverable failures"), ("resolved_failures", "", "failures with a resolving recovery (resolved=true)"),
         ("validity_events", "", "sensor/service/transport faults (evaluation validity)"),
-        ("opportunities", "", "opportunities opened"), ("identified_choices", "", "opportunities with an identified first choice"),
-        ("correct_choices", "", "opportunities whose first choice was legal"),
+        ("opportunities", "", "opportunities opened"),
+        ("eligible_opportunities", "", "opportunities whose legal set holds an operation other than wait/stop"),
+        ("identified_choices", "", "eligible opportunities with an identified first choice"),
+        ("correct_choices", "", "eligible opportunities whose first choice was legal"),
     )),
 )
 
@@ -282,11 +293,13 @@ def create_schema(con: object) -> None:
     """
     present = {row[0] for row in con.execute(  # type: ignore[attr-defined]
         "SELECT table_name FROM duckdb_tables() UNION ALL SELECT view_name FROM duckdb_views()").fetchall()}
-    if {t.name for t in TABLES} | {v.name for v in VIEWS} <= present:
+    complete = {t.name for t in TABLES} | {v.name for v in VIEWS} <= present
+    if complete and not stale_views(con):
         return
     con.execute("BEGIN TRANSACTION")  # type: ignore[attr-defined]
     try:
-        _create_all(con)
+        # a corpus written by an older release keeps its tables; only the views are redone
+        create_views(con) if complete else _create_all(con)
     except BaseException:
         con.execute("ROLLBACK")  # type: ignore[attr-defined]
         raise
@@ -302,9 +315,26 @@ def _create_all(con: object) -> None:
     create_views(con)
 
 
-def create_views(con: object) -> None:
-    """(Re)create the derived views over whatever ``runs``/``events`` relations exist."""
+def stale_views(con: object) -> list[str]:
+    """Derived views of the corpus whose columns differ from this release's definition
+    (a corpus file written by an older release)."""
+    rows = con.execute(  # type: ignore[attr-defined]
+        "SELECT table_name, list(column_name ORDER BY column_index) FROM duckdb_columns() "
+        "WHERE schema_name = 'main' GROUP BY table_name").fetchall()
+    have = dict(rows)
+    return [v.name for v in VIEWS if have.get(v.name) != [c.name for c in v.columns]]
+
+
+def create_views(con: object, *, temp: bool = False) -> None:
+    """(Re)create the derived views over whatever ``runs``/``events`` relations exist.
+
+    ``temp`` makes connection-local views (they shadow stale stored ones on a read-only
+    corpus file, which cannot be altered); those carry no comments.
+    """
     for view in VIEWS:
+        if temp:
+            con.execute(f"CREATE OR REPLACE TEMP VIEW {view.name} AS {view.sql}")  # type: ignore[attr-defined]
+            continue
         con.execute(f"CREATE OR REPLACE VIEW {view.name} AS {view.sql}")  # type: ignore[attr-defined]
         con.execute(f"COMMENT ON VIEW {view.name} IS {_quote(view.comment)}")  # type: ignore[attr-defined]
         for column in view.columns:

@@ -161,3 +161,17 @@ def test_written_events_read_back_unchanged(decision_lists):
             lines = [json.loads(l) for l in (root / f"r{index}" / "events.jsonl").read_text().splitlines()]
             stored = con.execute("SELECT seq, type, t FROM events WHERE run_id = ? ORDER BY seq", [f"r{index}"]).fetchall()
             assert stored == [(e["seq"], e["type"], e["t"]) for e in lines]
+
+
+def test_a_corpus_with_views_of_an_older_release_gets_current_ones(tmp_path):
+    root = tmp_path / "runs"
+    write_rollout(root, RolloutSpec("a", decisions=[DecisionSpec("d0")]))
+    db = tmp_path / "c.duckdb"
+    ingest_runs(root, db)
+    con = connect(db)
+    con.execute("CREATE OR REPLACE VIEW first_choices AS SELECT run_id, opp FROM events WHERE type = 'opportunity'")
+    con.close()
+    # read-only: connection-local views shadow the stale stored one
+    assert connect(db, read_only=True).execute("SELECT eligible FROM first_choices").fetchall() == [(True,)]
+    # writable: the stored views are redone, the tables kept
+    assert connect(db).execute("SELECT run_id, eligible FROM first_choices").fetchall() == [("a", True)]

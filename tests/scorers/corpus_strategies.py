@@ -13,7 +13,7 @@ vector = st.one_of(st.none(), st.just([0.0, 0.0, 0.0]), st.lists(st.one_of(finit
 geometry = st.builds(GeometrySpec, p_hat=vector, p_ref=st.lists(finite, min_size=3, max_size=3),
                      v_hat=vector, v_ref=st.one_of(st.none(), st.lists(finite, min_size=3, max_size=3)))
 decision = st.builds(DecisionSpec, decision=st.sampled_from(["select_weight", "d2"]),
-                     outcome=st.sampled_from(["correct", "wrong", "none", "late"]))
+                     outcome=st.sampled_from(["correct", "wrong", "none", "late"]), terminal=st.booleans())
 failure = st.builds(FailureSpec, recoverable=st.booleans(), resolved=st.sampled_from([True, False, None]))
 
 

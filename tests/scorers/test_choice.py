@@ -64,3 +64,39 @@ def test_b_next_never_exceeds_c_id_and_equals_accuracy_times_coverage(outcomes):
         assert m["B_next"]["num"] <= m["C_id"]["num"] and m["B_next"]["den"] == m["C_id"]["den"] == len(outcomes)
         if m["C_id"]["num"]:
             assert abs(m["accuracy_identified"]["value"] * m["C_id"]["value"] - m["B_next"]["value"]) < 1e-12
+
+
+def _terminal_corpus(root: Path) -> None:
+    """Weighing-like rollouts: d0 selects a standard, d1 opens with only wait/stop legal."""
+    write_population(root, "J", [{"type": "checkpoint", "instance_id": i, "decision": "d0"} for i in ("i0", "i1", "i2")])
+    outcomes = {"i0": ("correct", "none"), "i1": ("wrong", "none"), "i2": ("correct", "correct")}
+    for index, (instance, (first, last)) in enumerate(outcomes.items()):
+        write_rollout(root, RolloutSpec(f"r{index}", population=("J", instance),
+                                        decisions=[DecisionSpec("d0", first), DecisionSpec("d1", last, terminal=True)]))
+
+
+def test_wait_stop_only_opportunities_are_not_native_choices(tmp_path):
+    # d1's legal set is {stop, wait}: an action-only policy never shows it, so it is no
+    # eligible opportunity; d0 alone carries the choice metrics (2 of 3 correct)
+    _terminal_corpus(tmp_path)
+    m = score_corpus(tmp_path, resamples=0)["groups"][0]["metrics"]
+    assert (m["B_next"]["num"], m["B_next"]["den"]) == (2, 3)
+    assert (m["C_id"]["num"], m["C_id"]["den"]) == (3, 3)
+    assert (m["identified_given_reach.d0"]["num"], m["identified_given_reach.d0"]["den"]) == (3, 3)
+    assert not [name for name in m if name.endswith(".d1")]
+
+
+def test_eligible_column_of_first_choices(tmp_path):
+    from labrecord.store import open_source
+
+    _terminal_corpus(tmp_path)
+    con, _, _ = open_source(tmp_path)
+    rows = con.execute("SELECT decision, eligible, count(*) FROM first_choices GROUP BY ALL ORDER BY ALL").fetchall()
+    assert rows == [("d0", True, 3), ("d1", False, 3)]
+
+
+def test_a_checkpoint_on_a_wait_stop_only_decision_is_never_identified(tmp_path):
+    write_population(tmp_path, "J", [{"type": "checkpoint", "instance_id": "i0", "decision": "d1"}])
+    write_rollout(tmp_path, RolloutSpec("r0", population=("J", "i0"), decisions=[DecisionSpec("d1", "correct", terminal=True)]))
+    m = score_corpus(tmp_path, resamples=0)["groups"][0]["metrics"]
+    assert (m["C_id"]["num"], m["C_id"]["den"]) == (0, 1)

@@ -57,3 +57,14 @@ def test_levels_nest_and_clean_excludes_recovered(rows):
         physical, valid = m["completion.physical"]["num"], m["completion.valid"]["num"]
         clean, recovered = m["completion.clean"]["num"], m["completion.recovered"]["num"]
         assert physical >= valid >= clean + recovered
+
+
+def test_clean_completion_needs_choices_only_at_eligible_opportunities(tmp_path):
+    # the terminal Wait/Stop-only opportunity has no native choice in either run; only the
+    # unidentified choice at an eligible opportunity keeps the second run from being clean
+    terminal = DecisionSpec("d1", "none", terminal=True)
+    write_rollout(tmp_path, RolloutSpec("done", physical=True, decisions=[DecisionSpec("d0"), terminal]))
+    write_rollout(tmp_path, RolloutSpec("silent", physical=True, decisions=[DecisionSpec("d0", "none"), terminal]))
+    m = score_corpus(tmp_path, resamples=0)["groups"][0]["metrics"]
+    assert _counts(m, "completion.valid") == (2, 2)
+    assert _counts(m, "completion.clean") == (1, 2)

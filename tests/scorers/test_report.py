@@ -37,3 +37,25 @@ def test_report_shows_oracle_gains_when_pairs_exist(tmp_path):
                                         intervention={"mode": "assist", "site": "skill", "oracle": "skill-exec", "branch": "supported"}))
     page = write_report(tmp_path, tmp_path / "r.html", resamples=10).read_text()
     assert "<h2>Oracle gains</h2>" in page and "gain.completion" in page
+
+
+def _texts(fig) -> list[str]:
+    return [t.get_text() for ax in fig.axes for t in ax.texts]
+
+
+def test_a_decision_one_system_never_reached_is_shown_as_such(tmp_path):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from labrecord.scorers.corpus import score_corpus
+    from labrecord.scorers.report import funnel_figure, rates_figure
+    from labrecord.scorers.synthetic import DecisionSpec, RolloutSpec, write_rollout
+
+    # "a" reaches d1 at an eligible opportunity and chooses wrong; "b" meets d1 only with
+    # the Wait/Stop-only legal set, which is no native-track choice
+    write_rollout(tmp_path, RolloutSpec("a0", system="a", decisions=[DecisionSpec("d0", "wrong"), DecisionSpec("d1", "none")]))
+    write_rollout(tmp_path, RolloutSpec("b0", system="b", decisions=[DecisionSpec("d0"), DecisionSpec("d1", "none", terminal=True)]))
+    groups = score_corpus(tmp_path, resamples=0)["groups"]
+    funnel = funnel_figure(groups)
+    assert "0 (0 %) — no eligible opportunity" in _texts(funnel)
+    assert _texts(rates_figure(groups)).count("not reached") == 1

@@ -6,14 +6,20 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from labrecord.demo import DemoReader
 from labrecord.errors import LabrecordError
 from labrecord.models import Choice, EpisodeEnd, Opportunity
 from labrecord.rundir import read_events, read_manifest
 from labrecord.scorers.audit import audit_run
+from labrecord.scorers.corpus import score_corpus
 from labrecord.sim import run_weighing
-from labrecord.validation import validate_run
+from labrecord.sim.weighing import instances, population_records, register_population
+from labrecord.validation import validate_folder, validate_run
+from labrecord.validation.files import validate_population_file
+from labrecord.validation.findings import Report
 
 
 def first_native_choices(run: Path) -> list[tuple[Choice, Opportunity]]:
@@ -134,3 +140,84 @@ def test_reference_acceptance_twenty_episodes(tmp_path):
         assert choice.op in opportunity.legal, run
         complete += episode_end(run).physical_complete
     assert complete >= 18
+
+
+# -- population registry ------------------------------------------------------------------
+
+def registry_lines(root: Path, name: str = "weighing-basic-s0") -> list[dict]:
+    path = root / "populations" / f"{name}.jsonl"
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+def test_instances_do_not_depend_on_the_episode_count():
+    assert instances("basic", 3, 0) == instances("basic", 20, 0)[:3]
+    assert instances("extended", 2, 4) == instances("extended", 31, 4)[:2]
+    # one block of 12 basic instances holds each (target, answer) stratum exactly once
+    block = instances("basic", 12, 7)
+    assert sorted((i.target_g, *i.goal) for i in block) == sorted(
+        (float(t), w) for t in (160, 180, 200) for w in ("w10", "w20", "w50", "w100"))
+
+
+def test_registry_holds_an_instance_and_a_d0_checkpoint_per_episode(tmp_path):
+    path = register_population(tmp_path, "weighing-basic-s0", population_records("basic", 0, instances("basic", 2, 0)))
+    lines = registry_lines(tmp_path)
+    assert [(r["type"], r["instance_id"], r.get("decision")) for r in lines] == [
+        ("instance", "i000", None), ("checkpoint", "i000", "d0"), ("instance", "i001", None), ("checkpoint", "i001", "d0")]
+    assert lines[0]["condition"] == "basic" and "goal" in lines[0]["fields"] and "f_empty_n" not in lines[0]["fields"]
+    report = Report()
+    assert validate_population_file(path, report)["instances"] == {"i000", "i001"} and report.ok
+
+
+def test_registering_again_merges_without_duplicates(tmp_path):
+    records = population_records("basic", 0, instances("basic", 3, 0))
+    path = register_population(tmp_path, "weighing-basic-s0", records[:2])
+    path.write_bytes(path.read_bytes().replace(b'"type":"instance"', b'"note":"kept","type":"instance"'))
+    register_population(tmp_path, "weighing-basic-s0", records)
+    register_population(tmp_path, "weighing-basic-s0", records[:4])
+    lines = registry_lines(tmp_path)
+    assert len(lines) == 6 and lines[0]["note"] == "kept"
+    assert [r["instance_id"] for r in lines if r["type"] == "instance"] == ["i000", "i001", "i002"]
+
+
+def test_an_instance_drawn_differently_is_refused(tmp_path):
+    register_population(tmp_path, "weighing-basic-s0", population_records("basic", 0, instances("basic", 1, 0)))
+    other = population_records("basic", 1, instances("basic", 1, 1))
+    with pytest.raises(LabrecordError, match=r"weighing-basic-s0.jsonl:1: instance 'i000' is registered as"):
+        register_population(tmp_path, "weighing-basic-s0", other)
+
+
+@settings(max_examples=10, deadline=None)
+@given(st.lists(st.integers(1, 30), min_size=1, max_size=3), st.integers(0, 3))
+def test_merged_registry_equals_one_registration_of_the_longest_run(tmp_path_factory, counts, seed):
+    root = tmp_path_factory.mktemp("reg")
+    for n in counts:
+        register_population(root, "p", population_records("basic", seed, instances("basic", n, seed)))
+    one = tmp_path_factory.mktemp("one")
+    register_population(one, "p", population_records("basic", seed, instances("basic", max(counts), seed)))
+    assert (root / "populations" / "p.jsonl").read_bytes() == (one / "populations" / "p.jsonl").read_bytes()
+
+
+def test_runs_point_at_their_registered_instances(reference_runs):
+    root = reference_runs[0].parent
+    for index, run in enumerate(reference_runs):
+        population = read_manifest(run).manifest.evaluation.population
+        assert (population.name, population.instance_id) == ("weighing-basic-s0", f"i{index:03d}")
+    assert validate_folder(root).ok
+    (group,) = score_corpus(root, resamples=0)["groups"]
+    m = group["metrics"]
+    # d1 (legal set {stop, wait}) is no native-track choice: B_next, C_id over d0 only
+    assert (m["B_next"]["num"], m["B_next"]["den"]) == (2, 2) and (m["C_id"]["num"], m["C_id"]["den"]) == (2, 2)
+    assert (m["completion.clean"]["num"], m["completion.clean"]["den"]) == (2, 2)
+    assert group["coverage"]["missing"] == []
+
+
+def test_two_policies_on_one_seed_share_the_instances(tmp_path):
+    run_weighing(tmp_path, "basic", "reference", episodes=1, seed=0, cameras=False)
+    run_weighing(tmp_path, "basic", "fixed-preference", episodes=2, seed=0, cameras=False, denomination="w10")
+    assert [r["instance_id"] for r in registry_lines(tmp_path) if r["type"] == "instance"] == ["i000", "i001"]
+    assert validate_folder(tmp_path).ok
+    groups = {g["identity"]["system_name"]: g for g in score_corpus(tmp_path, resamples=0)["groups"]}
+    reference = groups["reference"]
+    # the reference ran one of the two registered instances: the other is missing, not dropped
+    assert reference["coverage"]["missing"] == [{"population": "weighing-basic-s0", "instance_id": "i001"}]
+    assert reference["metrics"]["B_next"]["den"] == 2
