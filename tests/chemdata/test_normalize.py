@@ -2,10 +2,12 @@
 from __future__ import annotations
 
 import pytest
+
+from tests.support import require_module
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-pytest.importorskip("rdkit")
+require_module("rdkit", 'pip install "labrecord[chem]"')
 
 from labrecord.chemdata.normalize import (  # noqa: E402
     COUNTER_ION_METALS, Canonical, canonicalize, canonicalize_many, unmatchable_reason,

@@ -5,7 +5,9 @@ from pathlib import Path
 
 import pytest
 
-pytest.importorskip("rdkit")
+from tests.support import require_module
+
+require_module("rdkit", 'pip install "labrecord[chem]"')
 from hypothesis import given, strategies as st
 from PIL import Image
 from rdkit import Chem

@@ -3,7 +3,9 @@ from __future__ import annotations
 
 import pytest
 
-pytest.importorskip("rdkit")
+from tests.support import require_module
+
+require_module("rdkit", 'pip install "labrecord[chem]"')
 from hypothesis import given, settings, strategies as st
 from rdkit import Chem
 

@@ -3,11 +3,13 @@ from __future__ import annotations
 
 import pytest
 
+from tests.support import require_module
+
 from labrecord.chemdata.stats import corpus_stats
 from labrecord.chemdata.store import connect, ingest_documents
 from labrecord.models.rxn import Condition, FigureDocument, Molecule, Provenance, Reaction
 
-pytest.importorskip("rdkit")
+require_module("rdkit", 'pip install "labrecord[chem]"')
 
 
 def test_hand_counted_statistics() -> None:

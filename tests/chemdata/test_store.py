@@ -1,18 +1,18 @@
 """The reaction tables: comments, idempotent re-ingestion, the canonical-form cache."""
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import pytest
 
+from tests.support import require_module
+
 from labrecord.chemdata.store import COLUMN_COMMENTS, connect, ingest_documents, systems
 from labrecord.errors import LabrecordError
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from rxn_factories import figure, gold  # noqa: E402
+from tests.chemdata.rxn_factories import figure, gold
 
-pytest.importorskip("rdkit")
+require_module("rdkit", 'pip install "labrecord[chem]"')
 
 
 def test_every_column_is_commented() -> None:

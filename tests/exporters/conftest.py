@@ -1,21 +1,15 @@
 """Shared fixtures for the export tests: small runs with demonstrations."""
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
 
 from labrecord.exporters.examples import write_demo_runs
+from tests.support import require
 
 
-def require_reader(available: bool, what: str, install: str) -> None:
-    """Skip when a reference reader is missing locally; fail in CI so it is never skipped silently."""
-    if available:
-        return
-    if os.environ.get("CI", "").lower() == "true":
-        pytest.fail(f"{what} is required in CI: {install}")
-    pytest.skip(f"{what} not available ({install})")
+require_reader = require
 
 
 @pytest.fixture(scope="module")

@@ -6,9 +6,11 @@ from pathlib import Path
 
 import pytest
 
+from tests.support import require_module
+
 from labrecord.cli import main
 
-pytest.importorskip("rdkit")
+require_module("rdkit", 'pip install "labrecord[chem]"')
 
 
 def run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:

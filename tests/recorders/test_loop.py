@@ -5,8 +5,10 @@ import os
 import numpy as np
 import pytest
 
+from tests.support import require_module
+
 os.environ.setdefault("MUJOCO_GL", "egl")
-pytest.importorskip("mujoco")
+require_module("mujoco", 'pip install "labrecord[sim]"')
 
 from labrecord.recorders.policy import ActionChunk, Capabilities  # noqa: E402
 from labrecord.scorers.contracts import get_contract  # noqa: E402

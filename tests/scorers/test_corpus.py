@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings
 
-from corpus_strategies import corpus
+from tests.scorers.corpus_strategies import corpus
 from labrecord.errors import LabrecordError
 from labrecord.scorers.corpus import ReferenceSource, SqlSource, score_corpus, score_reference
 from labrecord.scorers.reference import load_reference

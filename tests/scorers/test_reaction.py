@@ -2,10 +2,10 @@
 pure-Python reference."""
 from __future__ import annotations
 
-import sys
-from pathlib import Path
 
 import pytest
+
+from tests.support import require_module
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -13,10 +13,9 @@ from labrecord.errors import LabrecordError
 from labrecord.models.rxn import Condition
 from labrecord.scorers.reaction import FigureCounts, pooled, prf, reference_counts, score_documents, summarize
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "chemdata"))
-from rxn_factories import figure, gold  # noqa: E402
+from tests.chemdata.rxn_factories import figure, gold
 
-pytest.importorskip("rdkit")
+require_module("rdkit", 'pip install "labrecord[chem]"')
 
 ESTER = (["CC(=O)O", "OCC"], ["CCOC(C)=O"])
 AMIDE = (["CC(=O)O", "N"], ["CC(N)=O"])

@@ -2,5 +2,7 @@ import os
 
 import pytest
 
+from tests.support import require_module
+
 os.environ.setdefault("MUJOCO_GL", "egl")
-pytest.importorskip("mujoco")
+require_module("mujoco", 'pip install "labrecord[sim]"')

@@ -5,11 +5,13 @@ import json
 from pathlib import Path
 
 import pytest
+
+from tests.support import require_module
 from click.testing import CliRunner
 
 from labrecord.cli import cli
 
-pytest.importorskip("mujoco")
+require_module("mujoco", 'pip install "labrecord[sim]"')
 
 
 def test_demo_runs_the_whole_loop(tmp_path: Path) -> None:

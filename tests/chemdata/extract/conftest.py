@@ -1,13 +1,14 @@
 """Shared fixtures: figures rendered from known reactions, and stand-in tools."""
 from __future__ import annotations
 
-import shutil
 import stat
 from pathlib import Path
 
 import pytest
 
-pytest.importorskip("rdkit")
+from tests.support import require_module, require_programs
+
+require_module("rdkit", 'pip install "labrecord[chem]"')
 
 REACTIONS = """\
 # a two-component coupling, a two-step scheme and a table scope
@@ -16,8 +17,13 @@ Brc1ccc(C(F)(F)F)cc1>>OB(O)c1ccc(C(F)(F)F)cc1>>Cc1ccc(-c2ccc(C(F)(F)F)cc2)cc1 tw
 @scope-table [*:1]c1ccc(I)cc1>>[*:1]c1ccc(-c2ccccc2)cc1 R1=Me,OMe,CF3 scope-t
 """
 
-needs_tools = pytest.mark.skipif(shutil.which("osra") is None or shutil.which("tesseract") is None,
-                                 reason="needs the Debian packages osra and tesseract-ocr")
+@pytest.fixture
+def _debian_tools() -> None:
+    require_programs("osra", "tesseract", install="apt-get install osra tesseract-ocr")
+
+
+#: marks a test that runs the real osra and tesseract (skipped locally without them, fails in CI)
+needs_tools = pytest.mark.usefixtures("_debian_tools")
 
 
 @pytest.fixture(scope="session")

@@ -10,6 +10,8 @@ from typing import Any
 
 import pytest
 
+from tests.support import require_module
+
 from labrecord.chemdata.extract.runner import ExtractConfig, list_figures, run_extraction
 from labrecord.cli import main
 from labrecord.errors import LabrecordError
@@ -84,7 +86,7 @@ def test_provenance_and_trajectory_content(baseline: Path) -> None:
 
 @needs_tools
 def test_ray_executor_gives_the_same_records(rendered: Path, baseline: Path, tmp_path: Path) -> None:
-    ray = pytest.importorskip("ray")
+    ray = require_module("ray", 'pip install "labrecord[ray]"')
     ray.init(num_cpus=1, include_dashboard=False, log_to_driver=False)
     try:
         summary = run_extraction(rendered, tmp_path, ExtractConfig(), executor="ray")
