@@ -6,7 +6,7 @@ import math
 import numpy as np
 import pyarrow as pa
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from labrecord.errors import LabrecordError
@@ -201,6 +201,8 @@ def test_instance_from_task_reads_variant_and_refuses_bad_values() -> None:
 @settings(max_examples=15, deadline=None)
 @given(script=st.lists(st.tuples(st.integers(0, 6), st.sampled_from(STANDARDS), st.floats(0.002, 2.0)), max_size=10),
        seed=st.integers(0, 2**16))
+# {w}_over_pan switched on mid-stream, then w10 released off the pan: a put-back, not a miss
+@example(script=[(0, "w10", 1.0), (6, "w20", 1.0), (2, "w10", 1.0)], seed=0)
 def test_online_tracker_and_bulk_replay_agree(script: list, seed: int) -> None:
     inst = WeighingInstance(target_g=220.0, sample_g=100.0, goal=frozenset({"w100", "w20"}), start=frozenset({"w50"}))
     s = WeighingStream(inst).hold(1.2)
