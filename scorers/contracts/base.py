@@ -30,7 +30,11 @@ How a recorder drives a contract so that online and offline results coincide::
     end = tracker.end()                          # {"physical_complete": ...}
     run.emit(EpisodeEnd, t=t, episode=0, reason=..., valid_complete=...,
              physical_complete=end["physical_complete"])
-    run.write_measurements(pyarrow.Table.from_pylist(rows))
+    run.write_measurements(streams.rows_table(rows))   # every row's columns (from_pylist keeps the first row's only)
+
+A recorder holding one control period of rows as column arrays may instead call the
+stepper's ``push_block(columns)`` (where a family has it) and ``tracker.advance`` the
+rows where a signature field changes, as ``labrecord.recorders.online`` does.
 
 Interventions and reports are emitted by the recorder itself, bound to
 ``tracker.current`` (opportunity id and evidence version).  ``observe`` must be called

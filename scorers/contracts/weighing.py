@@ -243,12 +243,13 @@ class WeighingStepper:
                         a = cache[d] = 1.0 - math.exp(-d / tau)
                     m = m + a * (x - m)
                 # SlidingRange.push, inlined
+                sample = (t, m)
                 while hi and hi[-1][1] <= m:
                     hi.pop()
-                hi.append((t, m))
+                hi.append(sample)
                 while lo and lo[-1][1] >= m:
                     lo.pop()
-                lo.append((t, m))
+                lo.append(sample)
                 while t - hi[0][0] > width:
                     hi.popleft()
                 while t - lo[0][0] > width:
