@@ -30,7 +30,11 @@ How a recorder drives a contract so that online and offline results coincide::
     end = tracker.end()                          # {"physical_complete": ...}
     run.emit(EpisodeEnd, t=t, episode=0, reason=..., valid_complete=...,
              physical_complete=end["physical_complete"])
-    run.write_measurements(pyarrow.Table.from_pylist(rows))
+    run.write_measurements(streams.rows_table(rows))   # every row's columns (from_pylist keeps the first row's only)
+
+A recorder holding one control period of rows as column arrays may instead call the
+stepper's ``push_block(columns)`` (where a family has it) and ``tracker.advance`` the
+rows where a signature field changes, as ``labrecord.recorders.online`` does.
 
 Interventions and reports are emitted by the recorder itself, bound to
 ``tracker.current`` (opportunity id and evidence version).  ``observe`` must be called
@@ -91,18 +95,23 @@ class TaskState:
         return self.attempts.get(key, 0) + 1
 
 
-def hold_flags(flag: np.ndarray, t: np.ndarray, duration: float) -> tuple[np.ndarray, np.ndarray]:
+def hold_flags(flag: np.ndarray, t: np.ndarray, duration: float,
+               start: float | None = None) -> tuple[np.ndarray, np.ndarray]:
     """For a boolean series ``flag`` (n,) at times ``t`` (n,): ``(run_start_t, held)``.
 
     ``run_start_t[k]`` is the time the current uninterrupted run of true values began
     (nan where ``flag`` is false); ``held[k] = flag[k] and t[k] - run_start_t[k] >= duration``.
-    Matches :class:`HoldTimer` exactly.
+    ``start`` continues a series: the start time of a run still true just before
+    ``flag[0]`` (None: none), i.e. :attr:`HoldTimer.start`.  Matches :class:`HoldTimer` exactly.
     """
     n = len(flag)
+    if not flag.any():  # the common case online: nothing to hold
+        return np.full(n, np.nan), np.zeros(n, dtype=bool)
     index = np.arange(n)
-    starts = flag & ~np.concatenate(([False], flag[:-1]))
+    starts = flag & ~np.concatenate(([start is not None], flag[:-1]))
     last_start = np.maximum.accumulate(np.where(starts, index, -1))
-    run_start = np.where(flag & (last_start >= 0), t[np.maximum(last_start, 0)], np.nan)
+    carried = np.nan if start is None else start
+    run_start = np.where(flag, np.where(last_start >= 0, t[np.maximum(last_start, 0)], carried), np.nan)
     with np.errstate(invalid="ignore"):
         held = flag & (t - run_start >= duration)
     return run_start, held

@@ -52,9 +52,20 @@ class _Stream:
         raise NotImplementedError
 
     def table(self) -> Any:
-        import pyarrow as pa
+        return rows_table(self.rows)
 
-        return pa.Table.from_pylist(self.rows)
+
+def rows_table(rows: Sequence[Mapping[str, Any]]) -> Any:
+    """Rows (column -> value) as a ``pyarrow.Table`` over the union of their columns.
+
+    ``pyarrow.Table.from_pylist`` takes its columns from the first row only and silently
+    drops any column that first appears later; a row lacking a column gets null there,
+    which is what the online path reads for a missing key.
+    """
+    import pyarrow as pa
+
+    names = list(dict.fromkeys(name for row in rows for name in row))
+    return pa.Table.from_pydict({name: [row.get(name) for row in rows] for name in names})
 
 
 class WeighingStream(_Stream):
@@ -76,14 +87,32 @@ class WeighingStream(_Stream):
         self.press_g = 0.0
         self.sensor_ok = True
         self.speed = 0.0
-        self.over_pan: set[str] | None = None  # None: no {w}_over_pan columns
+        self.over_pan: set[str] | None = None  # None: over-pan position unknown
+        self._over_columns = False  # rows carry {w}_over_pan (once on, on for every row)
 
     def set(self, **state: Any) -> WeighingStream:
         for key, value in state.items():
             if not hasattr(self, key):
                 raise AttributeError(key)
             setattr(self, key, set(value) if isinstance(value, (set, frozenset, list, tuple)) else value)
+        if self.over_pan is not None and not self._over_columns:
+            self._backfill_over_pan()
         return self
+
+    def _backfill_over_pan(self) -> None:
+        """Give earlier rows the ``{w}_over_pan`` columns as null (unknown).
+
+        A measurement table has one set of columns for the whole episode.  Rows whose
+        columns change mid-stream lose the late columns in ``Table.from_pylist``, and the
+        replay then reads every release as over the pan while the online path saw where it
+        happened.  Null is what the online path already read for these rows.
+        """
+        from labrecord.scorers.contracts.weighing import STANDARDS
+
+        self._over_columns = True
+        for row in self.rows:
+            for w in STANDARDS:
+                row.setdefault(f"{w}_over_pan", None)
 
     def load_g(self) -> float:
         from labrecord.scorers.contracts.weighing import MASS_G
@@ -102,8 +131,8 @@ class WeighingStream(_Stream):
             row[f"{w}_contact"] = w in self.grasped or w in self.contact
             row[f"{w}_grasped"] = w in self.grasped
             row[f"{w}_speed"] = self.speed
-            if self.over_pan is not None:
-                row[f"{w}_over_pan"] = w in self.over_pan
+            if self._over_columns:
+                row[f"{w}_over_pan"] = None if self.over_pan is None else w in self.over_pan
         return row
 
 
@@ -148,9 +177,7 @@ def record_run(root: str | os.PathLike[str], manifest: RunManifest, contract: Ta
         t_end = float(rows[-1]["t"]) if rows else 0.0
         run.emit(EpisodeEnd, t=t_end, episode=0, reason="success" if end["physical_complete"] else "timeout",
                  physical_complete=end["physical_complete"], valid_complete=end["physical_complete"])
-        import pyarrow as pa
-
-        run.write_measurements(pa.Table.from_pylist([dict(r) for r in rows]))
+        run.write_measurements(rows_table(rows))
     return run.dir
 
 

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, ClassVar, NamedTuple
 
 import numpy as np
@@ -44,6 +44,7 @@ from labrecord.scorers.contracts.windows import SlidingRange, range_of, run_star
 STANDARDS = WEIGHING_STANDARDS
 MASS_G: dict[str, int] = {"w10": 10, "w20": 20, "w50": 50, "w100": 100}
 BIT: dict[str, int] = {w: 1 << i for i, w in enumerate(STANDARDS)}
+_BITS = np.array([BIT[w] for w in STANDARDS], dtype=np.int64)
 PAN = "pan"
 BASIC_TARGETS_G = (160, 180, 200)
 EXTENDED_TARGETS_G = (200, 220, 240)
@@ -186,6 +187,119 @@ class WeighingStepper:
         return WeighingFeatures(step, t, valid, self.m, stable, supported, grasped, over, released, low, settled, success,
                                 held)
 
+    def push_block(self, columns: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+        """Features of a block of consecutive rows (column -> (n,) array), continuing
+        from the rows pushed before, with the bulk replay's numpy kernels.
+
+        Returns field -> (n,) array, equal to :meth:`WeighingContract.features_bulk` over
+        the whole episode at these rows (and to ``push`` row by row).  Only the eq. 9
+        recursion and the trailing stability window run per row, in one tight loop.
+        """
+        th = self.th
+
+        def get(name: str, dtype: Any) -> np.ndarray:
+            return np.asarray(columns[name], dtype=dtype)
+
+        def over_pan(name: str) -> np.ndarray | None:
+            if name not in columns:
+                return None
+            known = np.asarray(columns[name])
+            if known.dtype == object:  # None is unknown, counted as over the pan
+                return np.array([v is None or bool(v) for v in known.tolist()], dtype=bool)
+            return np.asarray(known, dtype=bool)
+
+        f = instant_features(get, over_pan, th.low_motion_m_s)
+        t = get("t", np.float64)
+        raw = self.scale * (f["force"] - self.instance.f_empty_n)
+        m_bar, stable = self._filter(t.tolist(), raw.tolist(), f["valid"].tolist())
+        out, since, dwell_start = _timed_features(th, self.instance, get("step", np.int64), t, f, m_bar, stable,
+                                                  self.mask, self.mask_since, self.dwell.start)
+        if len(t):
+            self.mask, self.mask_since = int(out["supported"][-1]), float(since[-1])
+            self.dwell.start = float(dwell_start[-1]) if out["success"][-1] else None
+        return out
+
+    def _filter(self, times: list[float], raw: list[float], valid: list[bool]) -> tuple[np.ndarray, np.ndarray]:
+        """Eq. 9 and the stability flag row by row (lists (n,)), continuing the state;
+        the same arithmetic as :meth:`push` and :func:`display_chain`, inlined because it
+        runs for every physics step."""
+        width, limit, tau = self.th.stable_window_s, self.th.stable_range_g, self.th.tau_f_s
+        cache = self._alpha
+        hi, lo = self.window.deques()
+        m, prev_t, prev_valid, run_start = self.m, self.prev_t, self.prev_valid, self.run_start
+        m_out: list[float] = []
+        stable_out: list[bool] = []
+        for t, x, ok in zip(times, raw, valid):
+            stable = False
+            if ok:
+                if not prev_valid:
+                    m, run_start = x, t
+                    hi.clear()
+                    lo.clear()
+                else:
+                    d = t - prev_t
+                    a = cache.get(d)
+                    if a is None:
+                        a = cache[d] = 1.0 - math.exp(-d / tau)
+                    m = m + a * (x - m)
+                # SlidingRange.push, inlined
+                sample = (t, m)
+                while hi and hi[-1][1] <= m:
+                    hi.pop()
+                hi.append(sample)
+                while lo and lo[-1][1] >= m:
+                    lo.pop()
+                lo.append(sample)
+                while t - hi[0][0] > width:
+                    hi.popleft()
+                while t - lo[0][0] > width:
+                    lo.popleft()
+                stable = t - run_start >= width and hi[0][1] - lo[0][1] <= limit
+            m_out.append(m)
+            stable_out.append(stable)
+            prev_t, prev_valid = t, ok
+        self.m, self.prev_t, self.prev_valid, self.run_start = m, prev_t, prev_valid, run_start
+        return np.array(m_out, dtype=np.float64), np.array(stable_out, dtype=bool)
+
+
+def instant_features(get: Callable[[str, Any], np.ndarray], over_pan: Callable[[str], np.ndarray | None],
+                     low_motion_m_s: float) -> dict[str, np.ndarray]:
+    """The per-row (memoryless) weighing features of n rows, shared by the bulk replay
+    and the online block path.
+
+    ``get(name, dtype)`` returns column ``name`` as an (n,) array (nulls False / nan);
+    ``over_pan(name)`` the ``{w}_over_pan`` column with unknown as True, or None when the
+    column is absent (every release then counts as over the pan).  Returns ``valid``,
+    ``force`` and the bit masks ``supported``, ``grasped``, ``over`` (int64), ``touched``
+    and ``low`` (bool).  The standards are stacked to (4, n) so the cost per call does
+    not grow with their number; nan speeds compare as not low.
+    """
+    force = get("pan_force_n", np.float64)
+    contact = np.array([get(f"{w}_contact", bool) for w in STANDARDS])
+    on_pan = np.array([get(f"{w}_on_pan", bool) for w in STANDARDS])
+    grasped = np.array([get(f"{w}_grasped", bool) for w in STANDARDS])
+    speed = np.array([get(f"{w}_speed", np.float64) for w in STANDARDS])
+    known = [over_pan(f"{w}_over_pan") for w in STANDARDS]
+    over = np.array([np.ones(len(force), dtype=bool) if k is None else k for k in known])
+    return {"valid": get("sensor_ok", bool) & np.isfinite(force), "force": force,
+            "supported": _BITS @ (on_pan & ~contact), "grasped": _BITS @ grasped, "over": _BITS @ over,
+            "touched": get("hand_pan_contact", bool) | contact.any(axis=0),
+            "low": (get("pan_speed", np.float64) <= low_motion_m_s) & (speed <= low_motion_m_s).all(axis=0)}
+
+
+def since_change(values: np.ndarray, t: np.ndarray, last: int | None = None, since: float = 0.0) -> np.ndarray:
+    """Time (n,) at which ``values`` last changed; ``last`` / ``since`` continue a series
+    (the value just before ``values[0]`` and when it began; None: a new series)."""
+    n = len(values)
+    if last is not None and not (values != last).any():  # the common case online: no change in the block
+        return np.full(n, since)
+    changed = np.empty(n, dtype=bool)
+    if n:
+        changed[0] = last is None or values[0] != last
+        changed[1:] = values[1:] != values[:-1]
+    index = np.maximum.accumulate(np.where(changed, np.arange(n), -1)) if n else np.zeros(0, dtype=np.int64)
+    return np.where(index >= 0, t[np.maximum(index, 0)], since)
+
 
 def display_chain(t: np.ndarray, force_n: np.ndarray, valid: np.ndarray, f_empty_n: float, g0: float,
                   th: WeighingThresholds) -> tuple[np.ndarray, np.ndarray]:
@@ -321,37 +435,45 @@ class WeighingContract(TaskContract):
     def features_bulk(self, table: Any, instance: WeighingInstance) -> dict[str, np.ndarray]:
         th = self.thresholds
         t = column(table, "t", np.float64)
-        force = column(table, "pan_force_n", np.float64)
-        valid = column(table, "sensor_ok", bool) & np.isfinite(force)
-        m_bar, stable = display_chain(t, force, valid, instance.f_empty_n, instance.g0, th)
-        n = len(t)
-        supported = np.zeros(n, dtype=np.int64)
-        grasped = np.zeros(n, dtype=np.int64)
-        over = np.zeros(n, dtype=np.int64)
-        touched = column(table, "hand_pan_contact", bool)
-        with np.errstate(invalid="ignore"):
-            low = column(table, "pan_speed", np.float64) <= th.low_motion_m_s
-            for w in STANDARDS:
-                contact = column(table, f"{w}_contact", bool)
-                touched = touched | contact
-                supported |= np.where(column(table, f"{w}_on_pan", bool) & ~contact, BIT[w], 0)
-                grasped |= np.where(column(table, f"{w}_grasped", bool), BIT[w], 0)
-                if f"{w}_over_pan" in table.column_names:
-                    known = table.column(f"{w}_over_pan").fill_null(True).to_numpy(zero_copy_only=False)
-                    over |= np.where(np.asarray(known, dtype=bool), BIT[w], 0)
-                else:
-                    over |= BIT[w]
-                low &= column(table, f"{w}_speed", np.float64) <= th.low_motion_m_s
-            display = np.floor(m_bar / th.quantum_g + 0.5) * th.quantum_g
-            success = valid & (np.abs(display - instance.target_g) <= th.success_tol_g) & (supported == instance.goal_mask) & ~touched & low
-        _, held = hold_flags(success, t, th.dwell_s)
-        changed = np.ones(n, dtype=bool)
-        changed[1:] = supported[1:] != supported[:-1]
-        mask_since = t[np.maximum.accumulate(np.where(changed, np.arange(n), 0))] if n else t
-        settled = stable & ~touched & low & (t - mask_since >= th.stable_window_s)
-        return {"step": column(table, "step", np.int64), "t": t, "valid": valid, "m_bar": m_bar, "stable": stable,
-                "supported": supported, "grasped": grasped, "over": over, "released": ~touched, "low_motion": low,
-                "settled": settled, "success": success, "held": held}
+
+        def over_pan(name: str) -> np.ndarray | None:
+            if name not in table.column_names:
+                return None
+            import pyarrow as pa
+
+            known = table.column(name).cast(pa.bool_()).fill_null(True)  # unknown counts as over
+            return np.asarray(known.to_numpy(zero_copy_only=False), dtype=bool)
+
+        f = instant_features(lambda name, dtype: column(table, name, dtype), over_pan, th.low_motion_m_s)
+        m_bar, stable = display_chain(t, f["force"], f["valid"], instance.f_empty_n, instance.g0, th)
+        features, _, _ = _timed_features(th, instance, column(table, "step", np.int64), t, f, m_bar, stable, None, 0.0,
+                                         None)
+        return features
+
+
+def _timed_features(th: WeighingThresholds, instance: WeighingInstance, step: np.ndarray, t: np.ndarray,
+                    f: dict[str, np.ndarray], m_bar: np.ndarray, stable: np.ndarray, mask: int | None,
+                    mask_since: float, dwell_start: float | None
+                    ) -> tuple[dict[str, np.ndarray], np.ndarray, np.ndarray]:
+    """Success, the terminal hold and settling from the instantaneous features and the
+    display chain; ``mask``, ``mask_since`` and ``dwell_start`` continue a series (the
+    stepper's state before row 0; None, 0.0, None for a whole episode).
+
+    Returns ``(features, since, run_start)``: field -> (n,) array, the time the supported
+    set last changed and the start time of the current success run (nan when not).
+    """
+    supported, touched, low = f["supported"], f["touched"], f["low"]
+    display = np.floor(m_bar / th.quantum_g + 0.5) * th.quantum_g
+    # m_bar is nan before the first valid step: the comparison is false there
+    success = (f["valid"] & (np.abs(display - instance.target_g) <= th.success_tol_g)
+               & (supported == instance.goal_mask) & ~touched & low)
+    run_start, held = hold_flags(success, t, th.dwell_s, dwell_start)
+    since = since_change(supported, t, mask, mask_since)
+    settled = stable & ~touched & low & (t - since >= th.stable_window_s)
+    features = {"step": step, "t": t, "valid": f["valid"], "m_bar": m_bar, "stable": stable, "supported": supported,
+            "grasped": f["grasped"], "over": f["over"], "released": ~touched, "low_motion": low,
+            "settled": settled, "success": success, "held": held}
+    return features, since, run_start
 
 
 # -- instance generators (task-state and layout seeds kept apart) ------------------------

@@ -70,6 +70,10 @@ class SlidingRange:
         self._max.clear()
         self._min.clear()
 
+    def deques(self) -> tuple[deque[tuple[float, float]], deque[tuple[float, float]]]:
+        """The (time, value) deques of the running max and min, for loops that inline :meth:`push`."""
+        return self._max, self._min
+
     def push(self, t: float, value: float) -> float:
         """Add a sample; returns max - min over the trailing window."""
         hi, lo = self._max, self._min

@@ -266,3 +266,16 @@ def test_empty_measurements_expect_an_incomplete_episode(tmp_path: Path) -> None
     (run_dir / "observations.jsonl").write_text("")
     checks = {f.check for f in audit_run(run_dir).findings}
     assert {"opportunity", "episode_end", "dwell"} <= checks
+
+
+def test_run_whose_over_pan_columns_appear_mid_episode_passes(tmp_path: Path) -> None:
+    """A put-back recorded after the over-pan columns appear: no miss online, none on replay."""
+    inst = WeighingInstance(target_g=220.0, sample_g=100.0, goal=frozenset({"w100", "w20"}), start=frozenset({"w50"}))
+    s = WeighingStream(inst).hold(1.2).set(grasped={"w10"}, speed=0.1).hold(1.0).set(over_pan={"w20"}).hold(1.0)
+    s.set(grasped=set(), speed=0.0).hold(2.0)
+    manifest = example_manifest("w-late", task_id="weighing-extended", condition="extended")
+    manifest.task.variant = inst.variant()
+    run_dir = record_run(tmp_path, manifest, get_contract("weighing"), inst, s.rows)
+    result = audit_run(run_dir)
+    assert result.ok, [str(f) for f in result.findings]
+    assert not [e for e in (run_dir / EVENTS_FILE).read_text().splitlines() if '"failure"' in e]

@@ -6,7 +6,7 @@ import math
 import numpy as np
 import pyarrow as pa
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from labrecord.errors import LabrecordError
@@ -201,6 +201,8 @@ def test_instance_from_task_reads_variant_and_refuses_bad_values() -> None:
 @settings(max_examples=15, deadline=None)
 @given(script=st.lists(st.tuples(st.integers(0, 6), st.sampled_from(STANDARDS), st.floats(0.002, 2.0)), max_size=10),
        seed=st.integers(0, 2**16))
+# {w}_over_pan switched on mid-stream, then w10 released off the pan: a put-back, not a miss
+@example(script=[(0, "w10", 1.0), (6, "w20", 1.0), (2, "w10", 1.0)], seed=0)
 def test_online_tracker_and_bulk_replay_agree(script: list, seed: int) -> None:
     inst = WeighingInstance(target_g=220.0, sample_g=100.0, goal=frozenset({"w100", "w20"}), start=frozenset({"w50"}))
     s = WeighingStream(inst).hold(1.2)
@@ -216,6 +218,60 @@ def test_online_tracker_and_bulk_replay_agree(script: list, seed: int) -> None:
     bulk, end = CONTRACT.replay(pa.Table.from_pylist(rows), receipts, inst)
     assert [(e.type, e.t, e.fields) for e in online[:-1]] == [(e.type, e.t, e.fields) for e in bulk]
     assert online[-1] == end
+
+
+def script_stream(script: list, seed: int) -> tuple[WeighingInstance, list[dict]]:
+    """An extended-condition stream from (action, standard, seconds) steps, force jittered."""
+    inst = WeighingInstance(target_g=220.0, sample_g=100.0, goal=frozenset({"w100", "w20"}), start=frozenset({"w50"}))
+    s = WeighingStream(inst).hold(1.2)
+    for action, w, seconds in script:
+        changes = [dict(grasped={w}, speed=0.1), dict(grasped=set(), on_pan=s.on_pan | {w}, speed=0.0),
+                   dict(grasped=set(), on_pan=s.on_pan - {w}, speed=0.0), dict(sensor_ok=not s.sensor_ok),
+                   dict(press_g=10.0), dict(press_g=0.0), dict(over_pan={w})]
+        s.set(**changes[action]).hold(seconds)
+    return inst, jitter(s.rows, np.random.default_rng(seed), ["pan_force_n"], 1e-4)
+
+
+def push_in_blocks(inst: WeighingInstance, table: pa.Table, cuts: list[int]) -> dict[str, np.ndarray]:
+    """Features from ``push_block`` over the table cut at ``cuts`` (row indices)."""
+    stepper = CONTRACT.stepper(inst)
+    edges = [0, *sorted({c for c in cuts if 0 < c < table.num_rows}), table.num_rows]
+    parts = []
+    for a, b in zip(edges[:-1], edges[1:]):
+        block = {name: table.column(name).to_numpy(zero_copy_only=False)[a:b] for name in table.column_names}
+        parts.append(stepper.push_block(block))
+    return {name: np.concatenate([p[name] for p in parts]) for name in parts[0]}
+
+
+def test_block_features_continue_across_blocks_by_hand() -> None:
+    """Stability, settling and the terminal hold carry over block edges: pushing in blocks
+    of 50 rows gives the whole-episode values.  After the 50 g step at 1.5 s the 1 s range
+    is 50·e^(−(Δ−1)/τ)·(1 − e^(−1/τ)) g, ≤ 0.5 g from Δ = 1 + τ·ln(98) ≈ 2.15 s: settled
+    from about 3.65 s; the terminal hold follows the first success by 3 s."""
+    inst = basic()
+    s = WeighingStream(inst).hold(1.5).set(on_pan={"w50"}).hold(4.0)
+    whole = CONTRACT.features_bulk(s.table(), inst)
+    blocks = push_in_blocks(inst, s.table(), list(range(50, len(s.rows), 50)))
+    for name in whole:
+        np.testing.assert_array_equal(blocks[name], whole[name], err_msg=name)
+    t = blocks["t"]
+    settled_from = t[blocks["settled"] & (t > 1.5)][0]
+    assert 3.6 < settled_from < 3.7 and blocks["settled"][t >= settled_from].all()
+    first_success, first_held = t[blocks["success"]][0], t[blocks["held"]][0]
+    assert first_held == pytest.approx(first_success + 3.0) and blocks["held"][t >= first_held].all()
+
+
+@settings(max_examples=15, deadline=None)
+@given(script=st.lists(st.tuples(st.integers(0, 6), st.sampled_from(STANDARDS), st.floats(0.002, 2.0)), max_size=8),
+       seed=st.integers(0, 2**16), cuts=st.lists(st.integers(0, 3000), max_size=12))
+@example(script=[(0, "w10", 1.0), (6, "w20", 1.0), (2, "w10", 1.0)], seed=0, cuts=[1, 600, 601, 1100])
+def test_block_stepper_equals_bulk_for_any_block_edges(script: list, seed: int, cuts: list[int]) -> None:
+    inst, rows = script_stream(script, seed)
+    table = pa.Table.from_pylist(rows)
+    whole = CONTRACT.features_bulk(table, inst)
+    blocks = push_in_blocks(inst, table, cuts)
+    for name in whole:
+        np.testing.assert_array_equal(blocks[name], whole[name], err_msg=name)
 
 
 # -- generators --------------------------------------------------------------------------
