@@ -6,8 +6,10 @@ Units — the first report per (run, opportunity, target):
 * ``p_valid``: a prediction of the reference's length with every entry finite and not
   zero (norm below 1e-12); ``e_p = ‖p̂ − p*‖₂`` (null when invalid).
 * ``v_scored``: the report carries a non-zero reference axis; ``v_valid`` as above for
-  v̂ (a zero axis cannot be normalized); ``e_v = arccos(clip(v̂·v*/(‖v̂‖‖v*‖), −1, 1))``
-  in radians.
+  v̂ (a zero axis cannot be normalized); ``e_v`` is the angle between v̂ and v* in
+  radians, computed as ``2·atan2(‖â − b̂‖, ‖â + b̂‖)`` on the unit vectors (Kahan's form:
+  exact near 0 and π, where ``arccos`` of the cosine loses half the digits, so SQL and
+  Python agree to rounding).
 
 Zero or non-finite predictions stay in the population as invalid outputs: e_p is the
 mean over valid reports and ``p_valid`` is valid/all reports.
@@ -36,6 +38,10 @@ def _guard(vec: str, ok: str) -> str:
     return f"list_transform(CASE WHEN {ok} THEN {vec} ELSE [1.0] END, lambda x: coalesce(x, 0.0))"
 
 
+def _unit(vec: str) -> str:
+    return f"list_transform({vec}, lambda x: x / sqrt(list_sum(list_transform({vec}, lambda y: y * y))))"
+
+
 GEOMETRY_UNITS_SQL = f"""
 WITH g AS (
     SELECT * FROM events WHERE type = 'geometry'
@@ -45,13 +51,18 @@ WITH g AS (
            {_valid('v_ref', 'v_ref')} AS v_scored,
            {_valid('v_hat', 'v_ref')} AS v_ok
     FROM g
+), u AS (
+    SELECT *,
+           {_unit(_guard('v_hat', 'v_scored AND v_ok'))} AS a_unit,
+           {_unit(_guard('v_ref', 'v_scored AND v_ok'))} AS b_unit
+    FROM v
 )
 SELECT run_id, opp, target, p_valid,
        CASE WHEN p_valid THEN list_distance({_guard('p_hat', 'p_valid')}, {_guard('p_ref', 'p_valid')}) END AS e_p,
        v_scored, v_scored AND v_ok AS v_valid,
-       CASE WHEN v_scored AND v_ok THEN acos(greatest(-1.0, least(1.0, list_cosine_similarity(
-           {_guard('v_hat', 'v_scored AND v_ok')}, {_guard('v_ref', 'v_scored AND v_ok')})))) END AS e_v
-FROM v
+       CASE WHEN v_scored AND v_ok THEN 2 * atan2(list_distance(a_unit, b_unit),
+                                                   list_distance(a_unit, list_transform(b_unit, lambda x: -x))) END AS e_v
+FROM u
 """
 
 
@@ -69,10 +80,11 @@ def is_valid_vector(vec: list[float | None] | None, length: int) -> bool:
 
 
 def axis_error(v_hat: list[float], v_ref: list[float]) -> float:
-    """arccos of the clipped cosine between the two axes, in radians."""
-    dot = sum(a * b for a, b in zip(v_hat, v_ref))
-    cos = dot / (math.sqrt(sum(a * a for a in v_hat)) * math.sqrt(sum(b * b for b in v_ref)))
-    return math.acos(max(-1.0, min(1.0, cos)))
+    """The angle between the two axes in radians, ``2·atan2(‖â − b̂‖, ‖â + b̂‖)``."""
+    norm_a, norm_b = math.hypot(*v_hat), math.hypot(*v_ref)
+    a = [x / norm_a for x in v_hat]
+    b = [y / norm_b for y in v_ref]
+    return 2 * math.atan2(math.dist(a, b), math.dist(a, [-y for y in b]))
 
 
 def geometry_unit(run_id: str, report: Geometry) -> GeometryUnit:

@@ -47,3 +47,14 @@ def test_invalid_vectors():
     assert not is_valid_vector(None, 3)
     assert is_valid_vector([0.0, 0.0, 1e-9], 3)
     assert not is_valid_vector([0.0, 0.0, 5e-324], 3)
+
+
+def test_nearly_parallel_axes_agree_between_sql_and_python(tmp_path):
+    """Near zero, arccos of a rounded cosine drifts by ~1e-8; the atan2 form does not."""
+    v_hat, v_ref = [0.375, 0.0, 0.0], [0.0078125, 0.0, 9.16e-11]
+    write_rollout(tmp_path, RolloutSpec("r0", geometry=[
+        GeometrySpec(p_hat=[1.0, 0.0, 0.0], p_ref=[1.0, 0.0, 0.0], v_hat=v_hat, v_ref=v_ref)]))
+    m = score_corpus(tmp_path, resamples=0)["groups"][0]["metrics"]
+    expected = math.atan2(9.16e-11, 0.0078125)
+    assert math.isclose(axis_error(v_hat, v_ref), expected, rel_tol=1e-9)
+    assert math.isclose(m["e_v"]["value"], expected, rel_tol=1e-9)
