@@ -44,7 +44,7 @@ def headline(group: dict[str, Any]) -> dict[str, Any]:
     return {name: group["metrics"][name] for name in HEADLINE if name in group["metrics"]}
 
 
-def run_demo(out: str | os.PathLike[str] = "labrecord-demo", *, episodes: int = 6, seed: int = 0, workers: int = 1,
+def run_demo(out: str | os.PathLike[str] = "labrecord-demo", *, episodes: int = 12, seed: int = 0, workers: int = 1,
              condition: str = "basic", cameras: bool = True, overwrite: bool = False, resamples: int = 1000,
              say: Callable[[str], None] = print, progress: Callable[[str, int], Any] | None = None) -> DemoResult:
     """Run the whole loop into ``out``; ``say`` receives one line per stage."""

@@ -12,7 +12,8 @@ from labrecord.cli.common import CONTEXT_SETTINGS, echo_json, echo_table, progre
 @click.command(context_settings=CONTEXT_SETTINGS)
 @click.option("--out", default="labrecord-demo", show_default=True, type=click.Path(file_okay=False),
               help="Folder for runs, corpus, scores and report.")
-@click.option("--episodes", default=6, show_default=True, type=click.IntRange(min=1), help="Episodes per policy.")
+@click.option("--episodes", default=12, show_default=True, type=click.IntRange(min=1),
+              help="Episodes per policy (12 = one full block of targets and answers).")
 @click.option("--seed", default=0, show_default=True, type=int)
 @click.option("--workers", default=1, show_default=True, type=click.IntRange(min=1), help="Episodes in parallel processes.")
 @click.option("--condition", type=click.Choice(["basic", "extended"]), default="basic", show_default=True)
