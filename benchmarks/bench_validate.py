@@ -20,7 +20,7 @@ from pathlib import Path
 import msgspec
 
 from labrecord.examples import example_manifest
-from labrecord.models import Choice, Confirm, EpisodeEnd, EpisodeStart, ObservationReceipt, Operation, Opportunity
+from labrecord.models import Choice, Confirm, Dwell, EpisodeEnd, EpisodeStart, ObservationReceipt, Operation, Opportunity
 from labrecord.rundir import RunWriter
 from labrecord.validation import validate_paths
 
@@ -45,6 +45,8 @@ def generate(root: Path, runs: int, events_per_run: int) -> int:
                          measured={"load_g": 20.0, "speed": 0.001})
                 t += 0.5
                 k += 1
+            while run.next_seq < events_per_run - 1:  # pad to the exact size with terminal-dwell events
+                run.emit(Dwell, t=t, state="start" if run.next_seq % 2 else "reset")
             run.emit(EpisodeEnd, t=t, episode=0, reason="timeout", physical_complete=False, valid_complete=False)
             total += run.next_seq
     return total
