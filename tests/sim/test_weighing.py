@@ -2,6 +2,7 @@
 event, and the policies choose as designed.  Episodes are short (basic condition, small
 cameras or none) so the module stays quick on a small machine."""
 import json
+import shutil
 from pathlib import Path
 
 import numpy as np
@@ -57,6 +58,25 @@ def test_reference_runs_validate_and_audit(reference_runs):
         assert scores["run_id"] == manifest.run_id
         policy_cost = scores["episodes"][0]["policy"]
         assert policy_cost["queries"] > 0 and policy_cost["inference_s"] >= 0 and policy_cost["rejected_chunks"] == 0
+
+
+@pytest.mark.parametrize("edit", ["confirm_time", "opportunity_legal"])
+def test_audit_names_the_event_edited_by_hand(reference_runs, tmp_path, edit):
+    run = Path(shutil.copytree(reference_runs[0], tmp_path / reference_runs[0].name))
+    lines = (run / "events.jsonl").read_text().splitlines()
+    events = [json.loads(line) for line in lines]
+    if edit == "confirm_time":
+        index = next(i for i, e in enumerate(events) if e["type"] == "confirm")
+        events[index]["t"] = round(events[index]["t"] + 0.25, 6)
+    else:
+        index = next(i for i, e in enumerate(events) if e["type"] == "opportunity")
+        other = "w10" if events[index]["legal"][0]["object"] != "w10" else "w20"
+        events[index]["legal"] = [{"kind": "add", "object": other, "dest": "pan"}]
+    lines[index] = json.dumps(events[index])
+    (run / "events.jsonl").write_text("\n".join(lines) + "\n")
+    audit = audit_run(run)
+    assert not audit.ok
+    assert any(f.seq == events[index]["seq"] for f in audit.findings), [str(f) for f in audit.findings]
 
 
 def test_reference_chooses_the_required_standard_and_completes(reference_runs):
