@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any
 
 from labrecord.errors import LabrecordError
 from labrecord.rundir import EVENTS_FILE, RUN_FILE, is_run_dir
@@ -115,7 +114,3 @@ def validate_paths(paths: list[str | os.PathLike[str]]) -> Report:
                     is_run_dir(p) for p in path.iterdir() if p.is_dir()) and not (path / POPULATIONS_DIR).is_dir():
                 raise LabrecordError(f"{path}: no run directories (folders with run.json) found")
     return report
-
-
-def report_summary(report: Report) -> dict[str, Any]:
-    return {"errors": len(report.errors), "warnings": len(report.warnings)}

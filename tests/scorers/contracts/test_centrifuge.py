@@ -17,24 +17,13 @@ from labrecord.scorers.contracts.centrifuge import (
 )
 from labrecord.scorers.contracts.streams import CentrifugeStream
 
+from tests.scorers.contracts.drive import of_type, run_tracker
+
 CONTRACT = get_contract("centrifuge")
 
 
 def run(instance: CentrifugeInstance, stream: CentrifugeStream, obs_every: int = 50) -> list:
-    tracker = CONTRACT.tracker(instance)
-    events: list = []
-    for index, row in enumerate(stream.rows):
-        events += tracker.step(row)
-        if index % obs_every == 0:
-            opened = tracker.observe(ObservationReceipt(obs_id=f"obs{index}", step=row["step"], t_acquired=row["t"],
-                                                        t_delivered=row["t"], evidence_version=index))
-            if opened is not None:
-                events.append(opened)
-    return events + [tracker.end()]
-
-
-def of_type(events: list, kind: str) -> list:
-    return [e for e in events if not isinstance(e, dict) and e.type == kind]
+    return run_tracker(CONTRACT, instance, stream.rows, obs_every)
 
 
 def insert(stream: CentrifugeStream, tube: str, aim: int, lands: int | None = None, **pose: float) -> CentrifugeStream:

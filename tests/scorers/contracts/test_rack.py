@@ -17,26 +17,15 @@ from labrecord.scorers.contracts.rack import (
 )
 from labrecord.scorers.contracts.streams import RackStream
 
+from tests.scorers.contracts.drive import of_type, run_tracker
+
 CONTRACT = get_contract("rack")
 START = (0.5, 0.2, 0.05, 0.0)
 TURNED = (0.5, 0.2, 0.05, math.pi)
 
 
 def run(instance: RackInstance, stream: RackStream, obs_every: int = 50) -> list:
-    tracker = CONTRACT.tracker(instance)
-    events: list = []
-    for index, row in enumerate(stream.rows):
-        events += tracker.step(row)
-        if index % obs_every == 0:
-            opened = tracker.observe(ObservationReceipt(obs_id=f"obs{index}", step=row["step"], t_acquired=row["t"],
-                                                        t_delivered=row["t"], evidence_version=index))
-            if opened is not None:
-                events.append(opened)
-    return events + [tracker.end()]
-
-
-def of_type(events: list, kind: str) -> list:
-    return [e for e in events if not isinstance(e, dict) and e.type == kind]
+    return run_tracker(CONTRACT, instance, stream.rows, obs_every)
 
 
 def episode(placed: str, retrieve_at_world_of: str | None = None, move: tuple = TURNED, aim: str | None = None) -> RackStream:

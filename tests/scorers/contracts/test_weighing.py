@@ -12,11 +12,13 @@ from hypothesis import strategies as st
 from labrecord.errors import LabrecordError
 from labrecord.models import ObservationReceipt, Operation, Task
 from labrecord.scorers.contracts import get_contract
-from labrecord.scorers.contracts.streams import WeighingStream, jitter
+from labrecord.scorers.contracts.streams import WeighingStream, jitter, rows_table
 from labrecord.scorers.contracts.weighing import (
     MASS_G, STANDARDS, WeighingInstance, WeighingThresholds, display_chain, generate_basic, generate_extended,
     mask_of, quantize,
 )
+
+from tests.scorers.contracts.drive import of_type, run_tracker
 
 CONTRACT = get_contract("weighing")
 G0 = 9.80665
@@ -27,22 +29,7 @@ def basic(target: float = 180.0, sample: float = 130.0, goal: str = "w50") -> We
 
 
 def run_online(instance: WeighingInstance, rows: list[dict], obs_every: int = 50) -> list:
-    """Step a tracker, delivering an observation every ``obs_every`` rows."""
-    tracker = CONTRACT.tracker(instance)
-    events = []
-    for index, row in enumerate(rows):
-        events += tracker.step(row)
-        if index % obs_every == 0:
-            receipt = ObservationReceipt(obs_id=f"obs{index}", step=row["step"], t_acquired=row["t"],
-                                         t_delivered=row["t"], evidence_version=index)
-            opened = tracker.observe(receipt)
-            if opened is not None:
-                events.append(opened)
-    return events + [tracker.end()]
-
-
-def of_type(events: list, kind: str) -> list:
-    return [e for e in events if not isinstance(e, dict) and e.type == kind]
+    return run_tracker(CONTRACT, instance, rows, obs_every)
 
 
 # -- display chain (eq. 8, 9) ------------------------------------------------------------
@@ -204,18 +191,11 @@ def test_instance_from_task_reads_variant_and_refuses_bad_values() -> None:
 # {w}_over_pan switched on mid-stream, then w10 released off the pan: a put-back, not a miss
 @example(script=[(0, "w10", 1.0), (6, "w20", 1.0), (2, "w10", 1.0)], seed=0)
 def test_online_tracker_and_bulk_replay_agree(script: list, seed: int) -> None:
-    inst = WeighingInstance(target_g=220.0, sample_g=100.0, goal=frozenset({"w100", "w20"}), start=frozenset({"w50"}))
-    s = WeighingStream(inst).hold(1.2)
-    for action, w, seconds in script:
-        changes = [dict(grasped={w}, speed=0.1), dict(grasped=set(), on_pan=s.on_pan | {w}, speed=0.0),
-                   dict(grasped=set(), on_pan=s.on_pan - {w}, speed=0.0), dict(sensor_ok=not s.sensor_ok),
-                   dict(press_g=10.0), dict(press_g=0.0), dict(over_pan={w})]
-        s.set(**changes[action]).hold(seconds)
-    rows = jitter(s.rows, np.random.default_rng(seed), ["pan_force_n"], 1e-4)
+    inst, rows = script_stream(script, seed)
     online = run_online(inst, rows)
     receipts = [ObservationReceipt(obs_id=f"obs{i}", step=r["step"], t_acquired=r["t"], t_delivered=r["t"],
                                    evidence_version=i) for i, r in enumerate(rows) if i % 50 == 0]
-    bulk, end = CONTRACT.replay(pa.Table.from_pylist(rows), receipts, inst)
+    bulk, end = CONTRACT.replay(rows_table(rows), receipts, inst)
     assert [(e.type, e.t, e.fields) for e in online[:-1]] == [(e.type, e.t, e.fields) for e in bulk]
     assert online[-1] == end
 
@@ -267,7 +247,7 @@ def test_block_features_continue_across_blocks_by_hand() -> None:
 @example(script=[(0, "w10", 1.0), (6, "w20", 1.0), (2, "w10", 1.0)], seed=0, cuts=[1, 600, 601, 1100])
 def test_block_stepper_equals_bulk_for_any_block_edges(script: list, seed: int, cuts: list[int]) -> None:
     inst, rows = script_stream(script, seed)
-    table = pa.Table.from_pylist(rows)
+    table = rows_table(rows)
     whole = CONTRACT.features_bulk(table, inst)
     blocks = push_in_blocks(inst, table, cuts)
     for name in whole:
