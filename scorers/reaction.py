@@ -97,7 +97,16 @@ def pooled(counts: Sequence[FigureCounts], variant: str = "strict") -> dict[str,
 
 # --------------------------------------------------------------------------- SQL path
 
-_COUNTS_SQL = """
+def _matched(name: str, source: str, key: str) -> str:
+    """One-to-one matching over multisets: per figure, Σ over keys of min(gold count, pred count)."""
+    return (f"{name} AS (\n"
+            f"    SELECT figure_id, sum(least(g, p)) AS m FROM (\n"
+            f"        SELECT figure_id, {key}, count(*) FILTER (WHERE system = $gold) AS g,\n"
+            f"               count(*) FILTER (WHERE system = $pred) AS p\n"
+            f"        FROM {source} WHERE {key} IS NOT NULL GROUP BY figure_id, {key}) GROUP BY figure_id)")
+
+
+_COUNTS_SQL = f"""
 WITH gold_fig AS (
     SELECT figure_id, layout FROM rxn_figures WHERE system = $gold),
 pred_fig AS (
@@ -125,26 +134,10 @@ n_mol AS (
     SELECT figure_id, count(*) FILTER (WHERE system = $gold) AS mol_gold,
            count(*) FILTER (WHERE system = $pred) AS mol_pred
     FROM occ GROUP BY figure_id),
-rx_strict AS (
-    SELECT figure_id, sum(least(g, p)) AS m FROM (
-        SELECT figure_id, s_strict, count(*) FILTER (WHERE system = $gold) AS g,
-               count(*) FILTER (WHERE system = $pred) AS p
-        FROM sig WHERE s_strict IS NOT NULL GROUP BY figure_id, s_strict) GROUP BY figure_id),
-rx_nonstereo AS (
-    SELECT figure_id, sum(least(g, p)) AS m FROM (
-        SELECT figure_id, s_nonstereo, count(*) FILTER (WHERE system = $gold) AS g,
-               count(*) FILTER (WHERE system = $pred) AS p
-        FROM sig WHERE s_nonstereo IS NOT NULL GROUP BY figure_id, s_nonstereo) GROUP BY figure_id),
-mol_strict AS (
-    SELECT figure_id, sum(least(g, p)) AS m FROM (
-        SELECT figure_id, k_strict, count(*) FILTER (WHERE system = $gold) AS g,
-               count(*) FILTER (WHERE system = $pred) AS p
-        FROM occ WHERE k_strict IS NOT NULL GROUP BY figure_id, k_strict) GROUP BY figure_id),
-mol_nonstereo AS (
-    SELECT figure_id, sum(least(g, p)) AS m FROM (
-        SELECT figure_id, k_nonstereo, count(*) FILTER (WHERE system = $gold) AS g,
-               count(*) FILTER (WHERE system = $pred) AS p
-        FROM occ WHERE k_nonstereo IS NOT NULL GROUP BY figure_id, k_nonstereo) GROUP BY figure_id)
+{_matched("rx_strict", "sig", "s_strict")},
+{_matched("rx_nonstereo", "sig", "s_nonstereo")},
+{_matched("mol_strict", "occ", "k_strict")},
+{_matched("mol_nonstereo", "occ", "k_nonstereo")}
 SELECT gf.figure_id, coalesce(pf.status, 'missing') AS status,
        coalesce(n.n_gold, 0), coalesce(n.n_pred, 0),
        coalesce(rs.m, 0), coalesce(rn.m, 0),
