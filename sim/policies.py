@@ -12,6 +12,7 @@ All three use the same ActionSpec (absolute end-effector position + gripper comm
 """
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 import itertools
 import re
 from typing import Any
@@ -55,7 +56,7 @@ def required_set(target_g: float, reading_g: float, on_pan_now: set[str], tolera
     return best if abs(sum(STANDARD_GRAMS[w] for w in best) - need) <= tolerance_g else None
 
 
-class ScriptedWeighingPolicy:
+class ScriptedWeighingPolicy(ABC):
     """Shared machinery: wait for a stable reading, choose an operation, execute it."""
 
     name = "scripted"
@@ -74,8 +75,9 @@ class ScriptedWeighingPolicy:
         self.stopped = False
         self.transfers = 0
 
+    @abstractmethod
     def choose(self, observation: Observation, target_g: float, reading_g: float, standing: set[str]) -> Operation | None:
-        raise NotImplementedError
+        """The operation this policy commits to in the current state, or None to keep still."""
 
     def act(self, observation: Observation) -> ActionChunk:
         robot = observation.state["robot"]

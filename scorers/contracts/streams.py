@@ -13,6 +13,7 @@ reads like the episode it describes::
 """
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 import math
 import os
 from collections.abc import Iterable, Mapping, Sequence
@@ -28,7 +29,7 @@ from labrecord.scorers.contracts.base import TaskContract
 Row = dict[str, Any]
 
 
-class _Stream:
+class _Stream(ABC):
     """Rows at a fixed rate with the current state; subclasses define ``row()``."""
 
     def __init__(self, hz: float = 500.0) -> None:
@@ -48,8 +49,9 @@ class _Stream:
             self.step += 1
         return self
 
+    @abstractmethod
     def row(self) -> Row:
-        raise NotImplementedError
+        """The family's measurement columns for the current physical state."""
 
     def table(self) -> Any:
         return rows_table(self.rows)
