@@ -31,6 +31,8 @@ ONLINE_SCORES_FILE = "online_scores.jsonl"
 SCORES_FILE = "scores.json"
 DEMO_FILE = "demo.hdf5"
 VIDEOS_DIR = "videos"
+#: population registries live in this folder beside the runs
+POPULATIONS_DIR = "populations"
 
 SUPPORTED_MAJOR = 1
 _SCHEMA = re.compile(r"^labrecord\.run/(\d+)(?:\.(\d+))?$")
@@ -129,13 +131,17 @@ def is_run_dir(path: Path) -> bool:
 
 
 def find_run_dirs(root: str | os.PathLike[str]) -> list[Path]:
-    """Run directories at ``root`` (itself a run) or directly below it, sorted by name."""
+    """Run directories at ``root`` (itself a run) or directly below it, sorted by name.
+
+    A folder with an events log but no run.json counts too, so a broken run is reported
+    by whoever reads it instead of being passed over.
+    """
     root = Path(root)
     if is_run_dir(root):
         return [root]
     if not root.is_dir():
         raise LabrecordError(f"{root}: no such directory")
-    return sorted(p for p in root.iterdir() if p.is_dir() and is_run_dir(p))
+    return sorted(p for p in root.iterdir() if p.is_dir() and (is_run_dir(p) or (p / EVENTS_FILE).is_file()))
 
 
 def utc_now() -> str:

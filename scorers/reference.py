@@ -17,7 +17,8 @@ from labrecord.models import (
     BaseEvent, Choice, EpisodeEnd, EpisodeStart, Operation, Opportunity, PopulationEntry, RunManifest, Validity,
 )
 from labrecord.rundir import read_events
-from labrecord.store.ingest import POPULATIONS_DIR, _Pending, list_run_dirs, run_row
+from labrecord.rundir import POPULATIONS_DIR, find_run_dirs
+from labrecord.store.ingest import _Pending, run_row
 from labrecord.validation import validate_run
 
 _population_decoder = msgspec.json.Decoder(PopulationEntry)
@@ -57,7 +58,7 @@ def load_reference(runs_dir: str | os.PathLike[str]) -> RefCorpus:
     root = Path(runs_dir)
     runs: list[RefRun] = []
     seen: set[str] = set()
-    for run_dir in list_run_dirs(root):
+    for run_dir in find_run_dirs(root):
         report, ctx = validate_run(run_dir)
         if report.errors or ctx.document is None or ctx.document.manifest.run_id in seen:
             continue

@@ -122,7 +122,7 @@ def register_population(out_dir: str | os.PathLike[str], name: str, records: lis
 
     from labrecord.fileio import atomic_write_bytes, dumps
     from labrecord.models import PopulationEntry
-    from labrecord.validation import POPULATIONS_DIR
+    from labrecord.rundir import POPULATIONS_DIR
     from labrecord.validation.files import validate_population_file
     from labrecord.validation.findings import Report
 

@@ -27,10 +27,10 @@ def ingest(runs_dir: str, db: str, batch_size: int, strict: bool, as_json: bool)
       labrecord sql "SELECT system_name, count(*) FROM runs GROUP BY 1" --db corpus.duckdb
     """
     from labrecord.store import connect, ingest_runs
-    from labrecord.store.ingest import list_run_dirs
+    from labrecord.rundir import find_run_dirs
     from pathlib import Path
 
-    total = len(list_run_dirs(Path(runs_dir)))
+    total = len(find_run_dirs(Path(runs_dir)))
     con = connect(db)
     with progress(total, "ingest") as advance:
         summary = ingest_runs(runs_dir, con, batch_size=batch_size, advance=advance)

@@ -22,13 +22,13 @@ import msgspec
 from labrecord.errors import LabrecordError
 from labrecord.models import RunManifest
 from labrecord.rundir import (
-    EVENTS_FILE, MEASUREMENTS_FILE, OBSERVATIONS_FILE, ONLINE_SCORES_FILE, RUN_FILE, SCORES_FILE,
+    EVENTS_FILE, MEASUREMENTS_FILE, OBSERVATIONS_FILE, ONLINE_SCORES_FILE, POPULATIONS_DIR, RUN_FILE, SCORES_FILE,
+    find_run_dirs,
 )
 from labrecord.store.schema import (
     EVENTS, OBSERVATIONS, ONLINE_SCORES, POPULATIONS, RUNS, TableSpec, json_columns,
 )
 
-POPULATIONS_DIR = "populations"
 #: files whose bytes enter the content hash, in this order (only these are loaded)
 LOADED_FILES = (RUN_FILE, EVENTS_FILE, OBSERVATIONS_FILE, ONLINE_SCORES_FILE, SCORES_FILE, MEASUREMENTS_FILE)
 
@@ -77,16 +77,6 @@ def _peek_run_id(run_dir: Path) -> str | None:
         return None
     run_id = raw.get("run_id") if isinstance(raw, dict) else None
     return run_id if isinstance(run_id, str) else None
-
-
-def list_run_dirs(root: Path) -> list[Path]:
-    """Run directories at ``root`` or directly below it (folders with run.json or events.jsonl)."""
-    if (root / RUN_FILE).is_file():
-        return [root]
-    if not root.is_dir():
-        raise LabrecordError(f"{root}: no such directory")
-    return sorted(p for p in root.iterdir() if p.is_dir() and p.name != POPULATIONS_DIR
-                  and ((p / RUN_FILE).is_file() or (p / EVENTS_FILE).is_file()))
 
 
 def _validate(run_dir: Path) -> tuple[list[str], Any]:
@@ -324,7 +314,7 @@ def ingest_runs(runs_dir: str | os.PathLike[str], db: Any = None, *, batch_size:
     summary = IngestSummary(db=str(db) if not hasattr(db, "execute") else "<connection>")
     existing = dict(con.execute("SELECT run_id, content_hash FROM runs").fetchall())
     candidates: list[tuple[Path, str]] = []
-    for run_dir in list_run_dirs(root):
+    for run_dir in find_run_dirs(root):
         run_id, digest = _peek_run_id(run_dir), content_hash(run_dir)
         if run_id is not None and existing.get(run_id) == digest:
             summary.unchanged.append(run_id)

@@ -5,13 +5,11 @@ import os
 from pathlib import Path
 
 from labrecord.errors import LabrecordError
-from labrecord.rundir import EVENTS_FILE, RUN_FILE, is_run_dir
+from labrecord.rundir import EVENTS_FILE, POPULATIONS_DIR, RUN_FILE, find_run_dirs, is_run_dir
 from labrecord.validation.findings import Finding, Report
 from labrecord.validation.files import (
     RUN_FILE_VALIDATORS, RunContext, validate_population_file,
 )
-
-POPULATIONS_DIR = "populations"
 
 __all__ = ["Finding", "Report", "validate_paths", "validate_run", "validate_folder"]
 
@@ -51,9 +49,7 @@ def validate_folder(folder: Path, report: Report | None = None) -> Report:
     report = report if report is not None else Report()
     seen: dict[str, Path] = {}
     memberships: list[tuple[Path, str, str]] = []
-    for run_dir in sorted(p for p in folder.iterdir() if p.is_dir() and p.name != POPULATIONS_DIR):
-        if not is_run_dir(run_dir) and not (run_dir / EVENTS_FILE).exists():
-            continue
+    for run_dir in find_run_dirs(folder):
         _, ctx = validate_run(run_dir, report)
         if ctx.document is None:
             continue

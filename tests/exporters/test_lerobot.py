@@ -48,14 +48,16 @@ def lerobot_python() -> str:
         python = str(candidate) if candidate.exists() else ""
     require_reader(bool(python), "a Python 3.12 with lerobot[dataset] and labrecord",
                    "set LABRECORD_LEROBOT_PYTHON=/path/to/venv/bin/python or run scripts/install-lerobot-venv.sh")
-    # the subprocess must export with this checkout's code, not another installed labrecord
-    found = subprocess.run([python, "-c", "import labrecord.exporters.lerobot, labrecord; print(labrecord.__file__)"],
-                           capture_output=True, text=True, timeout=120)
-    here = str(Path(labrecord.__file__).resolve())
-    has = found.stdout.strip() or (found.stderr.strip().splitlines() or ["nothing"])[-1]
-    require_reader(found.returncode == 0 and str(Path(found.stdout.strip()).resolve()) == here,
+    # the subprocess must export with this checkout's code, the wings included (an editable
+    # install of another clone maps labrecord.<wing> elsewhere even when labrecord resolves here)
+    code = "import labrecord, labrecord.exporters.lerobot as m; print(labrecord.__file__); print(m.__file__)"
+    found = subprocess.run([python, "-c", code], capture_output=True, text=True, timeout=120)
+    root = Path(labrecord.__file__).resolve().parents[1]
+    paths = [Path(line).resolve() for line in found.stdout.split()]
+    has = ", ".join(map(str, paths)) or (found.stderr.strip().splitlines() or ["nothing"])[-1]
+    require_reader(found.returncode == 0 and len(paths) == 2 and all(p.is_relative_to(root) for p in paths),
                    f"{python} with this checkout's labrecord (it has: {has})",
-                   f"{python} -m pip install -e {Path(here).parents[1]}")
+                   f"{python} -m pip install -e {root}")
     return python
 
 
