@@ -251,6 +251,10 @@ def _run_failure(task: JudgeTask, config: JudgeConfig) -> dict[str, Any]:
 
 # --------------------------------------------------------------------------- many figures
 
+def _apply(fn: Callable[[Any], dict[str, Any]], item: Any) -> dict[str, Any]:
+    return fn(item)
+
+
 def _fan_out(fn: Callable[[Any], dict[str, Any]], items: list[Any], workers: int, executor: str) -> Iterator[dict[str, Any]]:
     """Apply ``fn`` to every item, yielding results as they finish.
 
@@ -266,8 +270,8 @@ def _fan_out(fn: Callable[[Any], dict[str, Any]], items: list[Any], workers: int
         if not ray.is_initialized():
             ray.init(address=os.environ.get("RAY_ADDRESS"), include_dashboard=False, ignore_reinit_error=True,
                      log_to_driver=False)
-        remote = ray.remote(num_cpus=0.25)(fn)
-        pending = [remote.remote(item) for item in items]
+        remote = ray.remote(num_cpus=0.25)(_apply)
+        pending = [remote.remote(fn, item) for item in items]
         while pending:
             done, pending = ray.wait(pending, num_returns=1)
             yield ray.get(done[0])

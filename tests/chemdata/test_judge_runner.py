@@ -162,3 +162,20 @@ def test_assembled_judgments_always_pass_the_validator(rows: list[tuple[Any, ...
     check_judge(judgment, report, "x")
     assert report.ok, [str(f) for f in report.errors]
     assert [applicability(r)["yield"] for r in reactions] == [y for _, _, y, *_ in rows]
+
+
+def test_ray_executor_gives_the_same_verdicts(tmp_path: Path) -> None:
+    ray = require_module("ray", 'pip install "labrecord[ray]"')
+    gold, pred = write_benchmark(tmp_path)
+    verdicts = []
+    for executor, out in (("local", tmp_path / "local"), ("ray", tmp_path / "ray")):
+        if executor == "ray":
+            ray.init(num_cpus=1, include_dashboard=False, log_to_driver=False)
+        try:
+            with JudgeServer(SCRIPT) as server:
+                run_judging(str(gold), str(pred), out, config(server.url), executor=executor)
+        finally:
+            if executor == "ray":
+                ray.shutdown()
+        verdicts.append({k: (v["status"], len(v["attempts"]), v["judgment"]) for k, v in records(out).items()})
+    assert verdicts[0] == verdicts[1]
