@@ -166,6 +166,8 @@ def package_tasks(figures_dir: str | os.PathLike[str], gold_path: str | os.PathL
                   agent_timeout_s: float = 3600.0, verifier_timeout_s: float = 600.0, cpus: int = 1,
                   memory_mb: int = 4096) -> dict[str, Any]:
     """One task folder per gold figure; returns ``{"tasks", "out", "images_without_gold"}``."""
+    import msgspec
+
     from labrecord.chemdata.adapters import load_documents
     from labrecord.chemdata.extract.records import document_json
     from labrecord.chemdata.judge_runner import IMAGE_SUFFIXES, find_image
@@ -185,7 +187,7 @@ def package_tasks(figures_dir: str | os.PathLike[str], gold_path: str | os.PathL
             raise LabrecordError(f"{figures}: no image for gold figure {doc.figure_id!r} (looked for {doc.figure_id}.png, .jpg …)")
         figure_png = _clean_png(Path(image))
         task = out / doc.figure_id
-        reference = document_json(doc)
+        reference = document_json(msgspec.structs.replace(doc, source=Path(str(doc.source or image)).name))
         files: dict[str, bytes] = {
             "instruction.md": INSTRUCTION.encode(),
             "environment/Dockerfile": _dockerfile(stack).encode(),
@@ -197,12 +199,14 @@ def package_tasks(figures_dir: str | os.PathLike[str], gold_path: str | os.PathL
             "solution/solve.sh": SOLVE_SH.encode(),
             "solution/answer.json": dumps_pretty({"reactions": reference["reactions"]}),
         }
+        umask = _umask()
         for name, data in files.items():
             path = task / name
             path.parent.mkdir(parents=True, exist_ok=True)
             atomic_write_bytes(path, data)
-            if name.endswith(".sh"):
-                path.chmod(path.stat().st_mode | 0o111 & ~_umask())
+            # the temp-file write leaves 0600; a container user other than root must read
+            # the figure, and the harness must run the scripts
+            path.chmod((0o777 if name.endswith(".sh") else 0o666) & ~umask)
         written.append(str(task))
     known = {d.figure_id for d in gold}
     extra = sorted(p.stem for p in figures.iterdir() if p.suffix.lower() in IMAGE_SUFFIXES and p.stem not in known)

@@ -53,6 +53,10 @@ def load_judgments(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
         for key in ("system", "figure_id", "judge_model", "rubric_version", "status"):
             if not isinstance(record.get(key), str):
                 raise LabrecordError(f"{file}: judgment record field {key!r} is {record.get(key)!r}, expected text")
+        if record["status"] not in ("valid", "failed"):
+            raise LabrecordError(f"{file}: judgment status {record['status']!r}, expected 'valid' or 'failed'")
+        if record["status"] == "valid" and not isinstance(record.get("judgment"), dict):
+            raise LabrecordError(f"{file}: a valid judgment record without its judgment object")
         records.append(record)
     return records
 

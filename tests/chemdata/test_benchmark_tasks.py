@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import tomllib
@@ -101,6 +102,9 @@ def test_task_metadata_and_environment(bench: Path) -> None:
     dockerfile = (task / "environment" / "Dockerfile").read_text()
     assert f'"rdkit=={version("rdkit")}"' in dockerfile and "COPY figure.png /app/figure.png" in dockerfile
     assert (task / "tests" / "test.sh").stat().st_mode & 0o100
+    umask = os.umask(0)
+    os.umask(umask)
+    assert (task / "environment" / "figure.png").stat().st_mode & 0o777 == 0o666 & ~umask
 
 
 def test_the_verifier_scores_the_oracle_answer_one(bench: Path) -> None:

@@ -118,6 +118,14 @@ def test_cli_refuses_a_file_that_is_not_a_judgment(capsys: pytest.CaptureFixture
     with pytest.raises(LabrecordError, match="not JSON"):
         (tmp_path / "x.json").write_text("{")
         load_judgments(tmp_path)
+    hostile = {"schema": "labrecord.judgment/1", "system": "s", "figure_id": "f", "judge_model": "m",
+               "rubric_version": "r", "status": "valid", "judgment": None}
+    (tmp_path / "x.json").write_text(json.dumps(hostile))
+    with pytest.raises(LabrecordError, match="x.json: a valid judgment record without its judgment object"):
+        load_judgments(tmp_path)
+    (tmp_path / "x.json").write_text(json.dumps({**hostile, "status": "great"}))
+    with pytest.raises(LabrecordError, match="judgment status 'great'"):
+        load_judgments(tmp_path)
 
 
 def _row(status: str, rp: float, rr_matched: int, n_gold: int, overall: float) -> dict[str, Any]:
