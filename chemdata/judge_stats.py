@@ -172,6 +172,8 @@ def stats_for_path(path: str | os.PathLike[str], db: str | None = None, system: 
     """Ingest the judgment records under ``path`` (into ``db``, or in memory) and summarize."""
     from labrecord.chemdata.store import connect
 
+    if path is None and (db is None or not Path(db).is_file()):
+        raise LabrecordError(f"{db}: no such corpus file (store judgments with 'labrecord rxn judge-stats JUDGMENTS/ --db {db}')")
     records = load_judgments(path) if path is not None else []
     con = connect(db)
     try:

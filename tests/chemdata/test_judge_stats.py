@@ -115,6 +115,8 @@ def test_cli_refuses_a_file_that_is_not_a_judgment(capsys: pytest.CaptureFixture
         main(["rxn", "judge-stats", str(tmp_path)])
     assert done.value.code == 1
     assert "x.json: not a judgment record: schema 'labrecord.rxn/1'" in capsys.readouterr().err
+    with pytest.raises(LabrecordError, match="none.duckdb: no such corpus file"):
+        stats_for_path(None, str(tmp_path / "none.duckdb"))
     with pytest.raises(LabrecordError, match="not JSON"):
         (tmp_path / "x.json").write_text("{")
         load_judgments(tmp_path)
