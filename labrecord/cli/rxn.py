@@ -12,6 +12,10 @@ from labrecord.errors import LabrecordError
 EXTENSIONS: dict[str, tuple[str, str, str]] = {
     "extract": ("rxn_extract", "extract", "Extract reaction records from figures (osra, tesseract, R-group engine)."),
     "render": ("rxn_extract", "render", "Draw reaction figures from reaction SMILES, with gold records."),
+    "judge": ("rxn_judge", "judge", "Grade answers with a multimodal judge endpoint (rubric of RxnMiner B.2)."),
+    "judge-stats": ("rxn_judge", "judge_stats", "Judge results per system: categories, RP, RR, RF1, Overall, coverage."),
+    "package": ("rxn_package", "package", "Write one Harbor-layout benchmark task per gold figure."),
+    "collect": ("rxn_package", "collect", "Gather the answers of a run over task packages as records."),
 }
 
 

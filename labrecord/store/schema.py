@@ -175,6 +175,67 @@ POPULATIONS = TableSpec("populations", "Registered population records (populatio
 
 TABLES: tuple[TableSpec, ...] = (RUNS, EVENTS, OBSERVATIONS, ONLINE_SCORES, FINAL_SCORES, MEASUREMENTS, POPULATIONS)
 
+# --------------------------------------------------------------------------- secondary judge (RxnMiner B.2, D.1)
+# One self-contained block: the judge tables, created by ``create_judge_tables`` when
+# judgments are ingested (labrecord.chemdata.judge_stats).
+RXN_JUDGMENTS = TableSpec("rxn_judgments", "One row per (system, figure, judge model, rubric version): the verdict of the secondary judge.", _cols(
+    ("system", "VARCHAR NOT NULL", "extraction system whose answer was judged"),
+    ("figure_id", "VARCHAR NOT NULL", "figure id of the gold manifest"),
+    ("judge_model", "VARCHAR NOT NULL", "judge model name (provenance, never a scored field)"),
+    ("rubric_version", "VARCHAR NOT NULL", "version of the rubric text the judge was given"),
+    ("status", "VARCHAR NOT NULL", "valid | failed: failed means no answer passed validation after every retry"),
+    ("origin", "VARCHAR NOT NULL", "judge (the endpoint answered) | run_failure (system run failed: every reference reaction missing, assembled locally)"),
+    ("error", "VARCHAR", "why the judgment failed (last attempt)"),
+    ("run_status", "VARCHAR", "status of the system run: ok | failed | timeout | malformed | missing"),
+    ("attempts", "INTEGER", "requests sent for this figure"),
+    ("endpoint", "VARCHAR", "chat-completions URL asked"),
+    ("judged_at", "VARCHAR", "UTC time the record was written"),
+    ("gt_reactions", "INTEGER", "reference reactions (gt_reaction_count)"),
+    ("pred_reactions", "INTEGER", "candidate reactions (prediction_reaction_count_raw)"),
+    ("reactants", "DOUBLE", "image-level reactant score, null when not applicable"),
+    ("products", "DOUBLE", "image-level product score"),
+    ("condition_molecules", "DOUBLE", "image-level condition-molecule score, null when not applicable"),
+    ("condition_text", "DOUBLE", "image-level condition-text score, null when not applicable"),
+    ("yield", "DOUBLE", "image-level yield score, null when not applicable"),
+    ("selectivity", "DOUBLE", "image-level selectivity score, null when not applicable"),
+    ("unadjusted_score", "DOUBLE", "mean composite over reference reactions"),
+    ("count_adjustment", "DOUBLE", "count-adjustment factor for harmful extra predictions"),
+    ("overall", "DOUBLE", "overall image score (unadjusted x count adjustment)"),
+    ("rp_strict", "DOUBLE", "judge reaction precision, strict stereochemistry"),
+    ("rp_nonstereo", "DOUBLE", "judge reaction precision, stereochemistry ignored"),
+    ("rule_n_gold", "INTEGER", "rule-based scorer: gold reactions of the figure"),
+    ("rule_n_pred", "INTEGER", "rule-based scorer: predicted reactions of the figure"),
+    ("rule_matched_strict", "INTEGER", "rule-based scorer: one-to-one strict matches"),
+    ("rule_matched_nonstereo", "INTEGER", "rule-based scorer: one-to-one stereo-blind matches"),
+    ("inputs", "JSON", "SHA-256 of the figure image, reference and candidate as sent"),
+    ("judgment", "JSON", "the validated llm-reaction-judge-v2 object, null when failed"),
+))
+
+RXN_JUDGE_ATTEMPTS = TableSpec("rxn_judge_attempts", "One row per request sent to the judge, with its answer and validation verdict.", _cols(
+    ("system", "VARCHAR NOT NULL", "extraction system whose answer was judged"),
+    ("figure_id", "VARCHAR NOT NULL", "figure id"),
+    ("judge_model", "VARCHAR NOT NULL", "judge model name"),
+    ("rubric_version", "VARCHAR NOT NULL", "rubric version"),
+    ("attempt", "INTEGER NOT NULL", "1 for the first request, then one per retry"),
+    ("http_status", "INTEGER", "HTTP status of the answer, null when none arrived"),
+    ("error", "VARCHAR", "transport, HTTP, parse or validation error of this attempt; null when valid"),
+    ("findings", "VARCHAR[]", "validator findings against the answer"),
+    ("response", "VARCHAR", "the raw answer body"),
+    ("request", "JSON", "the request body as sent, the image replaced by its SHA-256 and size"),
+))
+
+RXN_JUDGE_TABLES: tuple[TableSpec, ...] = (RXN_JUDGMENTS, RXN_JUDGE_ATTEMPTS)
+
+
+def create_judge_tables(con: object) -> None:
+    """Create the judge tables with their comments (idempotent)."""
+    for table in RXN_JUDGE_TABLES:
+        con.execute(table.ddl())  # type: ignore[attr-defined]
+        con.execute(f"COMMENT ON TABLE {table.name} IS {_quote(table.comment)}")  # type: ignore[attr-defined]
+        for column in table.columns:
+            con.execute(f'COMMENT ON COLUMN {table.name}."{column.name}" IS {_quote(column.comment)}')  # type: ignore[attr-defined]
+
+
 # Derived views: plain facts the scorers and users share (no metric arithmetic here).
 # Native-track eligibility: an opportunity whose legal set is only wait/stop cannot be
 # shown by an action-only policy (native inactivity leaves Wait and Stop unreported,
