@@ -53,8 +53,10 @@ def test_unresolved_pair_gives_bounds(tmp_path):
     write_rollout(tmp_path, RolloutSpec("base1", population=("O", "b1")))
     group = _supported_group(score_corpus(tmp_path, resamples=0))
     m = group["metrics"]
+    # p0: 1 − 0 = 1; p1: base1 did not complete, s1 is missing, so its gain is in [0, 1]
+    # (not [−1, 1]: the known base bounds it).  Δ lies in [(1+0)/2, (1+1)/2].
     assert m["gain.completion"]["value"] is None
-    assert (m["gain.completion.lower"]["num"], m["gain.completion.upper"]["num"], m["gain.completion.upper"]["den"]) == (0, 2, 2)
+    assert (m["gain.completion.lower"]["num"], m["gain.completion.upper"]["num"], m["gain.completion.upper"]["den"]) == (1, 2, 2)
     assert group["coverage"]["missing"] == [{"population": "O", "instance_id": "s1"}]
 
 

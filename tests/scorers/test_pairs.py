@@ -16,7 +16,10 @@ def _population(root, pairs: dict[str, tuple[str, str]]) -> None:
 
 
 def _run(root, instance: str, outcome: str) -> None:
-    write_rollout(root, RolloutSpec(f"r-{instance}", population=("B", instance), decisions=[DecisionSpec(outcome=outcome)]))
+    """Members alternate answers (w10, w20), so each registered pair changes the answer."""
+    answer = "w10" if int(instance[1:]) % 2 == 0 else "w20"
+    write_rollout(root, RolloutSpec(f"r-{instance}", population=("B", instance),
+                                    decisions=[DecisionSpec(outcome=outcome, answer=answer)]))
 
 
 def test_hand_checked_p_state(tmp_path):

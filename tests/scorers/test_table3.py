@@ -46,4 +46,4 @@ def test_score_json_table3(tmp_path):
     assert (gpt["num"], gpt["den"], gpt["value"]) == (8, 10, 0.8)
     lo, hi = gpt["ci"]
     assert lo <= 0.8 <= hi
-    assert set(json.loads((runs / "scores.json").read_text())) == {"groups"}
+    assert set(json.loads((runs / "scores.json").read_text())) == {"groups", "unassigned_invalid_runs"}
