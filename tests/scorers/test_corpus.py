@@ -147,3 +147,48 @@ def test_snapshot_scores_like_the_corpus(tmp_path):
     ingest_runs(root, con)
     write_snapshot(con, tmp_path / "snap")
     assert score_corpus(tmp_path / "snap", seed=3, resamples=50, parquet=True) == score_corpus(con, seed=3, resamples=50)
+
+
+def _cut_events(run_dir: Path) -> None:
+    """Cut the events log mid-line, as a crashed writer leaves it."""
+    data = (run_dir / "events.jsonl").read_bytes()
+    (run_dir / "events.jsonl").write_bytes(data[: len(data) // 2])
+
+
+def test_without_a_registry_invalid_runs_stay_members(tmp_path):
+    """6 runs of one system, no populations/; r1..r5 have a cut events log.  Dropping them
+    printed completion.valid 100 % (1/1); they are 5 unresolved members of 6: null, with
+    bounds 1/6 (all five would fail) and 6/6."""
+    root = tmp_path / "runs"
+    for k in range(6):
+        write_rollout(root, RolloutSpec(f"r{k}", physical=True))
+    for k in range(1, 6):
+        _cut_events(root / f"r{k}")
+    for source in (root, _ingested(root, tmp_path / "c.duckdb")):
+        result = score_corpus(source, resamples=0)
+        (group,) = result["groups"]
+        m = group["metrics"]
+        assert m["completion.valid"]["value"] is None
+        assert (m["completion.valid.lower"]["num"], m["completion.valid.lower"]["den"]) == (1, 6)
+        assert (m["completion.valid.upper"]["num"], m["completion.valid.upper"]["den"]) == (6, 6)
+        assert group["coverage"]["invalid_runs"] == ["r1", "r2", "r3", "r4", "r5"]
+        assert all("events.jsonl" in r["reason"] for r in group["coverage"]["unresolved_runs"])
+        assert result["unassigned_invalid_runs"] == []
+
+
+def _ingested(root: Path, db: Path) -> Path:
+    con = connect(db)
+    ingest_runs(root, con)
+    con.close()
+    return db
+
+
+def test_unreadable_run_json_is_listed_outside_every_group(tmp_path):
+    root = tmp_path / "runs"
+    _write(root, RolloutSpec("r0", physical=True), RolloutSpec("r1"))
+    (root / "r1" / "run.json").write_bytes(b"{not json")
+    result = score_corpus(root, resamples=0)
+    (group,) = result["groups"]
+    assert group["coverage"]["runs"] == 1 and group["metrics"]["completion.valid"]["value"] == 1.0
+    (entry,) = result["unassigned_invalid_runs"]
+    assert entry["run_id"] is None and entry["run_dir"].endswith("r1") and "run.json" in entry["reason"]
