@@ -219,13 +219,14 @@ def render_report(result: dict[str, Any], title: str) -> str:
 
 
 def write_report(runs_or_db: str | os.PathLike[str] | Any, out_path: str | os.PathLike[str], *, seed: int = 0,
-                 resamples: int = 1000, parquet: bool = False, title: str | None = None) -> Path:
+                 resamples: int = 1000, parquet: bool = False, title: str | None = None, audit: bool = False) -> Path:
     """Score ``runs_or_db`` (runs folder, corpus file, snapshot with ``parquet=True``, or an
-    open connection) and write the HTML report to ``out_path``; returns the path."""
+    open connection) and write the HTML report to ``out_path``; returns the path.  ``audit``
+    replay-audits a runs folder first (as ``labrecord report`` does)."""
     from labrecord.errors import LabrecordError
     from labrecord.scorers.corpus import score_corpus
 
-    result = score_corpus(runs_or_db, seed=seed, resamples=resamples, parquet=parquet)
+    result = score_corpus(runs_or_db, seed=seed, resamples=resamples, parquet=parquet, audit=audit)
     if not result["groups"]:
         raise LabrecordError(f"{runs_or_db}: no valid runs to report on")
     name = title or f"labrecord report: {runs_or_db if not hasattr(runs_or_db, 'execute') else 'corpus'}"

@@ -388,7 +388,8 @@ def identity_problems(run_dirs: Sequence[Path]) -> dict[Path, str]:
         if len(dirs) > 1:
             paths = " and ".join(str(d) for d in dirs)
             for run_dir in dirs:
-                problems[run_dir] = f"{run_dir / RUN_FILE} run_id: {run_id!r} is claimed by {paths}; ambiguous, neither is scored"
+                claim = f"{run_dir / RUN_FILE} run_id: {run_id!r} is claimed by {paths}; ambiguous, neither is scored"
+                problems[run_dir] = claim + (f" ({problems[run_dir].split(': ', 1)[1]})" if run_dir in problems else "")
     return problems
 
 
