@@ -329,6 +329,7 @@ class CorpusScorer:
         if not rows:
             return {}
         open_ = [f"run:{r['run_id'] or r.get('run_dir')}" for r in group.runs if not self.resolved(r)]
+        open_ += [f"missing:{p}/{i}" for p, i in self.missing(group)]
         metrics = {
             "geometry.p_valid": _Metric([rate_unit(u.run_id, u.p_valid) for u in rows] + [rate_unit(c, None) for c in open_],
                                         "run", WILSON),
