@@ -45,7 +45,8 @@ def test_score_prints_provisional_rows_and_unresolved_runs(tmp_path):
 
     write_rollout(tmp_path, RolloutSpec("r0", physical=True))
     write_rollout(tmp_path, RolloutSpec("r1", physical=True, status="aborted"))
-    result = CliRunner().invoke(cli, ["score", str(tmp_path), "--resamples", "0", "--no-audit"], terminal_width=200)
+    result = CliRunner().invoke(cli, ["score", str(tmp_path), "--resamples", "0", "--no-audit"],
+                                env={"COLUMNS": "200"})
     assert result.exit_code == 0, result.output
     assert "provisional [50 %, 100 %], 1 of 2 unresolved" in result.output
     assert "unresolved run r1: status aborted" in result.output
