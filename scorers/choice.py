@@ -48,7 +48,8 @@ class ReachUnit(NamedTuple):
     correct: bool
 
 
-_FIRST_PER_DECISION = """
+#: the first eligible opportunity of each (run, decision) with its first choice and legal set
+FIRST_PER_DECISION_SQL = """
 SELECT run_id, decision, arg_min(identified, opp_seq) AS identified, arg_min(correct, opp_seq) AS correct,
        arg_min(legal, opp_seq) AS legal
 FROM first_choices WHERE eligible GROUP BY run_id, decision
@@ -59,7 +60,7 @@ SELECT r.run_id, p.population, p.instance_id, p.decision,
        coalesce(f.identified, false) AS identified, coalesce(f.correct, false) AS correct
 FROM populations p
 JOIN runs r ON r.population_name = p.population AND r.instance_id = p.instance_id
-LEFT JOIN ({_FIRST_PER_DECISION}) f ON f.run_id = r.run_id AND f.decision = p.decision
+LEFT JOIN ({FIRST_PER_DECISION_SQL}) f ON f.run_id = r.run_id AND f.decision = p.decision
 WHERE p.type = 'checkpoint'
 """
 
@@ -68,7 +69,7 @@ SELECT r.run_id, d.decision, f.run_id IS NOT NULL AS reached, coalesce(f.identif
        coalesce(f.correct, false) AS correct
 FROM runs r
 CROSS JOIN (SELECT DISTINCT decision FROM first_choices WHERE eligible) d
-LEFT JOIN ({_FIRST_PER_DECISION}) f ON f.run_id = r.run_id AND f.decision = d.decision
+LEFT JOIN ({FIRST_PER_DECISION_SQL}) f ON f.run_id = r.run_id AND f.decision = d.decision
 """
 
 

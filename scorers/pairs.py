@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, NamedTuple
 
-from labrecord.scorers.choice import _FIRST_PER_DECISION
+from labrecord.scorers.choice import FIRST_PER_DECISION_SQL
 from labrecord.scorers.reference import RefCorpus, first_choices
 
 
@@ -51,7 +51,7 @@ SELECT r.run_id, r.population_name AS population, r.instance_id,
 FROM runs r
 LEFT JOIN checkpoint c ON c.population = r.population_name AND c.instance_id = r.instance_id
 LEFT JOIN first_opportunity fo ON fo.run_id = r.run_id
-LEFT JOIN ({_FIRST_PER_DECISION}) fd ON fd.run_id = r.run_id AND fd.decision = c.decision
+LEFT JOIN ({FIRST_PER_DECISION_SQL}) fd ON fd.run_id = r.run_id AND fd.decision = c.decision
 """
 
 MEMBER_UNITS_SQL = f"""

@@ -36,11 +36,13 @@ def _sorted_units(units):
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(corpus())
 def test_sql_and_reference_agree(spec):
-    rollouts, population = spec
+    rollouts, population, cut = spec
     with tempfile.TemporaryDirectory() as folder:
         root = Path(folder) / "runs"
         for rollout in rollouts:
             write_rollout(root, rollout)
+        for run_id in cut:
+            _cut_events(root / run_id)
         write_population(root, "pop", population)
         con = connect(None)
         ingest_runs(root, con)
