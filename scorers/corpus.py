@@ -472,19 +472,21 @@ class CorpusScorer:
             return {}
         out: dict[str, list[float] | None] = {}
         sums = {name: _cluster_sums(m.units) for name, m in members.items() if estimates[name].value is not None}
-        universes: dict[str, set[str]] = defaultdict(set)
+        resampled = {}
         for name, per_cluster in sums.items():
+            binary = all(d in (0.0, 1.0) and n in (0.0, d) for n, d in per_cluster.values())
+            if members[name].interval == WILSON and binary:
+                out[name] = wilson(sum(n for n, _ in per_cluster.values()), sum(d for _, d in per_cluster.values()))
+            else:
+                resampled[name] = per_cluster
+        # one resampling of the clusters per kind, shared by every bootstrapped metric of the group
+        universes: dict[str, set[str]] = defaultdict(set)
+        for name, per_cluster in resampled.items():
             universes[members[name].clusters].update(per_cluster)
         shared = {kind: SharedBootstrap(sorted(u), rng_for(self.seed, repr(group.identity), kind), self.resamples)
                   for kind, u in universes.items()}
-        for name, per_cluster in sums.items():
+        for name, per_cluster in resampled.items():
             metric = members[name]
-            binary = all(d in (0.0, 1.0) and n in (0.0, d) for n, d in per_cluster.values())
-            successes = sum(n for n, _ in per_cluster.values())
-            trials = sum(d for _, d in per_cluster.values())
-            if metric.interval == WILSON and binary:
-                out[name] = wilson(successes, trials)
-                continue
             clusters = list(per_cluster)
             ci = shared[metric.clusters].interval(clusters, [per_cluster[c][0] for c in clusters],
                                                   [per_cluster[c][1] for c in clusters])
