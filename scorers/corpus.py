@@ -577,8 +577,8 @@ def audit_verdict(run_id: str, digest: str, audit: Any) -> dict[str, Any]:
     first = min(audit.findings, key=lambda f: (f.seq is None, f.seq or 0), default=None)
     reason = None
     if first is not None:
-        where = f"seq {first.seq}" if first.seq is not None else "run"
-        reason = f"{where} {first.check}: {first.message}"
+        where = f"seq {first.seq} " if first.seq is not None else ""
+        reason = f"{where}{first.check}: {first.message}"
     return {"run_id": run_id, "content_hash": digest, "ok": audit.ok, "reason": reason,
             "seq": None if first is None else first.seq, "check_name": None if first is None else first.check,
             "findings": len(audit.findings)}
