@@ -31,10 +31,13 @@ from labrecord.scorers.identity import (
     require_same_identity,
 )
 from labrecord.scorers.metric import SharedBootstrap, rng_for, wilson
+from labrecord.scorers.choice import CheckpointUnit, ReachUnit
+from labrecord.scorers.completion import FixedUnit
 from labrecord.scorers.metrics import (
-    BOOTSTRAP, UNIT_KINDS, WILSON, Estimate, Unit, conditional_unit, family_of, interval_unit, measure, rate_unit,
+    BOOTSTRAP, UNIT_KINDS, WILSON, Estimate, Members, Unit, checkpoint_metrics, completion_metrics, contrast_unit,
+    fixed_metrics, geometry_metrics, measure, pair_metric, reach_metrics,
 )
-from labrecord.scorers.pairs import shared_operations
+from labrecord.scorers.pairs import MemberUnit
 from labrecord.scorers.reference import RefCorpus, load_reference, unresolved_reason
 
 RUN_COLUMNS = ("run_id", *IDENTITY_FIELDS, "population_name", "instance_id", "status", "family")
@@ -140,15 +143,6 @@ class _Registry:
         return {r["instance_id"] for r in self.records if r["population"] == population and r["type"] in REGISTERED_TYPES}
 
 
-@dataclass
-class _Metric:
-    """The members of one metric before estimation: its units and the kind of cluster they resample."""
-
-    units: list[Unit]
-    clusters: str  # "run", "pair", "oracle_pair" or "set"
-    interval: str
-
-
 class CorpusScorer:
     """Forms each group's registered members from the source's units and measures every metric."""
 
@@ -203,9 +197,9 @@ class CorpusScorer:
         return [r for r in group.runs if (r["population_name"], r["instance_id"]) == (population, instance)]
 
     # -- members of each metric family -----------------------------------------------------
-    def members(self, group: Group) -> dict[str, _Metric]:
+    def members(self, group: Group) -> dict[str, Members]:
         missing = self.missing(group)
-        metrics: dict[str, _Metric] = {}
+        metrics: dict[str, Members] = {}
         metrics.update(self.checkpoints(group, missing))
         metrics.update(self.reach(group, missing))
         metrics.update(self.completion(group, missing))
@@ -215,134 +209,111 @@ class CorpusScorer:
         metrics.update(self.gains(group))
         return metrics
 
-    def _registered(self, group: Group, missing: list[tuple[str, str]], kind: str, units: list[Any], key: str
-                    ) -> list[tuple[str, Any | None]]:
+    def _registered(self, group: Group, missing: list[tuple[str, str]], kind: str, units: list[Any], key: str,
+                    absent: Any) -> list[tuple[str, Any]]:
         """``(cluster, unit or None)`` per run at each registered ``kind`` record of the
-        group's populations; None marks an unresolved member (its run unresolved or missing)."""
+        group's populations; None marks an unresolved member (its run unresolved or missing).
+        A resolved run without a unit row gets ``absent(run_id, population, instance, key)``."""
         index = {(u.run_id, u.population, u.instance_id, getattr(u, key)): u for u in units}
         missing_set = set(missing)
-        out: list[tuple[str, Any | None]] = []
+        out: list[tuple[str, Any]] = []
         for population in self.populations_of(group):
             for record in self.registry.of(population, kind):
                 instance = record["instance_id"]
                 for run in self.runs_of(group, population, instance):
-                    unit = index.get((run["run_id"], population, instance, record[key])) if self.resolved(run) else None
-                    out.append((run["run_id"], unit if unit is not None or not self.resolved(run) else False))
+                    if not self.resolved(run):
+                        out.append((self.cluster(run), None))
+                        continue
+                    unit = index.get((run["run_id"], population, instance, record[key]))
+                    out.append((run["run_id"], unit or absent(run["run_id"], population, instance, record[key])))
                 if (population, instance) in missing_set:
                     out.append((f"missing:{population}/{instance}", None))
         return out
 
-    def checkpoints(self, group: Group, missing: list[tuple[str, str]]) -> dict[str, _Metric]:
-        rows = self._registered(group, missing, "checkpoint", self.units["checkpoint"], "decision")
+    @staticmethod
+    def cluster(run: dict[str, Any]) -> str:
+        """The cluster name of a run: its id when resolved, else marked as unresolved."""
+        return run["run_id"] if run["reason"] is None else f"run:{run['run_id'] or run.get('run_dir')}"
+
+    def checkpoints(self, group: Group, missing: list[tuple[str, str]]) -> dict[str, Members]:
+        rows = self._registered(group, missing, "checkpoint", self.units["checkpoint"], "decision",
+                                lambda *key: CheckpointUnit(*key, False, False))
         if not rows:
             return {}
-        facts = [(c, None if u is None else (bool(u and u.identified), bool(u and u.correct))) for c, u in rows]
         group.coverage["checkpoints"] = len(rows)
-        group.coverage["identified_checkpoints"] = sum(1 for _, f in facts if f and f[0])
-        return {
-            "B_next": _Metric([rate_unit(c, None if f is None else f[1]) for c, f in facts], "run", WILSON),
-            "C_id": _Metric([rate_unit(c, None if f is None else f[0]) for c, f in facts], "run", WILSON),
-            "accuracy_identified": _Metric([conditional_unit(c, *(f[::-1] if f else (None, None))) for c, f in facts], "run", WILSON),
-        }
+        group.coverage["identified_checkpoints"] = sum(1 for _, u in rows if u is not None and u.identified)
+        return checkpoint_metrics(rows)
 
-    def reach(self, group: Group, missing: list[tuple[str, str]]) -> dict[str, _Metric]:
-        resolved = {r["run_id"] for r in group.runs if self.resolved(r) and not r["invalid"]}
+    def reach(self, group: Group, missing: list[tuple[str, str]]) -> dict[str, Members]:
+        resolved = {r["run_id"] for r in group.runs if self.resolved(r)}
         rows = {(u.run_id, u.decision): u for u in self.units["reach"] if u.run_id in resolved}
         decisions = self.decisions or sorted({d for (_, d), u in rows.items() if u.reached})
-        members = [r["run_id"] if self.resolved(r) else f"run:{r['run_id'] or r.get('run_dir')}" for r in group.runs]
-        members += [f"missing:{p}/{i}" for p, i in missing]
-        metrics: dict[str, _Metric] = {}
+        clusters = [self.cluster(r) for r in group.runs] + [f"missing:{p}/{i}" for p, i in missing]
+        metrics: dict[str, Members] = {}
         for decision in decisions:
-            facts = []
-            for member in members:
-                if member in resolved:
-                    u = rows.get((member, decision))
-                    facts.append((member, (bool(u and u.reached), bool(u and u.identified), bool(u and u.correct))))
-                else:
-                    facts.append((member, None))
-            metrics[f"reach.{decision}"] = _Metric([rate_unit(c, f and f[0]) for c, f in facts], "run", WILSON)
-            metrics[f"correct_given_reach.{decision}"] = _Metric(
-                [conditional_unit(c, *((f[2], f[0]) if f else (None, None))) for c, f in facts], "run", WILSON)
-            metrics[f"correct.{decision}"] = _Metric([rate_unit(c, f and f[2]) for c, f in facts], "run", WILSON)
-            metrics[f"identified_given_reach.{decision}"] = _Metric(
-                [conditional_unit(c, *((f[1], f[0]) if f else (None, None))) for c, f in facts], "run", WILSON)
+            absent = lambda run_id: ReachUnit(run_id, decision, False, False, False)  # noqa: E731
+            members = [(c, rows.get((c, decision)) or absent(c) if c in resolved else None) for c in clusters]
+            metrics.update(reach_metrics(decision, members))
         return metrics
 
-    def completion(self, group: Group, missing: list[tuple[str, str]]) -> dict[str, _Metric]:
+    def completion(self, group: Group, missing: list[tuple[str, str]]) -> dict[str, Members]:
         episodes: dict[str, list[Any]] = defaultdict(list)
         for u in self.units["episode"]:
             episodes[u.run_id].append(u)
-        rows: list[tuple[str, Any | None]] = []
+        rows: list[tuple[str, Any]] = []
         for run in group.runs:
-            if self.resolved(run) and not run["invalid"]:
+            if self.resolved(run):
                 rows += [(run["run_id"], u) for u in episodes.get(run["run_id"], [])]
             else:
-                rows.append((f"run:{run['run_id'] or run.get('run_dir')}", None))
+                rows.append((self.cluster(run), None))
         rows += [(f"missing:{p}/{i}", None) for p, i in missing]
         if not rows:
             return {}
         group.coverage["episodes"] = len(rows)
-        return {f"completion.{kind}": _Metric([rate_unit(c, None if u is None else bool(getattr(u, kind))) for c, u in rows],
-                                              "run", WILSON)
-                for kind in ("physical", "valid", "clean", "recovered")}
+        return completion_metrics(rows)
 
-    def fixed(self, group: Group, missing: list[tuple[str, str]]) -> dict[str, _Metric]:
-        rows = self._registered(group, missing, "fixed_start", self.units["fixed"], "subgoal")
-        if not rows:
-            return {}
-        return {"E_fixed": _Metric([rate_unit(c, None if u is None else bool(u and u.confirmed)) for c, u in rows], "run", WILSON)}
+    def fixed(self, group: Group, missing: list[tuple[str, str]]) -> dict[str, Members]:
+        rows = self._registered(group, missing, "fixed_start", self.units["fixed"], "subgoal",
+                                lambda *key: FixedUnit(*key, False))
+        return fixed_metrics(rows) if rows else {}
 
-    def pairs(self, group: Group) -> dict[str, _Metric]:
+    def pairs(self, group: Group) -> dict[str, Members]:
         scored = {u.run_id: u for u in self.units["member"]}
-        metrics: dict[str, _Metric] = {}
+        metrics: dict[str, Members] = {}
         refused: list[dict[str, Any]] = []
         for kind, name in (("answer_changing", "P_state"), ("geometric", "P_geom")):
             planned = [p for pop in self.populations_of(group) for p in self.registry.of(pop, "pair") if p["kind"] == kind]
             if not planned:
                 continue
-            units = []
+            pairs, ids = [], {}
             for pair in planned:
                 members = []
                 for instance in pair["members"]:
                     runs = sorted(self.runs_of(group, pair["population"], instance), key=lambda r: r["run_id"] or "")
                     run = runs[0] if runs else None
-                    members.append(scored.get(run["run_id"], False) if run is not None and self.resolved(run) else None)
+                    resolved = run is not None and self.resolved(run)
+                    members.append(scored.get(run["run_id"], MemberUnit(run["run_id"], pair["population"], instance, False, None))
+                                   if resolved else None)  # type: ignore[index]
                 cluster = f"pair:{pair['population']}/{pair['pair_id']}"
-                if any(m is None for m in members):
-                    units.append(rate_unit(cluster, None))
-                    continue
-                shared = shared_operations([m.legal for m in members if m]) if kind == "answer_changing" else []
-                if shared:
-                    refused.append({"pair_id": pair["pair_id"], "population": pair["population"], "shared": shared,
-                                    "reason": f"members share the legal operation {shared[0]} at the scored decision"})
-                    continue
-                units.append(rate_unit(cluster, all(bool(m and m.correct) for m in members)))
-            metrics[name] = _Metric(units, "pair", WILSON)
-            group.coverage[f"{name}_unresolved_pairs"] = sum(1 for u in units if not u.resolved)
+                ids[cluster] = pair
+                pairs.append((cluster, members))
+            members_, refused_ = pair_metric(pairs, kind == "answer_changing")
+            refused += [{"pair_id": ids[c]["pair_id"], "population": ids[c]["population"], "shared": shared,
+                         "reason": f"members share the legal operation {shared[0]} at the scored decision"} for c, shared in refused_]
+            metrics[name] = members_
+            group.coverage[f"{name}_unresolved_pairs"] = sum(1 for u in members_.units if not u.resolved)
         if refused:
             group.coverage["refused_pairs"] = refused
         return metrics
 
-    def geometry(self, group: Group) -> dict[str, _Metric]:
-        resolved = {r["run_id"] for r in group.runs if self.resolved(r) and not r["invalid"]}
-        rows = [u for u in self.units["geometry"] if u.run_id in resolved]
-        if not rows:
+    def geometry(self, group: Group) -> dict[str, Members]:
+        resolved = {r["run_id"] for r in group.runs if self.resolved(r)}
+        reports = [u for u in self.units["geometry"] if u.run_id in resolved]
+        if not reports:
             return {}
-        open_ = [f"run:{r['run_id'] or r.get('run_dir')}" for r in group.runs if not self.resolved(r)]
-        open_ += [f"missing:{p}/{i}" for p, i in self.missing(group)]
-        metrics = {
-            "geometry.p_valid": _Metric([rate_unit(u.run_id, u.p_valid) for u in rows] + [rate_unit(c, None) for c in open_],
-                                        "run", WILSON),
-            "e_p": _Metric([Unit(u.run_id, u.e_p, 1.0) for u in rows if u.p_valid] + [interval_unit(c, None, None, None) for c in open_],
-                           "run", BOOTSTRAP),
-        }
-        scored = [u for u in rows if u.v_scored]
-        if scored:
-            metrics["geometry.v_valid"] = _Metric([rate_unit(u.run_id, u.v_valid) for u in scored] + [rate_unit(c, None) for c in open_],
-                                                  "run", WILSON)
-            metrics["e_v"] = _Metric([Unit(u.run_id, u.e_v, 1.0) for u in scored if u.v_valid]
-                                     + [interval_unit(c, None, None, None) for c in open_], "run", BOOTSTRAP)
-        return metrics
+        unresolved = [self.cluster(r) for r in group.runs if not self.resolved(r)]
+        unresolved += [f"missing:{p}/{i}" for p, i in self.missing(group)]
+        return geometry_metrics(reports, unresolved)
 
     # -- Oracle pairs ------------------------------------------------------------------
     def branch_run(self, population: str, instance: str, like: Group, mode: str | None, oracle_name: str | None
@@ -367,55 +338,38 @@ class CorpusScorer:
                     f"identities: {differing} differs ({run[differing]!r} vs {target[differing]!r})")
         return min(matched, key=lambda r: (r["run_id"] or "", r["invalid"])) if matched else None
 
-    def _outcome(self, run: dict[str, Any] | None, outcome: str) -> float | None:
-        """The outcome of a resolved branch run, None when unresolved or missing."""
-        if run is None or not self.resolved(run) or run["invalid"]:
-            return None
-        return self.outcomes[run["run_id"]][outcome]
+    def _sides(self, runs: dict[str, dict[str, Any] | None], outcome: str) -> tuple[dict[str, Any], dict[str, bool]]:
+        """Outcome values and resolved flags of the branch runs of a pair or matched set."""
+        resolved = {k: run is not None and self.resolved(run) for k, run in runs.items()}
+        values = {k: self.outcomes[run["run_id"]][outcome] if resolved[k] else None for k, run in runs.items()}  # type: ignore[index]
+        return values, resolved
 
-    def _known(self, run: dict[str, Any] | None) -> bool:
-        return run is not None and self.resolved(run) and not run["invalid"]
-
-    def gains(self, group: Group) -> dict[str, _Metric]:
+    def gains(self, group: Group) -> dict[str, Members]:
         if group.field("intervention_mode") in (None, "none"):
             return {}
-        metrics: dict[str, _Metric] = {}
+        metrics: dict[str, Members] = {}
         for population in self.populations_of(group):
             planned = [p for p in self.registry.of(population, "oracle_pair") if self._pair_in_group(p, group)]
             if not planned:
                 continue
-            branches = [(pair, self.branch_run(population, pair["base"], group, "none", None),
-                         self.branch_run(population, pair["supported"], group, group.field("intervention_mode"), group.field("oracle")))
+            branches = [(pair, {"base": self.branch_run(population, pair["base"], group, "none", None),
+                                "supported": self.branch_run(population, pair["supported"], group,
+                                                             group.field("intervention_mode"), group.field("oracle"))})
                         for pair in planned]
             for outcome in oracle.OUTCOMES:
-                units = []
-                for pair, base, supported in branches:
-                    sides = {"base": (base, self._outcome(base, outcome)), "supported": (supported, self._outcome(supported, outcome))}
-                    unit = self._contrast_unit(f"oracle_pair:{pair['pair_id']}", outcome, oracle.GAIN, sides)
-                    if unit is not None:
-                        units.append(unit)
+                units = [u for pair, runs in branches
+                         if (u := contrast_unit(f"oracle_pair:{pair['pair_id']}", outcome, oracle.GAIN, *self._sides(runs, outcome)))
+                         is not None]
                 if units and (outcome in oracle.BOUNDED or any(u.resolved for u in units)):
-                    metrics[f"gain.{outcome}"] = _Metric(units, "oracle_pair", BOOTSTRAP)
+                    metrics[f"gain.{outcome}"] = Members(units, "oracle_pair", BOOTSTRAP)
                     group.coverage[f"gain.{outcome}_unresolved_pairs"] = sum(1 for u in units if not u.resolved)
             group.coverage["oracle_pairs"] = len(planned)
             metrics.update(self._interactions(group, population, planned))
         return metrics
 
-    def _contrast_unit(self, cluster: str, outcome: str, coefficients: dict[str, float],
-                       sides: dict[str, tuple[dict[str, Any] | None, float | None]]) -> Unit | None:
-        """One member of a gain or interaction: its value when every branch is resolved, else
-        its range over the unresolved branches; None when resolved branches lack the
-        outcome (no geometry report: the pair does not measure e_p)."""
-        if all(self._known(run) for run, _ in sides.values()):
-            values = {k: v for k, (_, v) in sides.items()}
-            if any(v is None for v in values.values()):
-                return None
-            value = oracle.OUTCOMES[outcome] * sum(coefficients[k] * float(v) for k, v in values.items())  # type: ignore[arg-type]
-            return Unit(cluster, value, 1.0)
-        span = oracle.contrast_range(outcome, coefficients, {k: v for k, (_, v) in sides.items()})
-        return interval_unit(cluster, None, *(span or (None, None)))
-
-    def _interactions(self, group: Group, population: str, joint_pairs: list[dict[str, Any]]) -> dict[str, _Metric]:
+    def _interactions(self, group: Group, population: str, joint_pairs: list[dict[str, Any]]) -> dict[str, Members]:
+        """The interaction contrast over the registered matched sets: a joint ``o1+o2`` pair
+        whose base also has registered ``o1`` and ``o2`` pairs."""
         parts = (group.field("oracle") or "").split("+")
         if len(parts) != 2:
             return {}
@@ -430,16 +384,13 @@ class CorpusScorer:
                                 "first": self.branch_run(population, one["supported"], group, one["mode"], parts[0]),
                                 "second": self.branch_run(population, two["supported"], group, two["mode"], parts[1]),
                                 "joint": self.branch_run(population, pair["supported"], group, mode, group.field("oracle"))}))
-        metrics: dict[str, _Metric] = {}
+        metrics: dict[str, Members] = {}
         for outcome in oracle.OUTCOMES:
-            units = []
-            for pair, runs in sets:
-                sides = {k: (run, self._outcome(run, outcome)) for k, run in runs.items()}
-                unit = self._contrast_unit(f"set:{population}/{pair['base']}", outcome, oracle.INTERACTION, sides)
-                if unit is not None:
-                    units.append(unit)
+            units = [u for pair, runs in sets
+                     if (u := contrast_unit(f"set:{population}/{pair['base']}", outcome, oracle.INTERACTION,
+                                            *self._sides(runs, outcome))) is not None]
             if units and (outcome in oracle.BOUNDED or any(u.resolved for u in units)):
-                metrics[f"interaction.{outcome}"] = _Metric(units, "set", BOOTSTRAP)
+                metrics[f"interaction.{outcome}"] = Members(units, "set", BOOTSTRAP)
         return metrics
 
     # -- estimation ----------------------------------------------------------------------
@@ -465,7 +416,7 @@ class CorpusScorer:
                                                            "n": estimate.registered, "ci": None}
             group.coverage[name] = {"resolved": estimate.resolved, "registered": estimate.registered}
 
-    def intervals(self, group: Group, members: dict[str, _Metric], estimates: dict[str, Estimate]) -> dict[str, list[float] | None]:
+    def intervals(self, group: Group, members: dict[str, Members], estimates: dict[str, Estimate]) -> dict[str, list[float] | None]:
         """95 % intervals of the fully resolved metrics (see docs/scoring.md): Wilson for a
         rate over runs each contributing one member, else the group's shared cluster bootstrap."""
         if self.resamples <= 0:

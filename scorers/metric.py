@@ -41,7 +41,10 @@ def wilson(successes: float, n: float, level: float = 0.95) -> list[float] | Non
     p = successes / n
     centre = (p + z * z / (2 * n)) / (1 + z * z / n)
     half = z * np.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
-    return [float(max(0.0, centre - half)), float(min(1.0, centre + half))]
+    # at 0/n (n/n) the lower (upper) end is exactly 0 (1); rounding would leave ±1e-17
+    low = 0.0 if successes <= 0 else float(max(0.0, centre - half))
+    high = 1.0 if successes >= n else float(min(1.0, centre + half))
+    return [low, high]
 
 
 class SharedBootstrap:

@@ -230,3 +230,124 @@ def family_of(name: str) -> MetricFamily:
         if name == family.pattern or ("<" in family.pattern and name.startswith(head)):
             return family
     raise KeyError(name)
+
+
+# -- the metrics: pure functions from typed units to members ------------------------------------
+# Each takes ``(cluster, unit)`` pairs, one per registered member, with ``unit`` None for an
+# unresolved member, and returns the members of its metrics; :func:`measure` does the rest.
+
+class Members(NamedTuple):
+    """The members of one metric, the kind of cluster they resample, and its interval."""
+
+    units: list[Unit]
+    clusters: str  # "run", "pair", "oracle_pair" or "set"
+    interval: str
+
+
+Registered = Sequence[tuple[str, Any]]
+
+
+def checkpoint_metrics(members: Registered) -> dict[str, Members]:
+    """B_next = Σcorrect/|J| (eq. 4), C_id = Σidentified/|J| (eq. 5), accuracy|identified =
+    Σcorrect/Σidentified over :class:`~labrecord.scorers.choice.CheckpointUnit` members.
+
+    >>> from labrecord.scorers.choice import CheckpointUnit as C
+    >>> m = checkpoint_metrics([("r0", C("r0", "J", "i0", "d", True, True)), ("r1", None)])
+    >>> measure(m["B_next"].units)[3:5], measure(m["accuracy_identified"].units)[3:5]
+    ((0.5, 1.0), (0.5, 1.0))
+    """
+    return {
+        "B_next": Members([rate_unit(c, None if u is None else u.correct) for c, u in members], "run", WILSON),
+        "C_id": Members([rate_unit(c, None if u is None else u.identified) for c, u in members], "run", WILSON),
+        "accuracy_identified": Members([conditional_unit(c, *((u.correct, u.identified) if u else (None, None)))
+                                        for c, u in members], "run", WILSON),
+    }
+
+
+def reach_metrics(decision: str, members: Registered) -> dict[str, Members]:
+    """The reach triple of one decision over :class:`~labrecord.scorers.choice.ReachUnit`
+    members (one per run): N_reach/N_run, N_correct/N_reach, N_correct/N_run, N_identified/N_reach."""
+    return {
+        f"reach.{decision}": Members([rate_unit(c, None if u is None else u.reached) for c, u in members], "run", WILSON),
+        f"correct_given_reach.{decision}": Members(
+            [conditional_unit(c, *((u.correct, u.reached) if u else (None, None))) for c, u in members], "run", WILSON),
+        f"correct.{decision}": Members([rate_unit(c, None if u is None else u.correct) for c, u in members], "run", WILSON),
+        f"identified_given_reach.{decision}": Members(
+            [conditional_unit(c, *((u.identified, u.reached) if u else (None, None))) for c, u in members], "run", WILSON),
+    }
+
+
+def completion_metrics(members: Registered) -> dict[str, Members]:
+    """completion.physical/valid/clean/recovered over :class:`~labrecord.scorers.completion.EpisodeUnit`
+    members (episodes; an unresolved run counts as one unresolved member)."""
+    return {f"completion.{kind}": Members([rate_unit(c, None if u is None else bool(getattr(u, kind))) for c, u in members],
+                                          "run", WILSON)
+            for kind in ("physical", "valid", "clean", "recovered")}
+
+
+def fixed_metrics(members: Registered) -> dict[str, Members]:
+    """E_fixed = Σconfirmed/|K| (eq. 6) over :class:`~labrecord.scorers.completion.FixedUnit` members."""
+    return {"E_fixed": Members([rate_unit(c, None if u is None else u.confirmed) for c, u in members], "run", WILSON)}
+
+
+def pair_metric(pairs: Sequence[tuple[str, Sequence[Any]]], answer_changing: bool) -> tuple[Members, list[tuple[str, list[str]]]]:
+    """P_state/P_geom (eq. 7) over pairs of :class:`~labrecord.scorers.pairs.MemberUnit`
+    (None: unresolved member).  An answer-changing pair whose members share a legal
+    operation is refused: returned as ``(cluster, shared operations)``, not a member.
+
+    >>> from labrecord.scorers.pairs import MemberUnit as M
+    >>> same = [M("r0", "B", "i0", True, ["add(w10, pan)"]), M("r1", "B", "i1", True, ["add(w10, pan)"])]
+    >>> members, refused = pair_metric([("b0", same)], answer_changing=True)
+    >>> (len(members.units), refused)
+    (0, [('b0', ['add(w10, pan)'])])
+    """
+    from labrecord.scorers.pairs import shared_operations
+
+    units, refused = [], []
+    for cluster, members in pairs:
+        if any(m is None for m in members):
+            units.append(rate_unit(cluster, None))
+            continue
+        shared = shared_operations([m.legal for m in members]) if answer_changing else []
+        if shared:
+            refused.append((cluster, shared))
+            continue
+        units.append(rate_unit(cluster, all(m.correct for m in members)))
+    return Members(units, "pair", WILSON), refused
+
+
+def geometry_metrics(reports: Sequence[Any], unresolved: Sequence[str]) -> dict[str, Members]:
+    """geometry.p_valid/v_valid (rates over reports) and e_p/e_v (means over valid reports,
+    unbounded: any unresolved run withholds them without bounds) over
+    :class:`~labrecord.scorers.geometry.GeometryUnit` reports of resolved runs."""
+    metrics = {
+        "geometry.p_valid": Members([rate_unit(u.run_id, u.p_valid) for u in reports] + [rate_unit(c, None) for c in unresolved],
+                                    "run", WILSON),
+        "e_p": Members([Unit(u.run_id, u.e_p, 1.0) for u in reports if u.p_valid]
+                       + [interval_unit(c, None, None, None) for c in unresolved], "run", BOOTSTRAP),
+    }
+    scored = [u for u in reports if u.v_scored]
+    if scored:
+        metrics["geometry.v_valid"] = Members([rate_unit(u.run_id, u.v_valid) for u in scored]
+                                              + [rate_unit(c, None) for c in unresolved], "run", WILSON)
+        metrics["e_v"] = Members([Unit(u.run_id, u.e_v, 1.0) for u in scored if u.v_valid]
+                                 + [interval_unit(c, None, None, None) for c in unresolved], "run", BOOTSTRAP)
+    return metrics
+
+
+def contrast_unit(cluster: str, outcome: str, coefficients: dict[str, float], values: dict[str, float | None],
+                  resolved: dict[str, bool]) -> Unit | None:
+    """One member of an Oracle gain (eq. 3) or interaction contrast: ``sign·Σ c_k·Y_k`` when
+    every branch is resolved, else its range over the unresolved branches' outcomes; None
+    when resolved branches lack the outcome (no geometry report: the pair measures no e_p).
+
+    >>> contrast_unit("p", "completion", oracle.GAIN, {"supported": None, "base": 1.0}, {"supported": False, "base": True})
+    Unit(cluster='p', num=None, den=None, options=((-1.0, 1.0), (0.0, 1.0)))
+    """
+    if all(resolved.values()):
+        if any(v is None for v in values.values()):
+            return None
+        return Unit(cluster, oracle.OUTCOMES[outcome] * sum(coefficients[k] * float(v) for k, v in values.items()), 1.0)  # type: ignore[arg-type]
+    known = {k: (v if resolved[k] else None) for k, v in values.items()}
+    span = oracle.contrast_range(outcome, coefficients, known)
+    return interval_unit(cluster, None, *(span or (None, None)))
