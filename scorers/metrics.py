@@ -6,9 +6,11 @@ Two registries live here.
   (a ``NamedTuple``), the SQL that computes it over a corpus and the plain-Python
   reference that computes it from the run files, side by side.  The property tests run
   both and compare them row for row.
-* :data:`METRICS` — each metric family with its *shape*: which values an unresolved member
-  could still take (:class:`Shape`) and which interval it gets (:data:`WILSON` or
-  :data:`BOOTSTRAP`).
+* :data:`METRICS` — each metric family with its members, its interval (:data:`WILSON` or
+  :data:`BOOTSTRAP`) and its unit; the families themselves are the pure functions at the
+  end of this module (:func:`checkpoint_metrics`, :func:`reach_metrics`,
+  :func:`completion_metrics`, :func:`fixed_metrics`, :func:`pair_metric`,
+  :func:`geometry_metrics`, :func:`contrast_unit`), each from typed units to members.
 
 The one rule for incomplete evidence (Labference sec. 7.4) is :func:`measure`: a metric is
 a ratio of sums over :class:`Unit` rows, one per registered member; a member is either
