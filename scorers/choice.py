@@ -25,15 +25,33 @@ identified_given_reach.d = N_identified/N_reach.
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NamedTuple
 
 from labrecord.scorers.reference import RefCorpus, first_choices
 
-CheckpointUnit = tuple[str, str, str, str, bool, bool]
-ReachUnit = tuple[str, str, bool, bool, bool]
 
-_FIRST_PER_DECISION = """
-SELECT run_id, decision, arg_min(identified, opp_seq) AS identified, arg_min(correct, opp_seq) AS correct
+
+class CheckpointUnit(NamedTuple):
+    run_id: str
+    population: str
+    instance_id: str
+    decision: str
+    identified: bool
+    correct: bool
+
+
+class ReachUnit(NamedTuple):
+    run_id: str
+    decision: str
+    reached: bool
+    identified: bool
+    correct: bool
+
+
+#: the first eligible opportunity of each (run, decision) with its first choice and legal set
+FIRST_PER_DECISION_SQL = """
+SELECT run_id, decision, arg_min(identified, opp_seq) AS identified, arg_min(correct, opp_seq) AS correct,
+       arg_min(legal, opp_seq) AS legal
 FROM first_choices WHERE eligible GROUP BY run_id, decision
 """
 
@@ -42,7 +60,7 @@ SELECT r.run_id, p.population, p.instance_id, p.decision,
        coalesce(f.identified, false) AS identified, coalesce(f.correct, false) AS correct
 FROM populations p
 JOIN runs r ON r.population_name = p.population AND r.instance_id = p.instance_id
-LEFT JOIN ({_FIRST_PER_DECISION}) f ON f.run_id = r.run_id AND f.decision = p.decision
+LEFT JOIN ({FIRST_PER_DECISION_SQL}) f ON f.run_id = r.run_id AND f.decision = p.decision
 WHERE p.type = 'checkpoint'
 """
 
@@ -51,16 +69,16 @@ SELECT r.run_id, d.decision, f.run_id IS NOT NULL AS reached, coalesce(f.identif
        coalesce(f.correct, false) AS correct
 FROM runs r
 CROSS JOIN (SELECT DISTINCT decision FROM first_choices WHERE eligible) d
-LEFT JOIN ({_FIRST_PER_DECISION}) f ON f.run_id = r.run_id AND f.decision = d.decision
+LEFT JOIN ({FIRST_PER_DECISION_SQL}) f ON f.run_id = r.run_id AND f.decision = d.decision
 """
 
 
 def checkpoint_units(con: Any) -> list[CheckpointUnit]:
-    return [tuple(row) for row in con.execute(CHECKPOINT_UNITS_SQL).fetchall()]  # type: ignore[misc]
+    return [CheckpointUnit(*row) for row in con.execute(CHECKPOINT_UNITS_SQL).fetchall()]
 
 
 def reach_units(con: Any) -> list[ReachUnit]:
-    return [tuple(row) for row in con.execute(REACH_UNITS_SQL).fetchall()]  # type: ignore[misc]
+    return [ReachUnit(*row) for row in con.execute(REACH_UNITS_SQL).fetchall()]
 
 
 def _first_per_decision(corpus: RefCorpus) -> dict[tuple[str, str], tuple[bool, bool]]:
@@ -84,7 +102,8 @@ def checkpoint_units_reference(corpus: RefCorpus) -> list[CheckpointUnit]:
         for run in corpus.runs:
             if (run.row["population_name"], run.row["instance_id"]) == (record["population"], record["instance_id"]):
                 identified, correct = first.get((run.run_id, record["decision"]), (False, False))
-                units.append((run.run_id, record["population"], record["instance_id"], record["decision"], identified, correct))
+                units.append(CheckpointUnit(run.run_id, record["population"], record["instance_id"], record["decision"],
+                                            identified, correct))
     return units
 
 
@@ -95,5 +114,5 @@ def reach_units_reference(corpus: RefCorpus) -> list[ReachUnit]:
     for run in corpus.runs:
         for decision in decisions:
             hit = first.get((run.run_id, decision))
-            units.append((run.run_id, decision, hit is not None, bool(hit and hit[0]), bool(hit and hit[1])))
+            units.append(ReachUnit(run.run_id, decision, hit is not None, bool(hit and hit[0]), bool(hit and hit[1])))
     return units

@@ -20,13 +20,29 @@ event whose obligation is the subgoal.  E_fixed = Σconfirmed/|K|.
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NamedTuple
 
 from labrecord.models import Confirm, EpisodeEnd, EpisodeStart, Failure, Recovery, Violation
 from labrecord.scorers.reference import RefCorpus, RefRun, first_choices
 
-EpisodeUnit = tuple[str, Any, bool, bool, bool, bool]
-FixedUnit = tuple[str, str, str, str, bool]
+
+
+class EpisodeUnit(NamedTuple):
+    run_id: str
+    episode: int | None
+    physical: bool
+    valid: bool
+    clean: bool
+    recovered: bool
+
+
+class FixedUnit(NamedTuple):
+    run_id: str
+    population: str
+    instance_id: str
+    subgoal: str
+    confirmed: bool
+
 
 EPISODE_UNITS_SQL = """
 WITH flags AS (
@@ -52,11 +68,11 @@ WHERE p.type = 'fixed_start'
 
 
 def episode_units(con: Any) -> list[EpisodeUnit]:
-    return [tuple(row) for row in con.execute(EPISODE_UNITS_SQL).fetchall()]  # type: ignore[misc]
+    return [EpisodeUnit(*row) for row in con.execute(EPISODE_UNITS_SQL).fetchall()]
 
 
 def fixed_units(con: Any) -> list[FixedUnit]:
-    return [tuple(row) for row in con.execute(FIXED_UNITS_SQL).fetchall()]  # type: ignore[misc]
+    return [FixedUnit(*row) for row in con.execute(FIXED_UNITS_SQL).fetchall()]
 
 
 def _episode_flags(run: RefRun, episode: int) -> tuple[bool, bool, bool, bool]:
@@ -80,9 +96,9 @@ def episode_units_reference(corpus: RefCorpus) -> list[EpisodeUnit]:
     for run in corpus.runs:
         starts = [e.episode for e in run.events if isinstance(e, EpisodeStart)]
         if not starts:
-            units.append((run.run_id, None, False, False, False, False))
+            units.append(EpisodeUnit(run.run_id, None, False, False, False, False))
         for episode in starts:
-            units.append((run.run_id, episode, *_episode_flags(run, episode)))
+            units.append(EpisodeUnit(run.run_id, episode, *_episode_flags(run, episode)))
     return units
 
 
@@ -94,5 +110,5 @@ def fixed_units_reference(corpus: RefCorpus) -> list[FixedUnit]:
         for run in corpus.runs:
             if (run.row["population_name"], run.row["instance_id"]) == (record["population"], record["instance_id"]):
                 confirmed = any(isinstance(e, Confirm) and e.obligation == record["subgoal"] for e in run.events)
-                units.append((run.run_id, record["population"], record["instance_id"], record["subgoal"], confirmed))
+                units.append(FixedUnit(run.run_id, record["population"], record["instance_id"], record["subgoal"], confirmed))
     return units

@@ -1,11 +1,20 @@
-"""Scoring a whole corpus: groups by result identity, populations, missing members, CIs.
+"""Scoring a whole corpus: groups by result identity, registered members, the one rule, intervals.
 
 :func:`score_corpus` is the library entry point (``labrecord score`` calls it).  The
-per-unit facts come from a *source*: :class:`SqlSource` runs the SQL of each scorer
-module against a DuckDB corpus (a file, an in-memory ingest, or a Parquet snapshot);
-:class:`ReferenceSource` computes the same units in plain Python from the run files.
-Everything after the units — grouping, denominators, missing members, bootstrap — is
-shared, so the property tests compare the two sources unit for unit and metric for metric.
+per-run facts come from a *source*: :class:`SqlSource` runs the SQL of each unit kind of
+:data:`~labrecord.scorers.metrics.UNIT_KINDS` against a DuckDB corpus (a file, an
+in-memory ingest, or a Parquet snapshot); :class:`ReferenceSource` computes the same
+units in plain Python from the run files.  Everything after the units — grouping,
+registered members, the unresolved rule, intervals — is shared, so the property tests
+compare the two sources unit for unit and metric for metric.
+
+Members (Labference sec. 7.4).  Each population metric counts *registered members*:
+checkpoints, fixed starts, pairs, Oracle pairs and matched sets from ``populations/``; runs
+and their episodes otherwise — and without a registry every run folder found is a member,
+valid or not.  A member is *unresolved* when its run is missing, failed validation or run
+identity (an ``invalid_runs`` row), failed the replay audit, is not ``complete``, or
+carries an evaluator-side ``validity`` fault; :func:`~labrecord.scorers.metrics.measure`
+then withholds the value and gives bounds.
 """
 from __future__ import annotations
 
@@ -15,63 +24,72 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-import msgspec
-
 from labrecord.errors import LabrecordError
-from labrecord.scorers import choice, completion, geometry, oracle, pairs
+from labrecord.scorers import oracle
 from labrecord.scorers.identity import (
     IDENTITY_FIELDS, INTERVENTION_FIELDS, SYSTEM_FIELDS, first_difference, identity_dict, identity_of,
     require_same_identity,
 )
-from labrecord.scorers.metric import estimate, ratio, rng_for
-from labrecord.scorers.reference import RefCorpus, eval_valid, load_reference
+from labrecord.scorers.metric import SharedBootstrap, rng_for, wilson
+from labrecord.scorers.choice import CheckpointUnit, ReachUnit
+from labrecord.scorers.completion import FixedUnit
+from labrecord.scorers.metrics import (
+    BOOTSTRAP, UNIT_KINDS, WILSON, Estimate, Members, Unit, checkpoint_metrics, completion_metrics, contrast_unit,
+    fixed_metrics, geometry_metrics, measure, pair_metric, reach_metrics,
+)
+from labrecord.scorers.pairs import MemberUnit
+from labrecord.scorers.reference import RefCorpus, load_reference, unresolved_reason
 
 RUN_COLUMNS = ("run_id", *IDENTITY_FIELDS, "population_name", "instance_id", "status", "family")
 REGISTERED_TYPES = ("instance", "checkpoint", "fixed_start")
+POPULATION_KEYS = ("population", "type", "instance_id", "decision", "subgoal", "pair_id", "members", "kind", "base",
+                   "supported", "mode", "oracle", "site")
+
+#: why a loaded run is unresolved: not complete, an evaluator-side validity fault, a failed audit
+UNRESOLVED_SQL = """
+SELECT r.run_id,
+       CASE WHEN r.status <> 'complete' THEN 'status ' || r.status
+            WHEN v.seq IS NOT NULL THEN v.kind || ' from ' || v.source || ' at seq ' || v.seq
+            WHEN a.ok = false THEN 'replay audit: ' || a.reason END AS reason
+FROM runs r
+LEFT JOIN (SELECT run_id, arg_min(kind, seq) AS kind, arg_min(source, seq) AS source, min(seq) AS seq
+           FROM events WHERE type = 'validity' GROUP BY run_id) v USING (run_id)
+LEFT JOIN {audits} a ON a.run_id = r.run_id AND a.content_hash = r.content_hash
+"""
+_EMPTY_AUDITS = "(SELECT NULL::VARCHAR AS run_id, NULL::VARCHAR AS content_hash, NULL::BOOLEAN AS ok, NULL::VARCHAR AS reason WHERE false)"
 
 
 class SqlSource:
-    """Units from the SQL scorers over a corpus connection."""
+    """Units from the SQL of the registry over a corpus connection."""
 
     def __init__(self, con: Any) -> None:
         self.con = con
+        self.tables = {row[0] for row in con.execute(
+            "SELECT table_name FROM duckdb_tables() UNION ALL SELECT view_name FROM duckdb_views()").fetchall()}
 
     def runs(self) -> list[dict[str, Any]]:
         cols = ", ".join(f'"{c}"' for c in RUN_COLUMNS)
         return [dict(zip(RUN_COLUMNS, row)) for row in self.con.execute(f"SELECT {cols} FROM runs ORDER BY run_id").fetchall()]
 
-    def valid_runs(self) -> set[str]:
-        rows = self.con.execute(
-            "SELECT run_id FROM runs WHERE status = 'complete' AND run_id NOT IN "
-            "(SELECT run_id FROM events WHERE type = 'validity')").fetchall()
-        return {r[0] for r in rows}
+    def unresolved(self) -> dict[str, str]:
+        audits = "audits" if "audits" in self.tables else _EMPTY_AUDITS
+        rows = self.con.execute(UNRESOLVED_SQL.format(audits=audits)).fetchall()
+        return {run_id: reason for run_id, reason in rows if reason is not None}
 
-    def populations(self) -> list[dict[str, Any]]:
-        cur = self.con.execute("SELECT population, type, instance_id, decision, subgoal, pair_id, members, kind, base, "
-                               "supported, mode, oracle, site FROM populations ORDER BY population, line")
+    def invalid_runs(self) -> list[dict[str, Any]]:
+        if "invalid_runs" not in self.tables:
+            return []
+        cur = self.con.execute("SELECT * EXCLUDE (ingested_at, content_hash) FROM invalid_runs ORDER BY run_dir")
         names = [d[0] for d in cur.description]
         return [dict(zip(names, row)) for row in cur.fetchall()]
 
-    def checkpoint_units(self) -> list[tuple]:
-        return choice.checkpoint_units(self.con)
+    def populations(self) -> list[dict[str, Any]]:
+        cur = self.con.execute(f"SELECT {', '.join(POPULATION_KEYS)} FROM populations ORDER BY population, line")
+        names = [d[0] for d in cur.description]
+        return [dict(zip(names, row)) for row in cur.fetchall()]
 
-    def reach_units(self) -> list[tuple]:
-        return choice.reach_units(self.con)
-
-    def episode_units(self) -> list[tuple]:
-        return completion.episode_units(self.con)
-
-    def fixed_units(self) -> list[tuple]:
-        return completion.fixed_units(self.con)
-
-    def member_units(self) -> list[tuple]:
-        return pairs.member_units(self.con)
-
-    def geometry_units(self) -> list[tuple]:
-        return geometry.geometry_units(self.con)
-
-    def run_outcomes(self) -> list[tuple]:
-        return oracle.run_outcomes(self.con)
+    def units(self, kind: str) -> list[Any]:
+        return UNIT_KINDS[kind].from_sql(self.con)
 
 
 class ReferenceSource:
@@ -83,34 +101,19 @@ class ReferenceSource:
     def runs(self) -> list[dict[str, Any]]:
         return sorted(({c: r.row.get(c) for c in RUN_COLUMNS} for r in self.corpus.runs), key=lambda r: r["run_id"])
 
-    def valid_runs(self) -> set[str]:
-        return {r.run_id for r in self.corpus.runs if eval_valid(r)}
+    def unresolved(self) -> dict[str, str]:
+        reasons = {r.run_id: unresolved_reason(r) for r in self.corpus.runs}
+        return {k: v for k, v in reasons.items() if v is not None}
+
+    def invalid_runs(self) -> list[dict[str, Any]]:
+        return sorted(({k: v for k, v in r.items() if k not in ("ingested_at", "content_hash")} for r in self.corpus.invalid),
+                      key=lambda r: r["run_dir"])
 
     def populations(self) -> list[dict[str, Any]]:
-        keys = ("population", "type", "instance_id", "decision", "subgoal", "pair_id", "members", "kind", "base",
-                "supported", "mode", "oracle", "site")
-        return [{k: r.get(k) for k in keys} for r in self.corpus.populations]
+        return [{k: r.get(k) for k in POPULATION_KEYS} for r in self.corpus.populations]
 
-    def checkpoint_units(self) -> list[tuple]:
-        return choice.checkpoint_units_reference(self.corpus)
-
-    def reach_units(self) -> list[tuple]:
-        return choice.reach_units_reference(self.corpus)
-
-    def episode_units(self) -> list[tuple]:
-        return completion.episode_units_reference(self.corpus)
-
-    def fixed_units(self) -> list[tuple]:
-        return completion.fixed_units_reference(self.corpus)
-
-    def member_units(self) -> list[tuple]:
-        return pairs.member_units_reference(self.corpus)
-
-    def geometry_units(self) -> list[tuple]:
-        return geometry.geometry_units_reference(self.corpus)
-
-    def run_outcomes(self) -> list[tuple]:
-        return oracle.run_outcomes_reference(self.corpus)
+    def units(self, kind: str) -> list[Any]:
+        return UNIT_KINDS[kind].reference(self.corpus)
 
 
 @dataclass
@@ -140,20 +143,31 @@ class _Registry:
         return {r["instance_id"] for r in self.records if r["population"] == population and r["type"] in REGISTERED_TYPES}
 
 
-class _Scorer:
+class CorpusScorer:
+    """Forms each group's registered members from the source's units and measures every metric."""
+
     def __init__(self, source: Any, seed: int, resamples: int, decisions: Sequence[str] | None) -> None:
         self.source, self.seed, self.resamples = source, seed, resamples
         self.decisions = list(decisions) if decisions else None
-        self.all_runs = source.runs()
-        self.by_id = {r["run_id"]: r for r in self.all_runs}
-        self.valid = source.valid_runs()
+        self.reasons = source.unresolved()
+        self.invalid = source.invalid_runs()
+        loaded = [{**r, "reason": self.reasons.get(r["run_id"]), "invalid": False} for r in source.runs()]
+        placed = [{**{c: r.get(c) for c in RUN_COLUMNS}, "reason": r["reason"], "invalid": True}
+                  for r in self.invalid if r["identity_readable"]]
+        self.all_runs = sorted(loaded + placed, key=lambda r: (r["run_id"] or "", r["invalid"]))
         self.registry = _Registry(source.populations())
-        self.outcomes = {row[0]: dict(zip(("completion", "correct", "e_p"), row[1:])) for row in source.run_outcomes()}
+        self.outcomes = {u.run_id: u._asdict() for u in source.units("outcome")}
+        self.units = {kind: source.units(kind) for kind in ("checkpoint", "reach", "episode", "fixed", "member", "geometry")}
+
+    def unassigned(self) -> list[dict[str, Any]]:
+        """Invalid run folders whose run.json could not be read: in no group."""
+        return [{"run_dir": r["run_dir"], "run_id": r["run_id"], "reason": r["reason"]}
+                for r in self.invalid if not r["identity_readable"]]
 
     # -- helpers ------------------------------------------------------------------------
-    def metric(self, group: Group, name: str, clusters: Sequence[Any], num: Sequence[float], den: Sequence[float]) -> None:
-        rng = rng_for(self.seed, repr(group.identity), name) if self.resamples > 0 else None
-        group.metrics[name] = estimate(clusters, num, den, rng=rng, resamples=self.resamples)
+    @staticmethod
+    def resolved(run: dict[str, Any]) -> bool:
+        return run["reason"] is None
 
     def populations_of(self, group: Group) -> list[str]:
         return sorted({r["population_name"] for r in group.runs if r["population_name"]})
@@ -179,200 +193,282 @@ class _Scorer:
         have = {(r["population_name"], r["instance_id"]) for r in group.runs}
         return sorted((p, i) for p in self.populations_of(group) for i in self.expected(group, p) if (p, i) not in have)
 
-    # -- metric families ---------------------------------------------------------------
-    def score_group(self, group: Group, units: dict[str, list[tuple]]) -> None:
+    def runs_of(self, group: Group, population: str, instance: str) -> list[dict[str, Any]]:
+        return [r for r in group.runs if (r["population_name"], r["instance_id"]) == (population, instance)]
+
+    # -- members of each metric family -----------------------------------------------------
+    def members(self, group: Group) -> dict[str, Members]:
         missing = self.missing(group)
-        ids = group.run_ids
-        invalid = sorted(ids - self.valid)
-        group.coverage = {"runs": len(ids), "valid_runs": len(ids) - len(invalid), "invalid_runs": invalid,
-                          "missing": [{"population": p, "instance_id": i} for p, i in missing]}
-        self.checkpoints(group, units["checkpoint"], missing)
-        self.reach(group, units["reach"], missing)
-        self.completion(group, units["episode"], missing)
-        self.fixed(group, units["fixed"], missing)
-        self.pairs(group, units["member"])
-        self.geometry(group, units["geometry"])
-        self.gains(group)
+        metrics: dict[str, Members] = {}
+        metrics.update(self.checkpoints(group, missing))
+        metrics.update(self.reach(group, missing))
+        metrics.update(self.completion(group, missing))
+        metrics.update(self.fixed(group, missing))
+        metrics.update(self.pairs(group))
+        metrics.update(self.geometry(group))
+        metrics.update(self.gains(group))
+        return metrics
 
-    def _ok(self, run_id: str, flag: Any) -> float:
-        return float(bool(flag) and run_id in self.valid)
-
-    def checkpoints(self, group: Group, units: list[tuple], missing: list[tuple[str, str]]) -> None:
-        rows = [u for u in units if u[0] in group.run_ids]
+    def _registered(self, group: Group, missing: list[tuple[str, str]], kind: str, units: list[Any], key: str,
+                    absent: Any) -> list[tuple[str, Any]]:
+        """``(cluster, unit or None)`` per run at each registered ``kind`` record of the
+        group's populations; None marks an unresolved member (its run unresolved or missing).
+        A resolved run without a unit row gets ``absent(run_id, population, instance, key)``."""
+        index = {(u.run_id, u.population, u.instance_id, getattr(u, key)): u for u in units}
         missing_set = set(missing)
-        rows += [(f"missing:{c['population']}/{c['instance_id']}", c["population"], c["instance_id"], c["decision"], False, False)
-                 for p in self.populations_of(group) for c in self.registry.of(p, "checkpoint")
-                 if (p, c["instance_id"]) in missing_set]
+        out: list[tuple[str, Any]] = []
+        for population in self.populations_of(group):
+            for record in self.registry.of(population, kind):
+                instance = record["instance_id"]
+                for run in self.runs_of(group, population, instance):
+                    if not self.resolved(run):
+                        out.append((self.cluster(run), None))
+                        continue
+                    unit = index.get((run["run_id"], population, instance, record[key]))
+                    out.append((run["run_id"], unit or absent(run["run_id"], population, instance, record[key])))
+                if (population, instance) in missing_set:
+                    out.append((f"missing:{population}/{instance}", None))
+        return out
+
+    @staticmethod
+    def cluster(run: dict[str, Any]) -> str:
+        """The cluster name of a run: its id when resolved, else marked as unresolved."""
+        return run["run_id"] if run["reason"] is None else f"run:{run['run_id'] or run.get('run_dir')}"
+
+    def checkpoints(self, group: Group, missing: list[tuple[str, str]]) -> dict[str, Members]:
+        rows = self._registered(group, missing, "checkpoint", self.units["checkpoint"], "decision",
+                                lambda *key: CheckpointUnit(*key, False, False))
         if not rows:
-            return
-        clusters = [u[0] for u in rows]
-        identified = [self._ok(u[0], u[4]) for u in rows]
-        correct = [self._ok(u[0], u[5]) for u in rows]
-        self.metric(group, "B_next", clusters, correct, [1.0] * len(rows))
-        self.metric(group, "C_id", clusters, identified, [1.0] * len(rows))
-        self.metric(group, "accuracy_identified", clusters, correct, identified)
+            return {}
         group.coverage["checkpoints"] = len(rows)
-        group.coverage["identified_checkpoints"] = int(sum(identified))
+        group.coverage["identified_checkpoints"] = sum(1 for _, u in rows if u is not None and u.identified)
+        return checkpoint_metrics(rows)
 
-    def reach(self, group: Group, units: list[tuple], missing: list[tuple[str, str]]) -> None:
-        rows = [u for u in units if u[0] in group.run_ids]
-        decisions = self.decisions or sorted({u[1] for u in rows if u[2]})
+    def reach(self, group: Group, missing: list[tuple[str, str]]) -> dict[str, Members]:
+        resolved = {r["run_id"] for r in group.runs if self.resolved(r)}
+        rows = {(u.run_id, u.decision): u for u in self.units["reach"] if u.run_id in resolved}
+        decisions = self.decisions or sorted({d for (_, d), u in rows.items() if u.reached})
+        clusters = [self.cluster(r) for r in group.runs] + [f"missing:{p}/{i}" for p, i in missing]
+        metrics: dict[str, Members] = {}
         for decision in decisions:
-            mine = [u for u in rows if u[1] == decision]
-            mine += [(f"missing:{p}/{i}", decision, False, False, False) for p, i in missing]
-            clusters = [u[0] for u in mine]
-            reached = [self._ok(u[0], u[2]) for u in mine]
-            identified = [self._ok(u[0], u[3]) for u in mine]
-            correct = [self._ok(u[0], u[4]) for u in mine]
-            self.metric(group, f"reach.{decision}", clusters, reached, [1.0] * len(mine))
-            self.metric(group, f"correct_given_reach.{decision}", clusters, correct, reached)
-            self.metric(group, f"correct.{decision}", clusters, correct, [1.0] * len(mine))
-            self.metric(group, f"identified_given_reach.{decision}", clusters, identified, reached)
+            absent = lambda run_id: ReachUnit(run_id, decision, False, False, False)  # noqa: E731
+            members = [(c, rows.get((c, decision)) or absent(c) if c in resolved else None) for c in clusters]
+            metrics.update(reach_metrics(decision, members))
+        return metrics
 
-    def completion(self, group: Group, units: list[tuple], missing: list[tuple[str, str]]) -> None:
-        rows = [u for u in units if u[0] in group.run_ids]
-        rows += [(f"missing:{p}/{i}", None, False, False, False, False) for p, i in missing]
+    def completion(self, group: Group, missing: list[tuple[str, str]]) -> dict[str, Members]:
+        episodes: dict[str, list[Any]] = defaultdict(list)
+        for u in self.units["episode"]:
+            episodes[u.run_id].append(u)
+        rows: list[tuple[str, Any]] = []
+        for run in group.runs:
+            if self.resolved(run):
+                rows += [(run["run_id"], u) for u in episodes.get(run["run_id"], [])]
+            else:
+                rows.append((self.cluster(run), None))
+        rows += [(f"missing:{p}/{i}", None) for p, i in missing]
         if not rows:
-            return
-        clusters = [u[0] for u in rows]
-        for index, name in enumerate(("physical", "valid", "clean", "recovered"), start=2):
-            self.metric(group, f"completion.{name}", clusters, [self._ok(u[0], u[index]) for u in rows], [1.0] * len(rows))
+            return {}
         group.coverage["episodes"] = len(rows)
+        return completion_metrics(rows)
 
-    def fixed(self, group: Group, units: list[tuple], missing: list[tuple[str, str]]) -> None:
-        rows = [u for u in units if u[0] in group.run_ids]
-        missing_set = set(missing)
-        rows += [(f"missing:{f['population']}/{f['instance_id']}", f["population"], f["instance_id"], f["subgoal"], False)
-                 for p in self.populations_of(group) for f in self.registry.of(p, "fixed_start")
-                 if (p, f["instance_id"]) in missing_set]
-        if rows:
-            self.metric(group, "E_fixed", [u[0] for u in rows], [self._ok(u[0], u[4]) for u in rows], [1.0] * len(rows))
+    def fixed(self, group: Group, missing: list[tuple[str, str]]) -> dict[str, Members]:
+        rows = self._registered(group, missing, "fixed_start", self.units["fixed"], "subgoal",
+                                lambda *key: FixedUnit(*key, False))
+        return fixed_metrics(rows) if rows else {}
 
-    def pairs(self, group: Group, units: list[tuple]) -> None:
-        outcome: dict[tuple[str, str], tuple[str, bool]] = {}
-        for run_id, population, instance, correct in sorted(u for u in units if u[0] in group.run_ids):
-            outcome.setdefault((population, instance), (run_id, correct))  # lowest run_id represents the member
+    def pairs(self, group: Group) -> dict[str, Members]:
+        scored = {u.run_id: u for u in self.units["member"]}
+        metrics: dict[str, Members] = {}
+        refused: list[dict[str, Any]] = []
         for kind, name in (("answer_changing", "P_state"), ("geometric", "P_geom")):
             planned = [p for pop in self.populations_of(group) for p in self.registry.of(pop, "pair") if p["kind"] == kind]
             if not planned:
                 continue
-            resolved, correct = [], []
+            pairs, ids = [], {}
             for pair in planned:
-                members = [outcome.get((pair["population"], m)) for m in pair["members"]]
-                ok = all(m is not None and m[0] in self.valid for m in members)
-                resolved.append(ok)
-                correct.append(ok and all(m[1] for m in members))  # type: ignore[index]
-            s, u, n = sum(correct), resolved.count(False), len(planned)
-            if u == 0:
-                self.metric(group, name, [p["pair_id"] for p in planned], [float(c) for c in correct], [1.0] * n)
-            else:
-                # not reportable until every pair resolves: value null, bounds s/N and (s+u)/N
-                group.metrics[name] = msgspec.structs.replace(ratio(s, n, n=n), value=None)
-                group.metrics[f"{name}.lower"] = ratio(s, n, n=n)
-                group.metrics[f"{name}.upper"] = ratio(s + u, n, n=n)
-            group.coverage[f"{name}_unresolved_pairs"] = u
+                members = []
+                for instance in pair["members"]:
+                    runs = sorted(self.runs_of(group, pair["population"], instance), key=lambda r: r["run_id"] or "")
+                    run = runs[0] if runs else None
+                    resolved = run is not None and self.resolved(run)
+                    members.append(scored.get(run["run_id"], MemberUnit(run["run_id"], pair["population"], instance, False, None))
+                                   if resolved else None)  # type: ignore[index]
+                cluster = f"pair:{pair['population']}/{pair['pair_id']}"
+                ids[cluster] = pair
+                pairs.append((cluster, members))
+            members_, refused_ = pair_metric(pairs, kind == "answer_changing")
+            refused += [{"pair_id": ids[c]["pair_id"], "population": ids[c]["population"], "shared": shared,
+                         "reason": f"members share the legal operation {shared[0]} at the scored decision"} for c, shared in refused_]
+            metrics[name] = members_
+            group.coverage[f"{name}_unresolved_pairs"] = sum(1 for u in members_.units if not u.resolved)
+        if refused:
+            group.coverage["refused_pairs"] = refused
+        return metrics
 
-    def geometry(self, group: Group, units: list[tuple]) -> None:
-        rows = [u for u in units if u[0] in group.run_ids]
-        if not rows:
-            return
-        p_valid = [u for u in rows if u[3]]
-        self.metric(group, "geometry.p_valid", [u[0] for u in rows], [float(u[3]) for u in rows], [1.0] * len(rows))
-        self.metric(group, "e_p", [u[0] for u in p_valid], [u[4] for u in p_valid], [1.0] * len(p_valid))
-        scored = [u for u in rows if u[5]]
-        if scored:
-            v_valid = [u for u in scored if u[6]]
-            self.metric(group, "geometry.v_valid", [u[0] for u in scored], [float(u[6]) for u in scored], [1.0] * len(scored))
-            self.metric(group, "e_v", [u[0] for u in v_valid], [u[7] for u in v_valid], [1.0] * len(v_valid))
+    def geometry(self, group: Group) -> dict[str, Members]:
+        resolved = {r["run_id"] for r in group.runs if self.resolved(r)}
+        reports = [u for u in self.units["geometry"] if u.run_id in resolved]
+        if not reports:
+            return {}
+        unresolved = [self.cluster(r) for r in group.runs if not self.resolved(r)]
+        unresolved += [f"missing:{p}/{i}" for p, i in self.missing(group)]
+        return geometry_metrics(reports, unresolved)
 
     # -- Oracle pairs ------------------------------------------------------------------
-    def branch_run(self, population: str, instance: str, like: Group, mode: str | None, oracle_name: str | None) -> str | None:
-        """The valid run of ``instance`` whose identity equals ``like`` except for the
-        intervention fields (set to ``mode``/``oracle_name``); refuse a same-system run that
-        differs in another identity field."""
+    def branch_run(self, population: str, instance: str, like: Group, mode: str | None, oracle_name: str | None
+                   ) -> dict[str, Any] | None:
+        """The run of ``instance`` whose identity equals ``like`` except for the intervention
+        fields (set to ``mode``/``oracle_name``), None when missing; refuse a same-system run
+        that differs in another identity field."""
         target = identity_dict(like.identity)
-        candidates = [r for r in self.all_runs if r["population_name"] == population and r["instance_id"] == instance]
         fields = [f for f in IDENTITY_FIELDS if f not in INTERVENTION_FIELDS]
         matched = []
-        for run in candidates:
+        for run in self.all_runs:
+            if (run["population_name"], run["instance_id"]) != (population, instance):
+                continue
             if run["intervention_mode"] != mode or run["oracle"] != oracle_name:
                 continue
             differing = first_difference(target, run, fields)
             if differing is None:
-                matched.append(run["run_id"])
-            elif first_difference(target, run, SYSTEM_FIELDS) is None:
+                matched.append(run)
+            elif first_difference(target, run, SYSTEM_FIELDS) is None and not run["invalid"]:
                 raise LabrecordError(
                     f"cannot pair run {run['run_id']!r} with group of {like.runs[0]['run_id']!r} across different result "
                     f"identities: {differing} differs ({run[differing]!r} vs {target[differing]!r})")
-        valid = sorted(m for m in matched if m in self.valid)
-        return valid[0] if valid else None
+        return min(matched, key=lambda r: (r["run_id"] or "", r["invalid"])) if matched else None
 
-    def gains(self, group: Group) -> None:
+    def _sides(self, runs: dict[str, dict[str, Any] | None], outcome: str) -> tuple[dict[str, Any], dict[str, bool]]:
+        """Outcome values and resolved flags of the branch runs of a pair or matched set."""
+        resolved = {k: run is not None and self.resolved(run) for k, run in runs.items()}
+        values = {k: self.outcomes[run["run_id"]][outcome] if resolved[k] else None for k, run in runs.items()}  # type: ignore[index]
+        return values, resolved
+
+    def gains(self, group: Group) -> dict[str, Members]:
         if group.field("intervention_mode") in (None, "none"):
-            return
+            return {}
+        metrics: dict[str, Members] = {}
         for population in self.populations_of(group):
             planned = [p for p in self.registry.of(population, "oracle_pair") if self._pair_in_group(p, group)]
             if not planned:
                 continue
-            matched = []
-            for pair in planned:
-                supported = self.branch_run(population, pair["supported"], group, group.field("intervention_mode"), group.field("oracle"))
-                base = self.branch_run(population, pair["base"], group, "none", None)
-                matched.append((pair, base, supported))
+            branches = [(pair, {"base": self.branch_run(population, pair["base"], group, "none", None),
+                                "supported": self.branch_run(population, pair["supported"], group,
+                                                             group.field("intervention_mode"), group.field("oracle"))})
+                        for pair in planned]
             for outcome in oracle.OUTCOMES:
-                self._gain(group, outcome, matched)
-            self._interactions(group, population, planned)
+                units = [u for pair, runs in branches
+                         if (u := contrast_unit(f"oracle_pair:{pair['pair_id']}", outcome, oracle.GAIN, *self._sides(runs, outcome)))
+                         is not None]
+                if units and (outcome in oracle.BOUNDED or any(u.resolved for u in units)):
+                    metrics[f"gain.{outcome}"] = Members(units, "oracle_pair", BOOTSTRAP)
+                    group.coverage[f"gain.{outcome}_unresolved_pairs"] = sum(1 for u in units if not u.resolved)
+            group.coverage["oracle_pairs"] = len(planned)
+            metrics.update(self._interactions(group, population, planned))
+        return metrics
 
-    def _gain(self, group: Group, outcome: str, matched: list[tuple[dict[str, Any], str | None, str | None]]) -> None:
-        diffs = []
-        for pair, base, supported in matched:
-            d = None if base is None or supported is None else oracle.paired_gain(outcome, self.outcomes[base], self.outcomes[supported])
-            diffs.append((pair["pair_id"], d))
-        resolved = [(p, d) for p, d in diffs if d is not None]
-        unresolved, planned = len(diffs) - len(resolved), len(diffs)
-        name = f"gain.{outcome}"
-        if unresolved == 0:
-            self.metric(group, name, [p for p, _ in resolved], [d for _, d in resolved], [1.0] * planned)
-        else:
-            total = sum(d for _, d in resolved)
-            group.metrics[name] = msgspec.structs.replace(ratio(total, len(resolved), n=len(resolved)), value=None)
-            bounds = oracle.gain_bounds(total, unresolved, planned) if outcome in oracle.BOUNDED else None
-            if bounds:
-                group.metrics[f"{name}.lower"] = ratio(total - unresolved, planned, n=planned)
-                group.metrics[f"{name}.upper"] = ratio(total + unresolved, planned, n=planned)
-        group.coverage["oracle_pairs"] = planned
-        group.coverage[f"{name}_unresolved_pairs"] = unresolved
-
-    def _interactions(self, group: Group, population: str, joint_pairs: list[dict[str, Any]]) -> None:
+    def _interactions(self, group: Group, population: str, joint_pairs: list[dict[str, Any]]) -> dict[str, Members]:
+        """The interaction contrast over the registered matched sets: a joint ``o1+o2`` pair
+        whose base also has registered ``o1`` and ``o2`` pairs."""
         parts = (group.field("oracle") or "").split("+")
         if len(parts) != 2:
-            return
+            return {}
         singles = {(p["base"], p["oracle"]): p for p in self.registry.of(population, "oracle_pair")}
         mode = group.field("intervention_mode")
+        sets = []
+        for pair in joint_pairs:
+            one, two = singles.get((pair["base"], parts[0])), singles.get((pair["base"], parts[1]))
+            if one is None or two is None:
+                continue  # not a registered matched set
+            sets.append((pair, {"base": self.branch_run(population, pair["base"], group, "none", None),
+                                "first": self.branch_run(population, one["supported"], group, one["mode"], parts[0]),
+                                "second": self.branch_run(population, two["supported"], group, two["mode"], parts[1]),
+                                "joint": self.branch_run(population, pair["supported"], group, mode, group.field("oracle"))}))
+        metrics: dict[str, Members] = {}
         for outcome in oracle.OUTCOMES:
-            clusters, values = [], []
-            for pair in joint_pairs:
-                one, two = singles.get((pair["base"], parts[0])), singles.get((pair["base"], parts[1]))
-                if one is None or two is None:
-                    continue
-                runs = [self.branch_run(population, pair["base"], group, "none", None),
-                        self.branch_run(population, one["supported"], group, one["mode"], parts[0]),
-                        self.branch_run(population, two["supported"], group, two["mode"], parts[1]),
-                        self.branch_run(population, pair["supported"], group, mode, group.field("oracle"))]
-                if any(r is None for r in runs):
-                    continue
-                y0, y1, y2, y12 = (self.outcomes[r] for r in runs)  # type: ignore[index]
-                value = oracle.interaction(outcome, y0, y1, y2, y12)
-                if value is not None:
-                    clusters.append(pair["base"])
-                    values.append(value)
-            if clusters:
-                self.metric(group, f"interaction.{outcome}", clusters, values, [1.0] * len(values))
+            units = [u for pair, runs in sets
+                     if (u := contrast_unit(f"set:{population}/{pair['base']}", outcome, oracle.INTERACTION,
+                                            *self._sides(runs, outcome))) is not None]
+            if units and (outcome in oracle.BOUNDED or any(u.resolved for u in units)):
+                metrics[f"interaction.{outcome}"] = Members(units, "set", BOOTSTRAP)
+        return metrics
+
+    # -- estimation ----------------------------------------------------------------------
+    def score_group(self, group: Group) -> None:
+        missing = self.missing(group)
+        open_runs = [r for r in group.runs if not self.resolved(r)]
+        group.coverage.update({
+            "runs": len(group.runs), "valid_runs": len(group.runs) - len(open_runs),
+            "invalid_runs": sorted(r["run_id"] or r.get("run_dir") for r in open_runs),
+            "missing": [{"population": p, "instance_id": i} for p, i in missing],
+            "unresolved_runs": [{"run_id": r["run_id"], "reason": r["reason"]} for r in open_runs],
+        })
+        members = self.members(group)
+        estimates = {name: measure(m.units) for name, m in members.items()}
+        intervals = self.intervals(group, members, estimates)
+        for name, estimate in estimates.items():
+            group.metrics[name] = _metric_json(estimate, intervals.get(name))
+            if estimate.value is None and estimate.registered > estimate.resolved:
+                for side, value, counts in (("lower", estimate.lower, estimate.lower_counts),
+                                            ("upper", estimate.upper, estimate.upper_counts)):
+                    if counts is not None:
+                        group.metrics[f"{name}.{side}"] = {"value": value, "num": _clean(counts[0]), "den": _clean(counts[1]),
+                                                           "n": estimate.registered, "ci": None}
+            group.coverage[name] = {"resolved": estimate.resolved, "registered": estimate.registered}
+
+    def intervals(self, group: Group, members: dict[str, Members], estimates: dict[str, Estimate]) -> dict[str, list[float] | None]:
+        """95 % intervals of the fully resolved metrics (see docs/scoring.md): Wilson for a
+        rate over runs each contributing one member, else the group's shared cluster bootstrap."""
+        if self.resamples <= 0:
+            return {}
+        out: dict[str, list[float] | None] = {}
+        sums = {name: _cluster_sums(m.units) for name, m in members.items() if estimates[name].value is not None}
+        resampled = {}
+        for name, per_cluster in sums.items():
+            binary = all(d in (0.0, 1.0) and n in (0.0, d) for n, d in per_cluster.values())
+            if members[name].interval == WILSON and binary:
+                out[name] = wilson(sum(n for n, _ in per_cluster.values()), sum(d for _, d in per_cluster.values()))
+            else:
+                resampled[name] = per_cluster
+        # one resampling of the clusters per kind, shared by every bootstrapped metric of the group
+        universes: dict[str, set[str]] = defaultdict(set)
+        for name, per_cluster in resampled.items():
+            universes[members[name].clusters].update(per_cluster)
+        shared = {kind: SharedBootstrap(sorted(u), rng_for(self.seed, repr(group.identity), kind), self.resamples)
+                  for kind, u in universes.items()}
+        for name, per_cluster in resampled.items():
+            metric = members[name]
+            clusters = list(per_cluster)
+            ci = shared[metric.clusters].interval(clusters, [per_cluster[c][0] for c in clusters],
+                                                  [per_cluster[c][1] for c in clusters])
+            if metric.interval == WILSON and ci is not None and ci[0] == ci[1]:
+                # every cluster had the same share (e.g. all episodes failed): a rate over the runs
+                k = sum(1 for _, d in per_cluster.values() if d > 0)
+                ci = wilson(estimates[name].value * k, k)  # type: ignore[operator]
+            out[name] = ci
+        return out
 
 
-def _units(source: Any) -> dict[str, list[tuple]]:
-    return {"checkpoint": source.checkpoint_units(), "reach": source.reach_units(), "episode": source.episode_units(),
-            "fixed": source.fixed_units(), "member": source.member_units(), "geometry": source.geometry_units()}
+def _cluster_sums(units: Sequence[Unit]) -> dict[str, tuple[float, float]]:
+    sums: dict[str, list[float]] = {}
+    for u in units:
+        if u.resolved:
+            entry = sums.setdefault(u.cluster, [0.0, 0.0])
+            entry[0] += float(u.num)  # type: ignore[arg-type]
+            entry[1] += float(u.den)  # type: ignore[arg-type]
+    return {k: (v[0], v[1]) for k, v in sums.items()}
+
+
+def _clean(x: float) -> float:
+    x = float(x)
+    return int(x) if x.is_integer() else x  # type: ignore[return-value]
+
+
+def _metric_json(estimate: Estimate, ci: list[float] | None) -> dict[str, Any]:
+    """``{value, num, den, n, ci}``: value and ci null while a member is unresolved (num/den
+    are then the resolved members' sums)."""
+    return {"value": estimate.value, "num": _clean(estimate.num), "den": _clean(estimate.den), "n": estimate.clusters,
+            "ci": ci if estimate.value is not None else None}
 
 
 def form_groups(runs: Iterable[dict[str, Any]], one_group: bool = False) -> list[Group]:
@@ -390,36 +486,33 @@ def form_groups(runs: Iterable[dict[str, Any]], one_group: bool = False) -> list
 
 def score_source(source: Any, *, seed: int = 0, resamples: int = 1000, decisions: Sequence[str] | None = None,
                  one_group: bool = False, where: Any = None) -> dict[str, Any]:
-    """Score every group of ``source``; returns ``{"groups": [{identity, metrics, coverage}]}``.
+    """Score every group of ``source``; returns ``{"groups": [{identity, metrics, coverage}],
+    "unassigned_invalid_runs": [...]}``.
 
     ``where`` optionally filters runs: a callable taking a run row dict.
     """
-    scorer = _Scorer(source, seed, resamples, decisions)
+    scorer = CorpusScorer(source, seed, resamples, decisions)
     runs = [r for r in scorer.all_runs if where is None or where(r)]
-    units = _units(source)
     result = []
     for group in form_groups(runs, one_group):
-        scorer.score_group(group, units)
-        result.append({"identity": identity_dict(group.identity), "metrics": {k: _metric_json(v) for k, v in group.metrics.items()},
-                       "coverage": group.coverage})
-    return {"groups": result}
-
-
-def _metric_json(value: Any) -> dict[str, Any]:
-    data = msgspec.to_builtins(value)
-    data.setdefault("ci", None)
-    return {"value": data["value"], "num": data["num"], "den": data["den"], "n": data.get("n"), "ci": data["ci"]}
+        scorer.score_group(group)
+        result.append({"identity": identity_dict(group.identity), "metrics": group.metrics, "coverage": group.coverage})
+    return {"groups": result, "unassigned_invalid_runs": scorer.unassigned()}
 
 
 def score_corpus(con_or_path: Any, seed: int = 0, resamples: int = 1000, **options: Any) -> dict[str, Any]:
     """Library entry point: score a DuckDB connection, a corpus file, a runs folder or a
     Parquet snapshot folder (``parquet=True``).  ``options``: ``decisions``, ``one_group``,
-    ``where``, ``parquet``."""
+    ``where``, ``parquet``, ``audit`` (replay-audit a runs folder first, as ``labrecord
+    score`` does)."""
     con = con_or_path
+    audit = options.pop("audit", False)
     if not hasattr(con_or_path, "execute"):
         from labrecord.store import open_source
 
-        con, _, _ = open_source(con_or_path, parquet=options.pop("parquet", False))
+        con, kind, _ = open_source(con_or_path, parquet=options.pop("parquet", False))
+        if audit and kind == "runs":
+            audit_corpus(con)
     options.pop("parquet", None)
     return score_source(SqlSource(con), seed=seed, resamples=resamples, **options)
 
@@ -427,3 +520,32 @@ def score_corpus(con_or_path: Any, seed: int = 0, resamples: int = 1000, **optio
 def score_reference(runs_dir: str | os.PathLike[str], seed: int = 0, resamples: int = 1000, **options: Any) -> dict[str, Any]:
     """The same result computed by the pure-Python reference units (for tests)."""
     return score_source(ReferenceSource(load_reference(runs_dir)), seed=seed, resamples=resamples, **options)
+
+
+def audit_verdict(run_id: str, digest: str, audit: Any) -> dict[str, Any]:
+    """The ``audits`` row of one :class:`~labrecord.scorers.audit.RunAudit`: the first
+    disagreement (lowest seq, then file order) names seq, check and message."""
+    first = min(audit.findings, key=lambda f: (f.seq is None, f.seq or 0), default=None)
+    reason = None
+    if first is not None:
+        where = f"seq {first.seq} " if first.seq is not None else ""
+        reason = f"{where}{first.check}: {first.message}"
+    return {"run_id": run_id, "content_hash": digest, "ok": audit.ok, "reason": reason,
+            "seq": None if first is None else first.seq, "check_name": None if first is None else first.check,
+            "findings": len(audit.findings)}
+
+
+def audit_corpus(con: Any, advance: Any = None) -> list[dict[str, Any]]:
+    """Replay-audit every run of the corpus without a verdict for its current content and
+    store the verdicts (``audits`` table); returns them.  A run that disagrees is then an
+    unresolved member with the first disagreement as its reason."""
+    from labrecord.scorers.audit import audit_run
+    from labrecord.store import record_audits, runs_to_audit
+
+    verdicts = []
+    for run_id, run_dir, digest in runs_to_audit(con):
+        verdicts.append(audit_verdict(run_id, digest, audit_run(run_dir)))
+        if advance:
+            advance(1)
+    record_audits(con, verdicts)
+    return verdicts

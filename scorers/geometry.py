@@ -17,12 +17,23 @@ mean over valid reports and ``p_valid`` is valid/all reports.
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, NamedTuple
 
 from labrecord.models import Geometry
 from labrecord.scorers.reference import RefCorpus
 
-GeometryUnit = tuple[str, str, str, bool, Any, bool, bool, Any]
+
+
+class GeometryUnit(NamedTuple):
+    run_id: str
+    opp: str
+    target: str
+    p_valid: bool
+    e_p: float | None
+    v_scored: bool
+    v_valid: bool
+    e_v: float | None
+
 #: a prediction whose norm is below this counts as zero (invalid); also keeps axes normalizable
 MIN_NORM = 1e-12
 
@@ -67,7 +78,7 @@ FROM u
 
 
 def geometry_units(con: Any) -> list[GeometryUnit]:
-    return [tuple(row) for row in con.execute(GEOMETRY_UNITS_SQL).fetchall()]  # type: ignore[misc]
+    return [GeometryUnit(*row) for row in con.execute(GEOMETRY_UNITS_SQL).fetchall()]
 
 
 def is_valid_vector(vec: list[float | None] | None, length: int) -> bool:
@@ -93,7 +104,7 @@ def geometry_unit(run_id: str, report: Geometry) -> GeometryUnit:
     v_scored = report.v_ref is not None and is_valid_vector(report.v_ref, len(report.v_ref))  # type: ignore[arg-type]
     v_valid = v_scored and is_valid_vector(report.v_hat, len(report.v_ref))  # type: ignore[arg-type]
     e_v = axis_error(report.v_hat, report.v_ref) if v_valid else None  # type: ignore[arg-type]
-    return (run_id, report.opp, report.target, p_valid, e_p, v_scored, v_valid, e_v)
+    return GeometryUnit(run_id, report.opp, report.target, p_valid, e_p, v_scored, v_valid, e_v)
 
 
 def geometry_units_reference(corpus: RefCorpus) -> list[GeometryUnit]:

@@ -1,37 +1,50 @@
 """Oracle gains Δ_{m,o}(Y) (eq. 3) over matched pairs, and the joint-support interaction.
 
-Run outcomes — one row per run: ``(run_id, completion, correct, e_p)`` with
-completion = share of the run's episodes with valid completion, correct = share of its
-eligible opportunities (see :mod:`labrecord.scorers.choice`) whose first choice was legal
-(null without one), e_p = mean
-position error of its valid geometry reports (null without one).
+Run outcomes — one row per run: ``(run_id, completion, correct, e_p)``:
 
-For a registered ``oracle_pair`` (base instance b, supported instance s, mode m,
-Oracle o) the gain of outcome Y is ``Y(s) − Y(b)``; error metrics (e_p) use ``Y(b) −
-Y(s)`` so a positive value always means improvement.  Δ is the mean over the N planned
-pairs and is reported only once every pair is resolved; before that the bounded
-outcomes (completion, correct ∈ [0, 1]) get provisional bounds ``(Σd − u)/N`` and
-``(Σd + u)/N``.  For joint supports o₁+o₂ the interaction contrast per base instance is
-``Y(o₁,o₂) − Y(o₁) − Y(o₂) + Y(0)`` (sign reversed for errors), averaged over bases.
+* completion = share of the run's episodes with valid completion (sec. 7.2), in [0, 1];
+* correct = correctness of the first native choice at the *supported opportunity* — the
+  checkpoint the base and supported branches share: the run's registered checkpoint
+  decision, else its first eligible opportunity (:data:`~labrecord.scorers.pairs.SCORED_CHOICE_SQL`).
+  A later self-correction does not make a wrong choice at the checkpoint correct;
+  no identified choice there counts as not correct, as in B_next.  In {0, 1};
+* e_p = mean position error of its valid geometry reports in metres (null without one).
+
+For a registered ``oracle_pair`` (base instance b, supported instance s, mode m, Oracle o)
+the gain of outcome Y is ``Y(s) − Y(b)``; error metrics (e_p) use ``Y(b) − Y(s)`` so a
+positive value always means improvement.  Δ is the mean over the N registered pairs and
+is reported only once every pair is resolved; before that the bounded outcomes
+(completion, correct ∈ [0, 1]) get the bounds over every value the unresolved branches
+could take.  For joint supports o₁+o₂ the interaction contrast of a complete matched set
+is ``Y(o₁,o₂) − Y(o₁) − Y(o₂) + Y(0)`` (sign reversed for errors), averaged over the
+registered sets.
 """
 from __future__ import annotations
 
 from collections.abc import Mapping
 from statistics import fmean
-from typing import Any
+from typing import Any, NamedTuple
 
 from labrecord.scorers.completion import EPISODE_UNITS_SQL, episode_units_reference
 from labrecord.scorers.geometry import GEOMETRY_UNITS_SQL, geometry_units_reference
-from labrecord.scorers.reference import RefCorpus, first_choices
+from labrecord.scorers.pairs import SCORED_CHOICE_SQL, scored_choices_reference
+from labrecord.scorers.reference import RefCorpus
 
-OutcomeUnit = tuple[str, Any, Any, Any]
+
+
+class OutcomeUnit(NamedTuple):
+    run_id: str
+    completion: float | None
+    correct: float | None
+    e_p: float | None
+
 #: outcome -> +1 when higher is better, -1 for error metrics
 OUTCOMES: dict[str, int] = {"completion": 1, "correct": 1, "e_p": -1}
 BOUNDED = ("completion", "correct")
 
 RUN_OUTCOMES_SQL = f"""
 WITH ep AS (SELECT run_id, avg(valid::DOUBLE) AS completion FROM ({EPISODE_UNITS_SQL}) GROUP BY run_id),
-     fc AS (SELECT run_id, avg(correct::DOUBLE) AS correct FROM first_choices WHERE eligible GROUP BY run_id),
+     fc AS (SELECT run_id, correct::DOUBLE AS correct FROM ({SCORED_CHOICE_SQL})),
      ge AS (SELECT run_id, avg(e_p) AS e_p FROM ({GEOMETRY_UNITS_SQL}) WHERE p_valid GROUP BY run_id)
 SELECT r.run_id, ep.completion, fc.correct, ge.e_p
 FROM runs r LEFT JOIN ep USING (run_id) LEFT JOIN fc USING (run_id) LEFT JOIN ge USING (run_id)
@@ -39,7 +52,7 @@ FROM runs r LEFT JOIN ep USING (run_id) LEFT JOIN fc USING (run_id) LEFT JOIN ge
 
 
 def run_outcomes(con: Any) -> list[OutcomeUnit]:
-    return [tuple(row) for row in con.execute(RUN_OUTCOMES_SQL).fetchall()]  # type: ignore[misc]
+    return [OutcomeUnit(*row) for row in con.execute(RUN_OUTCOMES_SQL).fetchall()]
 
 
 def run_outcomes_reference(corpus: RefCorpus) -> list[OutcomeUnit]:
@@ -50,12 +63,11 @@ def run_outcomes_reference(corpus: RefCorpus) -> list[OutcomeUnit]:
     for unit in geometry_units_reference(corpus):
         if unit[3]:
             errors.setdefault(unit[0], []).append(unit[4])
+    scored = scored_choices_reference(corpus)
     units = []
     for run in corpus.runs:
-        choices = [c for c in first_choices(run) if c.eligible]
-        correct = fmean(float(c.correct) for c in choices) if choices else None
         e_p = fmean(errors[run.run_id]) if run.run_id in errors else None
-        units.append((run.run_id, fmean(completion[run.run_id]), correct, e_p))
+        units.append(OutcomeUnit(run.run_id, fmean(completion[run.run_id]), float(scored[run.run_id][0]), e_p))
     return units
 
 
@@ -75,6 +87,30 @@ def interaction(outcome: str, base: Mapping[str, Any], first: Mapping[str, Any],
         return None
     y12, y1, y2, y0 = (float(v) for v in values)  # type: ignore[arg-type]
     return OUTCOMES[outcome] * (y12 - y1 - y2 + y0)
+
+
+def contrast_range(outcome: str, coefficients: Mapping[str, float], known: Mapping[str, float | None]) -> tuple[float, float] | None:
+    """Min and max of ``sign·Σ c_k·Y_k`` when the unknown ``Y_k`` (``None``) range over the
+    outcome's range [0, 1]; ``None`` for an unbounded outcome (e_p) with any unknown.
+
+    A gain is ``{"s": 1, "b": -1}``; with the base known at 1 and the supported branch
+    unresolved the gain lies in [−1, 0]:
+
+    >>> contrast_range("completion", {"s": 1.0, "b": -1.0}, {"s": None, "b": 1.0})
+    (-1.0, 0.0)
+    """
+    sign = OUTCOMES[outcome]
+    unknown = [k for k in coefficients if known.get(k) is None]
+    if unknown and outcome not in BOUNDED:
+        return None
+    fixed = sum(coefficients[k] * float(known[k]) for k in coefficients if known.get(k) is not None)  # type: ignore[arg-type]
+    low = fixed + sum(min(0.0, coefficients[k]) for k in unknown)
+    high = fixed + sum(max(0.0, coefficients[k]) for k in unknown)
+    return (sign * low, sign * high) if sign > 0 else (sign * high, sign * low)
+
+
+GAIN = {"supported": 1.0, "base": -1.0}
+INTERACTION = {"joint": 1.0, "first": -1.0, "second": -1.0, "base": 1.0}
 
 
 def gain_bounds(total: float, unresolved: int, planned: int) -> tuple[float, float] | None:

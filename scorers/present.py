@@ -30,6 +30,47 @@ def format_value(name: str, metric: dict[str, Any]) -> str:
     return f"{shown} {counts}" if is_rate(name) else shown
 
 
+def _shown(name: str, value: float) -> str:
+    return _percent(value) if is_rate(name) else f"{value:.4g}"
+
+
+def format_provisional(name: str, metrics: dict[str, Any], coverage: dict[str, Any]) -> str | None:
+    """``provisional [62.5 %, 87.5 %], 2 of 8 unresolved`` for a metric withheld while
+    members are unresolved (Labference sec. 7.4); None when the metric is final."""
+    metric, cover = metrics.get(name), coverage.get(name)
+    if metric is None or metric.get("value") is not None or not isinstance(cover, dict):
+        return None
+    unresolved, registered = cover["registered"] - cover["resolved"], cover["registered"]
+    if unresolved <= 0:
+        return None
+    lower, upper = metrics.get(f"{name}.lower"), metrics.get(f"{name}.upper")
+    if lower is None or upper is None or lower.get("value") is None or upper.get("value") is None:
+        return f"unavailable (unbounded), {unresolved} of {registered} unresolved"
+    return f"provisional [{_shown(name, lower['value'])}, {_shown(name, upper['value'])}], {unresolved} of {registered} unresolved"
+
+
+def metric_rows(group: dict[str, Any]) -> list[tuple[str, str, Any, str]]:
+    """``(name, value text, n, interval text)`` per metric of a scored group; the
+    ``.lower``/``.upper`` siblings are shown inside their metric's provisional text."""
+    metrics, coverage = group["metrics"], group["coverage"]
+    rows = []
+    for name, metric in metrics.items():
+        if name.endswith((".lower", ".upper")) and name.rsplit(".", 1)[0] in metrics:
+            continue
+        text = format_provisional(name, metrics, coverage) or format_value(name, metric)
+        rows.append((name, text, metric.get("n"), format_ci(name, metric)))
+    return rows
+
+
+def unresolved_lines(group: dict[str, Any]) -> list[str]:
+    """One line per unresolved run of a group (id and reason) and per missing member."""
+    coverage = group["coverage"]
+    lines = [f"unresolved run {r['run_id']}: {r['reason']}" for r in coverage.get("unresolved_runs", [])]
+    lines += [f"missing registered member {m['population']}/{m['instance_id']}" for m in coverage.get("missing", [])]
+    lines += [f"refused pair {p['pair_id']}: {p['reason']}" for p in coverage.get("refused_pairs", [])]
+    return lines
+
+
 def format_ci(name: str, metric: dict[str, Any]) -> str:
     ci = metric.get("ci")
     if not ci or ci[0] is None:

@@ -18,7 +18,7 @@ from labrecord.models import (
 )
 from labrecord.rundir import read_events
 from labrecord.rundir import POPULATIONS_DIR, find_run_dirs
-from labrecord.store.ingest import _Pending, run_row
+from labrecord.store import content_hash, identity_problems, invalid_run_row, manifest_row
 from labrecord.validation import validate_run
 
 _population_decoder = msgspec.json.Decoder(PopulationEntry)
@@ -40,6 +40,8 @@ class RefRun:
 class RefCorpus:
     runs: list[RefRun]
     populations: list[dict[str, Any]]
+    #: ``invalid_runs`` rows of the run directories that were refused (as ingest stores them)
+    invalid: list[dict[str, Any]] = field(default_factory=list)
 
 
 def _episodes(events: list[BaseEvent]) -> dict[int, int | None]:
@@ -53,21 +55,24 @@ def _episodes(events: list[BaseEvent]) -> dict[int, int | None]:
 
 
 def load_reference(runs_dir: str | os.PathLike[str]) -> RefCorpus:
-    """Every valid run below ``runs_dir`` and its population records (invalid ones skipped,
-    as ingest does)."""
+    """Every valid run below ``runs_dir``, the refused ones as ``invalid_runs`` rows (as
+    ingest stores them), and the population records."""
     root = Path(runs_dir)
     runs: list[RefRun] = []
-    seen: set[str] = set()
-    for run_dir in find_run_dirs(root):
+    invalid: list[dict[str, Any]] = []
+    run_dirs = find_run_dirs(root)
+    problems = identity_problems(run_dirs)
+    for run_dir in run_dirs:
         report, ctx = validate_run(run_dir)
-        if report.errors or ctx.document is None or ctx.document.manifest.run_id in seen:
+        errors = ([problems[run_dir]] if run_dir in problems else []) + [str(f) for f in report.errors]
+        if errors or ctx.document is None:
+            reason = errors[0] if errors else f"{run_dir / 'run.json'}: unreadable manifest"
+            invalid.append(invalid_run_row(run_dir, reason, ctx.document, content_hash(run_dir)))
             continue
         manifest = ctx.document.manifest
-        seen.add(manifest.run_id)
-        row = run_row(_Pending(manifest.run_id, run_dir, "", manifest, ctx.document.raw), "")
         events = read_events(run_dir)
-        runs.append(RefRun(row, manifest, events, _episodes(events)))
-    return RefCorpus(runs, _read_populations(root / POPULATIONS_DIR))
+        runs.append(RefRun(manifest_row(manifest, ctx.document.raw, run_dir), manifest, events, _episodes(events)))
+    return RefCorpus(runs, _read_populations(root / POPULATIONS_DIR), invalid)
 
 
 def _read_populations(folder: Path) -> list[dict[str, Any]]:
@@ -106,6 +111,7 @@ class RefChoice:
     identified: bool
     correct: bool
     eligible: bool
+    legal: tuple[str, ...] = ()
 
 
 def eligible(legal: list[Operation] | None) -> bool:
@@ -133,10 +139,26 @@ def first_choices(run: RefRun) -> list[RefChoice]:
         identified = choice is not None and (deadline is None or choice.t - event.t <= deadline)
         correct = identified and choice is not None and choice.op in event.legal
         out.append(RefChoice(run.run_id, run.episode_of.get(event.seq), event.opp, event.decision,
-                             event.seq, identified, correct, eligible(event.legal)))
+                             event.seq, identified, correct, eligible(event.legal), tuple(str(op) for op in event.legal or ())))
     return out
+
+
+def unresolved_reason(run: RefRun) -> str | None:
+    """Why a loaded run's outcome is not an evaluated outcome (sec. 7.4), or None.
+
+    Not ``complete`` (``aborted``, ``running``, ``service_fault``), or any ``validity``
+    event: service, transport and sensor faults are evaluator-side.  (A fault the policy
+    causes, such as pressing the load cell into overload, is recorded by the contract as a
+    safety ``violation``, a measured outcome, not as a validity event.)
+    """
+    if run.manifest.status != "complete":
+        return f"status {run.manifest.status}"
+    fault = next((e for e in sorted(run.events, key=lambda e: e.seq) if isinstance(e, Validity)), None)
+    if fault is not None:
+        return f"{fault.kind} from {fault.source} at seq {fault.seq}"
+    return None
 
 
 def eval_valid(run: RefRun) -> bool:
     """A run counts as an evaluated outcome when it finished and had no validity fault."""
-    return run.manifest.status == "complete" and not any(isinstance(e, Validity) for e in run.events)
+    return unresolved_reason(run) is None

@@ -33,11 +33,16 @@ TERMINAL = [Operation("stop"), Operation("wait")]
 class DecisionSpec:
     """One opportunity: ``outcome`` is ``correct``, ``wrong``, ``none`` (no choice) or
     ``late`` (a correct choice after the response window).  ``terminal`` opens it with the
-    Wait/Stop-only legal set (a correct choice is then ``stop``)."""
+    Wait/Stop-only legal set (a correct choice is then ``stop``).  ``answer`` is the
+    standard the legal set holds (members of an answer-changing pair need different ones);
+    a wrong choice adds ``w100``, or ``w10`` when ``w100`` is the answer.  ``then`` is a
+    second native choice after the first (a self-correction keeps the first as scored)."""
 
     decision: str = "select_weight"
     outcome: str = "correct"
     terminal: bool = False
+    answer: str = "w10"
+    then: str | None = None
 
 
 @dataclass
@@ -114,13 +119,18 @@ def _decision(run: RunWriter, index: int, spec: DecisionSpec, t: float) -> float
     obs_id = f"obs{index}"
     run.observation(ObservationReceipt(obs_id=obs_id, step=index, t_acquired=t, t_delivered=t, evidence_version=index))
     opp = f"o{index}"
+    answer = Operation("add", spec.answer, "pan")
+    wrong = WRONG if spec.answer != WRONG.object else RIGHT
     run.emit(Opportunity, t=t, opp=opp, decision=spec.decision, trigger="initial" if index == 0 else "state_change",
-             legal=TERMINAL if spec.terminal else [RIGHT], obs_id=obs_id, evidence_version=index, window_s=5.0)
+             legal=TERMINAL if spec.terminal else [answer], obs_id=obs_id, evidence_version=index, window_s=5.0)
+    right = TERMINAL[0] if spec.terminal else answer
     if spec.outcome != "none":
         delay = 6.0 if spec.outcome == "late" else 0.5
-        right = TERMINAL[0] if spec.terminal else RIGHT
-        run.emit(Choice, t=t + delay, opp=opp, op=WRONG if spec.outcome == "wrong" else right, first=True)
+        run.emit(Choice, t=t + delay, opp=opp, op=wrong if spec.outcome == "wrong" else right, first=True)
         t += delay
+    if spec.then is not None:
+        run.emit(Choice, t=t + 0.5, opp=opp, op=wrong if spec.then == "wrong" else right, first=False)
+        t += 0.5
     return t + 1.0
 
 

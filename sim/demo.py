@@ -48,8 +48,7 @@ def run_demo(out: str | os.PathLike[str] = "labrecord-demo", *, episodes: int = 
              condition: str = "basic", cameras: bool = True, overwrite: bool = False, resamples: int = 1000,
              say: Callable[[str], None] = print, progress: Callable[[str, int], Any] | None = None) -> DemoResult:
     """Run the whole loop into ``out``; ``say`` receives one line per stage."""
-    from labrecord.scorers.audit import audit_runs
-    from labrecord.scorers.corpus import score_corpus
+    from labrecord.scorers.corpus import audit_corpus, score_corpus
     from labrecord.scorers.report import write_report
     from labrecord.sim import run_weighing
     from labrecord.store import connect, ingest_runs
@@ -82,18 +81,18 @@ def run_demo(out: str | os.PathLike[str] = "labrecord-demo", *, episodes: int = 
     summary = ingest_runs(runs_dir, db)
     say(f"ingested {len(summary.added)} run(s) into {db}")
 
-    con = connect(db, read_only=True)
+    # audited before scoring: a run that disagrees with its measurements is unresolved
+    con = connect(db)
     try:
+        verdicts = audit_corpus(con)
         scored = score_corpus(con, seed=seed, resamples=resamples)
     finally:
         con.close()
+    result.audit = {"runs": len(verdicts), "agree": sum(v["ok"] for v in verdicts),
+                    "disagreements": sum(v["findings"] for v in verdicts)}
+    say(f"replay audit: {result.audit['agree']}/{len(verdicts)} run(s) agree with their recorded events")
     atomic_write_bytes(scores, dumps_pretty(scored))
     result.groups = scored["groups"]
-
-    audits = audit_runs(runs_dir)
-    disagreements = sum(len(a.findings) for a in audits)
-    result.audit = {"runs": len(audits), "agree": sum(a.ok for a in audits), "disagreements": disagreements}
-    say(f"replay audit: {result.audit['agree']}/{len(audits)} run(s) agree with their recorded events")
 
     write_report(db, report, seed=seed, resamples=resamples, title=f"labrecord demo — weighing ({condition})")
     return result

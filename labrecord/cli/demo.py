@@ -34,7 +34,7 @@ def demo(out: str, episodes: int, seed: int, workers: int, condition: str, no_ca
       labrecord demo
       labrecord demo --episodes 20 --workers 2 --out demo20 --overwrite
     """
-    from labrecord.scorers.present import format_ci, format_value
+    from labrecord.scorers.present import format_ci, format_provisional, format_value
     from labrecord.sim.demo import headline, run_demo
 
     say = (lambda line: None) if as_json else (lambda line: click.echo(line, err=True))
@@ -52,7 +52,8 @@ def demo(out: str, episodes: int, seed: int, workers: int, condition: str, no_ca
     rows = []
     for group in result.groups:
         for name, metric in headline(group).items():
-            rows.append((group["identity"].get("system_name"), name, format_value(name, metric), format_ci(name, metric)))
+            text = format_provisional(name, group["metrics"], group["coverage"]) or format_value(name, metric)
+            rows.append((group["identity"].get("system_name"), name, text, format_ci(name, metric)))
     echo_table(["system", "metric", "value (num/den)", "95% CI"], rows, title="weighing: headline metrics")
     click.echo(f"runs:    {result.runs_dir}")
     click.echo(f"corpus:  {result.db}   (labrecord sql \"SELECT * FROM runs\" --db {result.db})")

@@ -12,7 +12,8 @@ from labrecord.cli.common import CONTEXT_SETTINGS
 @click.option("--parquet", is_flag=True, help="SOURCE is a Parquet snapshot folder.")
 @click.option("--seed", default=0, show_default=True, type=int, help="Seed of the bootstrap generator.")
 @click.option("--resamples", default=1000, show_default=True, type=click.IntRange(min=0), help="Bootstrap resamples.")
-def report(source: str, out: str, parquet: bool, seed: int, resamples: int) -> None:
+@click.option("--no-audit", is_flag=True, help="Do not replay-audit a runs folder first.")
+def report(source: str, out: str, parquet: bool, seed: int, resamples: int, no_audit: bool) -> None:
     """Write one self-contained HTML page comparing systems: choice, execution and
     completion rates with intervals, the reach funnel, Oracle gains, and every metric table.
 
@@ -23,5 +24,5 @@ def report(source: str, out: str, parquet: bool, seed: int, resamples: int) -> N
     """
     from labrecord.scorers.report import write_report
 
-    path = write_report(source, out, seed=seed, resamples=resamples, parquet=parquet)
+    path = write_report(source, out, seed=seed, resamples=resamples, parquet=parquet, audit=not no_audit)
     click.echo(str(path))

@@ -17,14 +17,20 @@ from labrecord.cli.common import CONTEXT_SETTINGS, echo_json, echo_table
 @click.option("--one-group", is_flag=True, help="Pool all runs into one result; refused when their identities differ.")
 @click.option("--system", help="Only runs of this system name.")
 @click.option("--out", type=click.Path(dir_okay=False), help="Where to write scores.json (default: beside the source).")
-@click.option("--json", "as_json", is_flag=True, help='Print {"groups": [{"identity", "metrics", "coverage"}]}.')
+@click.option("--no-audit", is_flag=True, help="Do not replay-audit a runs folder first (its runs then count as unaudited).")
+@click.option("--json", "as_json", is_flag=True,
+              help='Print {"groups": [{"identity", "metrics", "coverage"}], "unassigned_invalid_runs": [...]}.')
 def score(source: str | None, parquet_dir: str | None, seed: int, resamples: int, decisions: tuple[str, ...],
-          one_group: bool, system: str | None, out: str | None, as_json: bool) -> None:
+          one_group: bool, system: str | None, out: str | None, no_audit: bool, as_json: bool) -> None:
     """Recompute the benchmark metrics from stored runs, a corpus file or a snapshot.
 
-    SOURCE is a runs folder (ingested into a temporary in-memory corpus; invalid runs are
-    skipped), a corpus file, or use --parquet DIR.  Prints one table per result identity
-    and writes scores.json (at the top of a runs folder, beside a corpus file).
+    SOURCE is a runs folder (ingested into a temporary in-memory corpus and replay-audited),
+    a corpus file, or use --parquet DIR.  Prints one table per result identity and writes
+    scores.json (at the top of a runs folder, beside a corpus file).
+
+    A registered member whose run is missing, invalid, fails the audit, is aborted or
+    ended in an evaluator-side fault is unresolved: its metric prints "provisional [lo, hi],
+    u of N unresolved" and the JSON has value null with .lower/.upper siblings.
 
     \b
     Example:
@@ -34,18 +40,25 @@ def score(source: str | None, parquet_dir: str | None, seed: int, resamples: int
     """
     from labrecord.errors import LabrecordError
     from labrecord.fileio import atomic_write_bytes, dumps_pretty
-    from labrecord.scorers.corpus import score_corpus
-    from labrecord.store import open_source
+    from labrecord.cli.common import progress
+    from labrecord.scorers.corpus import audit_corpus, score_corpus
+    from labrecord.store import open_source, runs_to_audit
 
     if (source is None) == (parquet_dir is None):
         raise click.UsageError("give either SOURCE or --parquet DIR")
-    con, _, ingested = open_source(parquet_dir or source, parquet=parquet_dir is not None)
+    con, kind, ingested = open_source(parquet_dir or source, parquet=parquet_dir is not None)
     for where_, findings in (ingested.skipped.items() if ingested else ()):
-        click.echo(f"skipped {where_}: {findings[0]}" + (f" (+{len(findings) - 1} more)" if len(findings) > 1 else ""), err=True)
+        click.echo(f"invalid {where_}: {findings[0]}" + (f" (+{len(findings) - 1} more)" if len(findings) > 1 else ""), err=True)
+    if kind == "runs" and not no_audit:
+        with progress(len(runs_to_audit(con)), "audit") as advance:
+            verdicts = audit_corpus(con, advance)
+        failed = [v for v in verdicts if not v["ok"]]
+        if not as_json:
+            click.echo(f"replay audit: {len(verdicts) - len(failed)} of {len(verdicts)} run(s) agree", err=True)
     where = (lambda row: row["system_name"] == system) if system else None
     result = score_corpus(con, seed=seed, resamples=resamples, decisions=decisions or None, one_group=one_group, where=where)
-    if not result["groups"]:
-        raise LabrecordError(f"{parquet_dir or source}: no valid runs to score")
+    if not result["groups"] and not result["unassigned_invalid_runs"]:
+        raise LabrecordError(f"{parquet_dir or source}: no runs to score")
     target = Path(out) if out else _default_out(Path(parquet_dir or source))
     atomic_write_bytes(target, dumps_pretty(result))
     if as_json:
@@ -60,15 +73,14 @@ def _default_out(source: Path) -> Path:
 
 
 def _print_tables(result: dict) -> None:
-    from labrecord.scorers.present import format_ci, format_value, identity_title
+    from labrecord.scorers.present import identity_title, metric_rows, unresolved_lines
 
     for group in result["groups"]:
-        rows = [(name, format_value(name, m), m["n"], format_ci(name, m)) for name, m in group["metrics"].items()]
-        echo_table(["metric", "value (num/den)", "n", "95% CI"], rows, title=identity_title(group["identity"]))
+        echo_table(["metric", "value (num/den)", "n", "95% CI"], metric_rows(group), title=identity_title(group["identity"]))
         coverage = group["coverage"]
-        line = f"runs {coverage['runs']}, valid {coverage['valid_runs']}"
-        if coverage["invalid_runs"]:
-            line += f", invalid: {', '.join(coverage['invalid_runs'])}"
-        if coverage["missing"]:
-            line += ", missing: " + ", ".join(f"{m['population']}/{m['instance_id']}" for m in coverage["missing"])
-        click.echo(line)
+        click.echo(f"runs {coverage['runs']}, resolved {coverage['valid_runs']}, unresolved {coverage['runs'] - coverage['valid_runs']}, "
+                   f"missing {len(coverage['missing'])}")
+        for line in unresolved_lines(group):
+            click.echo(f"  {line}")
+    for entry in result["unassigned_invalid_runs"]:
+        click.echo(f"invalid run in no group (run.json unreadable) {entry['run_dir']}: {entry['reason']}")

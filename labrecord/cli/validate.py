@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 
 import click
 
@@ -25,10 +26,14 @@ def validate(paths: tuple[str, ...], as_json: bool, quiet: bool) -> None:
     from labrecord.errors import LabrecordError
     from labrecord.validation import validate_paths
 
+    from labrecord.validation.pairs import check_answer_changing_pairs
+
     try:
         report = validate_paths(list(paths))
     except LabrecordError as error:
         raise click.UsageError(str(error)) from error
+    for path in paths:
+        check_answer_changing_pairs(Path(path), report)
     if as_json:
         echo_json(report.to_json())
     else:

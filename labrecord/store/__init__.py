@@ -7,7 +7,9 @@ Library entry points (the CLI commands are thin wrappers around these)::
     con = connect("corpus.duckdb")                        # DuckDB connection with the schema
 """
 from labrecord.store.corpus import connect, open_snapshot, open_source, schema_rows, write_snapshot
-from labrecord.store.ingest import IngestSummary, content_hash, ingest_runs
+from labrecord.store.ingest import (
+    IngestSummary, content_hash, identity_problems, ingest_runs, invalid_run_row, manifest_row, record_audits, runs_to_audit,
+)
 
-__all__ = ["IngestSummary", "connect", "content_hash", "ingest_runs", "open_snapshot", "open_source",
-           "schema_rows", "write_snapshot"]
+__all__ = ["IngestSummary", "connect", "content_hash", "identity_problems", "ingest_runs", "invalid_run_row",
+           "manifest_row", "open_snapshot", "open_source", "record_audits", "runs_to_audit", "schema_rows", "write_snapshot"]

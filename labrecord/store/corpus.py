@@ -62,6 +62,11 @@ def _snapshot_source(root: Path, name: str) -> str:
             return f"(SELECT * FROM '{str(root.resolve())}/_empty/{name}.parquet')"
         return (f"read_parquet('{path}/**/*.parquet', hive_partitioning=true, union_by_name=true, "
                 "hive_types={'family': VARCHAR, 'system_name': VARCHAR})")
+    if not (root / f"{name}.parquet").is_file():
+        # a snapshot written before this table existed: an empty relation with its columns
+        spec = next(t for t in TABLES if t.name == name)
+        columns = ", ".join(f'NULL::{c.type.replace(" PRIMARY KEY", "")} AS "{c.name}"' for c in spec.columns)
+        return f"(SELECT {columns} WHERE false)"
     return f"read_parquet('{path}.parquet')"
 
 

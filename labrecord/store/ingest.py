@@ -26,7 +26,7 @@ from labrecord.rundir import (
     find_run_dirs,
 )
 from labrecord.store.schema import (
-    EVENTS, OBSERVATIONS, ONLINE_SCORES, POPULATIONS, RUNS, TableSpec, json_columns,
+    AUDITS, EVENTS, INVALID_RUNS, OBSERVATIONS, ONLINE_SCORES, POPULATIONS, RUNS, TableSpec, json_columns,
 )
 
 #: files whose bytes enter the content hash, in this order (only these are loaded)
@@ -43,10 +43,13 @@ class IngestSummary:
     unchanged: list[str] = field(default_factory=list)
     skipped: dict[str, list[str]] = field(default_factory=dict)
     populations: list[str] = field(default_factory=list)
+    #: ``invalid_runs`` rows of the run directories that failed (see :func:`invalid_run_row`)
+    invalid: list[dict[str, Any]] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         return {"db": self.db, "added": len(self.added), "replaced": len(self.replaced),
-                "unchanged": len(self.unchanged), "skipped": self.skipped, "populations": self.populations}
+                "unchanged": len(self.unchanged), "skipped": self.skipped, "populations": self.populations,
+                "invalid_runs": [{"run_id": r["run_id"], "run_dir": r["run_dir"], "reason": r["reason"]} for r in self.invalid]}
 
 
 @dataclass(frozen=True)
@@ -94,6 +97,11 @@ def _observation_condition(m: RunManifest) -> str:
 def _action_convention(m: RunManifest) -> str:
     a = m.system.action_spec
     return f"{a.representation}/{a.mode}/{a.dim}/{a.frame}/{a.units}/{a.gripper}/{a.control_hz:g}hz/chunk{a.max_chunk}"
+
+
+def manifest_row(manifest: RunManifest, raw: dict[str, Any], run_dir: str | os.PathLike[str]) -> dict[str, Any]:
+    """The ``runs`` row of a decoded manifest (no content hash, no ingest time)."""
+    return run_row(_Pending(manifest.run_id, Path(run_dir), "", manifest, raw), "")
 
 
 def run_row(p: _Pending, ingested_at: str) -> dict[str, Any]:
@@ -314,9 +322,11 @@ def ingest_runs(runs_dir: str | os.PathLike[str], db: Any = None, *, batch_size:
     summary = IngestSummary(db=str(db) if not hasattr(db, "execute") else "<connection>")
     existing = dict(con.execute("SELECT run_id, content_hash FROM runs").fetchall())
     candidates: list[tuple[Path, str]] = []
-    for run_dir in find_run_dirs(root):
+    run_dirs = find_run_dirs(root)
+    problems = identity_problems(run_dirs)
+    for run_dir in run_dirs:
         run_id, digest = _peek_run_id(run_dir), content_hash(run_dir)
-        if run_id is not None and existing.get(run_id) == digest:
+        if run_id is not None and existing.get(run_id) == digest and run_dir not in problems:
             summary.unchanged.append(run_id)
             if advance:
                 advance(1)
@@ -326,6 +336,8 @@ def ingest_runs(runs_dir: str | os.PathLike[str], db: Any = None, *, batch_size:
     seen: dict[str, Path] = {}
     results = _validate_all([d for d, _ in candidates], jobs or 1)
     for (run_dir, digest), (errors, document) in zip(candidates, results):
+        if run_dir in problems:
+            errors = [problems[run_dir], *errors]
         _consider(run_dir, digest, errors, document, existing, seen, pending, summary)
         if advance:
             advance(1)
@@ -333,6 +345,7 @@ def ingest_runs(runs_dir: str | os.PathLike[str], db: Any = None, *, batch_size:
             load_batch(con, pending)
             pending = []
     load_batch(con, pending)
+    record_invalid_runs(con, [d for d, _ in candidates], summary.invalid)
     ingest_populations(con, root, summary)
     return summary
 
@@ -343,8 +356,102 @@ def _consider(run_dir: Path, digest: str, errors: list[str], document: Any, exis
         errors = [f"{run_dir / RUN_FILE} run_id: run_id {document.manifest.run_id!r} also used by {seen[document.manifest.run_id]}"]
     if errors or document is None:
         summary.skipped[str(run_dir)] = errors or [f"{run_dir / RUN_FILE}: unreadable manifest"]
+        summary.invalid.append(invalid_run_row(run_dir, summary.skipped[str(run_dir)][0], document, digest))
         return
     run_id = document.manifest.run_id
     seen[run_id] = run_dir
     (summary.replaced if run_id in existing else summary.added).append(run_id)
     pending.append(_Pending(run_id, run_dir, digest, document.manifest, document.raw))
+
+
+# -- Run identity and invalid runs (Labference sec. 7.4) --------------------------------------
+# A run directory that cannot be scored keeps one ``invalid_runs`` row (id, readable
+# identity, reason), so the scorer counts it as an unresolved member; a run re-ingested in
+# an invalid state has its old data replaced by that row.
+
+
+def identity_problems(run_dirs: Sequence[Path]) -> dict[Path, str]:
+    """Run directories refused for their identity: a folder whose name differs from its
+    run.json ``run_id``, and every folder of a ``run_id`` claimed more than once (each
+    message names all the claiming paths)."""
+    claims: dict[str, list[Path]] = {}
+    problems: dict[Path, str] = {}
+    for run_dir in run_dirs:
+        run_id = _peek_run_id(run_dir)
+        if run_id is None:
+            continue
+        claims.setdefault(run_id, []).append(run_dir)
+        if run_id != run_dir.name:
+            problems[run_dir] = (f"{run_dir / RUN_FILE} run_id: {run_id!r} differs from the folder name "
+                                 f"{run_dir.name!r}; nothing is stored under an id its folder does not carry")
+    for run_id, dirs in claims.items():
+        if len(dirs) > 1:
+            paths = " and ".join(str(d) for d in dirs)
+            for run_dir in dirs:
+                claim = f"{run_dir / RUN_FILE} run_id: {run_id!r} is claimed by {paths}; ambiguous, neither is scored"
+                problems[run_dir] = claim + (f" ({problems[run_dir].split(': ', 1)[1]})" if run_dir in problems else "")
+    return problems
+
+
+def invalid_run_row(run_dir: Path, reason: str, document: Any, digest: str, ingested_at: str = "") -> dict[str, Any]:
+    """The ``invalid_runs`` row of a refused run directory: its folder id when run.json names
+    one, the identity columns when run.json decodes, and the reason."""
+    row: dict[str, Any] = {c.name: None for c in INVALID_RUNS.columns}
+    readable = document is not None
+    if readable:
+        full = manifest_row(document.manifest, document.raw, run_dir)
+        row.update({k: full[k] for k in row if k in full})
+    row.update(run_dir=str(run_dir), run_id=run_dir.name if _peek_run_id(run_dir) is not None else None,
+               content_hash=digest, reason=reason, identity_readable=readable, ingested_at=ingested_at)
+    return row
+
+
+def record_invalid_runs(con: Any, examined: Sequence[Path], rows: Sequence[dict[str, Any]]) -> None:
+    """Replace the ``invalid_runs`` rows of the ``examined`` run directories by ``rows``, and
+    drop every earlier table row of the run ids now invalid (never left stale)."""
+    import pyarrow as pa
+
+    ingested_at = _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    con.execute("BEGIN TRANSACTION")
+    try:
+        examined_dirs = pa.table({"run_dir": [str(d) for d in examined]})
+        con.register("_examined", examined_dirs)
+        con.execute("DELETE FROM invalid_runs WHERE run_dir IN (SELECT run_dir FROM _examined) "
+                    "OR run_id IN (SELECT run_id FROM runs)")
+        con.unregister("_examined")
+        if rows:
+            table = pa.Table.from_pylist([{**r, "ingested_at": r["ingested_at"] or ingested_at} for r in rows])
+            con.register("_invalid_rows", table)
+            ids = "(SELECT run_id FROM _invalid_rows WHERE run_id IS NOT NULL)"
+            for name in (*_RUN_TABLES, AUDITS.name):
+                con.execute(f"DELETE FROM {name} WHERE run_id IN {ids}")
+            names = ", ".join(f'"{c.name}"' for c in INVALID_RUNS.columns)
+            con.execute(f"INSERT OR REPLACE INTO invalid_runs ({names}) SELECT {names} FROM _invalid_rows")
+            con.unregister("_invalid_rows")
+        con.execute("COMMIT")
+    except Exception as error:
+        con.execute("ROLLBACK")
+        raise LabrecordError(f"could not record {len(rows)} invalid run(s): {error}") from error
+
+
+def runs_to_audit(con: Any) -> list[tuple[str, str, str]]:
+    """``(run_id, run_dir, content_hash)`` of every run without a verdict for its current content."""
+    return con.execute("SELECT r.run_id, r.run_dir, r.content_hash FROM runs r LEFT JOIN audits a USING (run_id) "
+                       "WHERE a.content_hash IS DISTINCT FROM r.content_hash ORDER BY r.run_id").fetchall()
+
+
+def record_audits(con: Any, verdicts: Sequence[dict[str, Any]]) -> None:
+    """Store replay-audit verdicts (one ``audits`` row each, replacing an earlier one)."""
+    if not verdicts:
+        return
+    import pyarrow as pa
+
+    audited_at = _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    names = [c.name for c in AUDITS.columns]
+    table = pa.Table.from_pylist([{n: v.get(n, audited_at if n == "audited_at" else None) for n in names} for v in verdicts])
+    con.register("_verdicts", table)
+    try:
+        quoted = ", ".join(f'"{n}"' for n in names)
+        con.execute(f"INSERT OR REPLACE INTO audits ({quoted}) SELECT {quoted} FROM _verdicts")
+    finally:
+        con.unregister("_verdicts")

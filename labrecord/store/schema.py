@@ -173,7 +173,37 @@ POPULATIONS = TableSpec("populations", "Registered population records (populatio
     ("content_hash", "VARCHAR", "BLAKE2b of the registry file"),
 ))
 
-TABLES: tuple[TableSpec, ...] = (RUNS, EVENTS, OBSERVATIONS, ONLINE_SCORES, FINAL_SCORES, MEASUREMENTS, POPULATIONS)
+# -- Honest scores (Labference sec. 7.4): runs that cannot be scored keep a row -------------
+# An invalid run is an unresolved member of its population, never silently gone; its
+# identity is kept when run.json is readable so the scorer can place it in its group.
+_IDENTITY_COLUMNS = tuple((c.name, c.type, c.comment) for c in RUNS.columns if c.name in (
+    "family", "status", "task_id", "task_version", "system_name", "system_revision", "observation_condition",
+    "action_convention", "evaluation_version", "population_name", "instance_id", "history_protocol",
+    "intervention_mode", "intervention_site", "oracle"))
+
+INVALID_RUNS = TableSpec("invalid_runs", "Run directories that failed validation or run identity: one row each, with the reason.", _cols(
+    ("run_dir", "VARCHAR PRIMARY KEY", "path of the run directory at ingest time"),
+    ("run_id", "VARCHAR", "the id the folder carries (its name), or null when run.json is unreadable"),
+    ("content_hash", "VARCHAR", "BLAKE2b of the loaded files at ingest time"),
+    ("reason", "VARCHAR", "the first error: file, record and value"),
+    ("identity_readable", "BOOLEAN", "run.json decoded, so the identity columns below are filled"),
+    *_IDENTITY_COLUMNS,
+    ("ingested_at", "VARCHAR", "UTC time of the ingest that found it invalid"),
+))
+
+AUDITS = TableSpec("audits", "Replay-audit verdict of each run (labrecord ingest / score run the audit).", _cols(
+    ("run_id", "VARCHAR PRIMARY KEY", "run audited"),
+    ("content_hash", "VARCHAR", "content hash of the run the verdict is for (a changed run needs a new audit)"),
+    ("ok", "BOOLEAN", "every replayed event agreed with the recorded one"),
+    ("reason", "VARCHAR", "the first disagreement: seq, check and message, or null"),
+    ("seq", "BIGINT", "seq of the first disagreeing event, or null"),
+    ("check_name", "VARCHAR", "the check that disagreed first"),
+    ("findings", "BIGINT", "number of disagreements"),
+    ("audited_at", "VARCHAR", "UTC time of the audit"),
+))
+
+TABLES: tuple[TableSpec, ...] = (RUNS, EVENTS, OBSERVATIONS, ONLINE_SCORES, FINAL_SCORES, MEASUREMENTS, POPULATIONS,
+                                 INVALID_RUNS, AUDITS)
 
 # --------------------------------------------------------------------------- secondary judge (RxnMiner B.2, D.1)
 # One self-contained block: the judge tables, created by ``create_judge_tables`` when

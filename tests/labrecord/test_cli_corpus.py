@@ -107,5 +107,5 @@ def test_score_runs_folder_names_skipped_runs(tmp_path, capsys):
     bad = write_example_run(runs, "bad")
     (bad / "run.json").write_text("[]")
     code, out, err = _run(["score", str(runs), "--resamples", "0"], capsys)
-    assert code == 0 and f"skipped {bad}" in err and "expected a JSON object" in err
+    assert code == 0 and f"invalid {bad}" in err and "expected a JSON object" in err
     assert "completion.valid" in out

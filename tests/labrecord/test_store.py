@@ -175,3 +175,28 @@ def test_a_corpus_with_views_of_an_older_release_gets_current_ones(tmp_path):
     assert connect(db, read_only=True).execute("SELECT eligible FROM first_choices").fetchall() == [(True,)]
     # writable: the stored views are redone, the tables kept
     assert connect(db).execute("SELECT run_id, eligible FROM first_choices").fetchall() == [("a", True)]
+
+
+def test_a_run_reingested_invalid_replaces_its_old_data_with_an_invalid_row(tmp_path):
+    from labrecord.scorers.synthetic import RolloutSpec, write_rollout
+
+    root = tmp_path / "runs"
+    write_rollout(root, RolloutSpec("r0", physical=True))
+    con = connect(tmp_path / "c.duckdb")
+    ingest_runs(root, con)
+    assert con.execute("SELECT count(*) FROM events WHERE run_id = 'r0'").fetchone()[0] > 0
+    events = root / "r0" / "events.jsonl"
+    events.write_bytes(events.read_bytes()[:-5])  # cut the last line
+    summary = ingest_runs(root, con)
+    assert [r["run_id"] for r in summary.invalid] == ["r0"]
+    for table in ("runs", "events", "observations", "final_scores"):
+        assert con.execute(f"SELECT count(*) FROM {table} WHERE run_id = 'r0'").fetchone()[0] == 0, table
+    row = con.execute("SELECT run_id, system_name, identity_readable, reason FROM invalid_runs").fetchone()
+    assert row[:3] == ("r0", "pi05", True) and "events.jsonl" in row[3]
+    # repaired: the invalid row goes, the run is back
+    events.unlink()
+    write_rollout(tmp_path / "fresh", RolloutSpec("r0", physical=True))
+    events.write_bytes((tmp_path / "fresh" / "r0" / "events.jsonl").read_bytes())
+    ingest_runs(root, con)
+    assert con.execute("SELECT count(*) FROM invalid_runs").fetchone()[0] == 0
+    assert con.execute("SELECT count(*) FROM runs").fetchone()[0] == 1

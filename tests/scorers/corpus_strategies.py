@@ -54,6 +54,9 @@ def population(draw) -> list[dict]:
 
 
 @st.composite
-def corpus(draw) -> tuple[list[RolloutSpec], list[dict]]:
+def corpus(draw) -> tuple[list[RolloutSpec], list[dict], set[str]]:
+    """Rollouts, a registry, and the run ids whose events log gets cut (invalid runs)."""
     n = draw(st.integers(min_value=1, max_value=7))
-    return [draw(rollout(i)) for i in range(n)], draw(population())
+    rollouts = [draw(rollout(i)) for i in range(n)]
+    cut = set(draw(st.lists(st.sampled_from([r.run_id for r in rollouts]), max_size=2)))
+    return rollouts, draw(population()), cut

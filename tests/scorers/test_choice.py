@@ -26,10 +26,23 @@ def test_hand_checked_checkpoint_metrics(tmp_path):
     _checkpoint_corpus(tmp_path, {"i0": "correct", "i1": "wrong", "i2": "none", "i3": "late", "i4": None})
     (group,) = score_corpus(tmp_path, resamples=0)["groups"]
     m = group["metrics"]
-    assert (m["B_next"]["num"], m["B_next"]["den"], m["B_next"]["value"]) == (1, 5, 0.2)
-    assert (m["C_id"]["num"], m["C_id"]["den"]) == (2, 5)
-    assert (m["accuracy_identified"]["num"], m["accuracy_identified"]["den"], m["accuracy_identified"]["value"]) == (1, 2, 0.5)
+    # i4 is unresolved: B_next in [1/5, 2/5], C_id in [2/5, 3/5]; accuracy|identified is
+    # 1/2 over the resolved ones and lies in [1/3 (i4 identified, wrong), 2/3 (identified, right)]
+    assert (m["B_next"]["num"], m["B_next"]["den"], m["B_next"]["value"]) == (1, 4, None)
+    assert (m["B_next.lower"]["value"], m["B_next.upper"]["value"]) == (0.2, 0.4)
+    assert (m["C_id.lower"]["num"], m["C_id.lower"]["den"], m["C_id.upper"]["num"]) == (2, 5, 3)
+    assert (m["accuracy_identified"]["num"], m["accuracy_identified"]["den"], m["accuracy_identified"]["value"]) == (1, 2, None)
+    assert (m["accuracy_identified.lower"]["value"], m["accuracy_identified.upper"]["value"]) == (1 / 3, 2 / 3)
     assert group["coverage"]["missing"] == [{"population": "J", "instance_id": "i4"}]
+    assert group["coverage"]["B_next"] == {"resolved": 4, "registered": 5}
+
+
+def test_hand_checked_resolved_checkpoints(tmp_path):
+    _checkpoint_corpus(tmp_path, {"i0": "correct", "i1": "wrong", "i2": "none", "i3": "late"})
+    m = score_corpus(tmp_path, resamples=0)["groups"][0]["metrics"]
+    assert (m["B_next"]["num"], m["B_next"]["den"], m["B_next"]["value"]) == (1, 4, 0.25)
+    assert (m["accuracy_identified"]["num"], m["accuracy_identified"]["den"], m["accuracy_identified"]["value"]) == (1, 2, 0.5)
+    assert "B_next.lower" not in m
 
 
 def test_accuracy_is_unavailable_without_identified_choices(tmp_path):
@@ -61,8 +74,13 @@ def test_b_next_never_exceeds_c_id_and_equals_accuracy_times_coverage(outcomes):
         if all(o is None for o in outcomes):
             write_rollout(root, RolloutSpec("other", population=("J", "i0")))
         m = score_corpus(root, resamples=0)["groups"][0]["metrics"]
-        assert m["B_next"]["num"] <= m["C_id"]["num"] and m["B_next"]["den"] == m["C_id"]["den"] == len(outcomes)
-        if m["C_id"]["num"]:
+        resolved = sum(o is not None for o in outcomes) + (all(o is None for o in outcomes))
+        unresolved = sum(o is None for o in outcomes) - (all(o is None for o in outcomes))
+        assert m["B_next"]["num"] <= m["C_id"]["num"] and m["B_next"]["den"] == m["C_id"]["den"] == resolved
+        if unresolved:
+            assert m["B_next"]["value"] is None and m["B_next.upper"]["num"] - m["B_next.lower"]["num"] == unresolved
+            assert m["B_next.lower"]["den"] == len(outcomes)
+        elif m["C_id"]["num"]:
             assert abs(m["accuracy_identified"]["value"] * m["C_id"]["value"] - m["B_next"]["value"]) < 1e-12
 
 

@@ -39,7 +39,12 @@ def test_hand_checked_e_fixed(tmp_path):
     write_rollout(tmp_path, RolloutSpec("r0", population=("K", "k0"), confirms=["s1"]))
     write_rollout(tmp_path, RolloutSpec("r1", population=("K", "k1"), confirms=["s2"]))
     (group,) = score_corpus(tmp_path, resamples=0)["groups"]
-    assert (group["metrics"]["E_fixed"]["num"], group["metrics"]["E_fixed"]["den"]) == (1, 3)
+    m = group["metrics"]
+    # k0 confirmed, k1 confirmed another subgoal, k2 never ran: unresolved, so E_fixed is
+    # null with bounds 1/3 (k2 would fail) and 2/3 (k2 would succeed)
+    assert m["E_fixed"]["value"] is None and (m["E_fixed"]["num"], m["E_fixed"]["den"]) == (1, 2)
+    assert (m["E_fixed.lower"]["value"], m["E_fixed.upper"]["value"]) == (1 / 3, 2 / 3)
+    assert group["coverage"]["E_fixed"] == {"resolved": 2, "registered": 3}
     assert group["coverage"]["missing"] == [{"population": "K", "instance_id": "k2"}]
 
 

@@ -11,6 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from tests.scorers.corpus_strategies import corpus
 from labrecord.errors import LabrecordError
 from labrecord.scorers.corpus import ReferenceSource, SqlSource, score_corpus, score_reference
+from labrecord.scorers.metrics import UNIT_KINDS
 from labrecord.scorers.reference import load_reference
 from labrecord.scorers.synthetic import DecisionSpec, GeometrySpec, RolloutSpec, write_population, write_rollout
 from labrecord.store import connect, ingest_runs
@@ -30,23 +31,26 @@ def _sorted_units(units):
     return sorted(units, key=lambda u: tuple("" if x is None else str(round(x, 9) if isinstance(x, float) else x) for x in u))
 
 
-UNIT_KINDS = ("checkpoint_units", "reach_units", "episode_units", "fixed_units", "member_units", "geometry_units", "run_outcomes")
 
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(corpus())
 def test_sql_and_reference_agree(spec):
-    rollouts, population = spec
+    rollouts, population, cut = spec
     with tempfile.TemporaryDirectory() as folder:
         root = Path(folder) / "runs"
         for rollout in rollouts:
             write_rollout(root, rollout)
+        for run_id in cut:
+            _cut_events(root / run_id)
         write_population(root, "pop", population)
         con = connect(None)
         ingest_runs(root, con)
         sql, ref = SqlSource(con), ReferenceSource(load_reference(root))
         for kind in UNIT_KINDS:
-            assert _close(_sorted_units(getattr(sql, kind)()), _sorted_units(getattr(ref, kind)())), kind
+            assert _close(_sorted_units(sql.units(kind)), _sorted_units(ref.units(kind))), kind
+        assert sql.unresolved() == ref.unresolved()
+        assert sql.invalid_runs() == ref.invalid_runs()
         try:
             expected = score_reference(root, seed=5, resamples=30)
         except LabrecordError as error:
@@ -61,20 +65,28 @@ def _write(root: Path, *specs: RolloutSpec) -> None:
         write_rollout(root, spec)
 
 
-def test_missing_member_is_reported_and_counted(tmp_path):
+def _bounds(metrics, name):
+    return ((metrics[f"{name}.lower"]["num"], metrics[f"{name}.lower"]["den"]),
+            (metrics[f"{name}.upper"]["num"], metrics[f"{name}.upper"]["den"]))
+
+
+def test_missing_member_is_unresolved_not_a_failure(tmp_path):
+    """3 registered instances, 2 run and complete, 1 missing: completion is not 2/3 but
+    unresolved, bounded by 2/3 (the missing one would fail) and 3/3 (it would succeed)."""
     root = tmp_path / "runs"
     write_population(root, "pop", [{"type": "instance", "instance_id": i} for i in ("i0", "i1", "i2")])
     _write(root, RolloutSpec("r0", population=("pop", "i0"), physical=True),
            RolloutSpec("r1", population=("pop", "i1"), physical=True))
     group = score_corpus(root, resamples=0)["groups"][0]
     assert group["coverage"]["missing"] == [{"population": "pop", "instance_id": "i2"}]
-    completion = group["metrics"]["completion.valid"]
-    assert (completion["num"], completion["den"]) == (2, 3)
-    reach = group["metrics"]["reach.select_weight"]
-    assert (reach["num"], reach["den"]) == (2, 3)
+    m = group["metrics"]
+    assert m["completion.valid"]["value"] is None and m["completion.valid"]["ci"] is None
+    assert _bounds(m, "completion.valid") == ((2, 3), (3, 3))
+    assert _bounds(m, "reach.select_weight") == ((2, 3), (3, 3))
+    assert group["coverage"]["completion.valid"] == {"resolved": 2, "registered": 3}
 
 
-def test_invalid_run_is_skipped_and_its_member_missing(tmp_path):
+def test_invalid_run_is_an_unresolved_member_with_its_reason(tmp_path):
     root = tmp_path / "runs"
     write_population(root, "pop", [{"type": "instance", "instance_id": i} for i in ("i0", "i1")])
     _write(root, RolloutSpec("r0", population=("pop", "i0"), physical=True),
@@ -82,7 +94,10 @@ def test_invalid_run_is_skipped_and_its_member_missing(tmp_path):
     with open(root / "r1" / "events.jsonl", "ab") as fh:
         fh.write(b'{"seq": 0, "t": 99.0, "type": "episode_start", "episode": 1}\n')  # seq goes back
     group = score_corpus(root, resamples=0)["groups"][0]
-    assert group["coverage"]["missing"] == [{"population": "pop", "instance_id": "i1"}]
+    assert group["coverage"]["missing"] == []
+    (entry,) = group["coverage"]["unresolved_runs"]
+    assert entry["run_id"] == "r1" and "events.jsonl" in entry["reason"]
+    assert _bounds(group["metrics"], "completion.valid") == ((1, 2), (2, 2))
 
 
 def test_one_group_refuses_differing_evaluation_versions(tmp_path):
@@ -100,12 +115,14 @@ def test_one_group_pools_equal_identities(tmp_path):
     assert group["metrics"]["completion.valid"]["value"] == 0.5
 
 
-def test_service_fault_stays_in_denominator(tmp_path):
+def test_service_fault_is_unresolved_and_stays_registered(tmp_path):
     root = tmp_path / "runs"
     _write(root, RolloutSpec("r0", physical=True), RolloutSpec("r1", physical=True, validity_fault=True))
     (group,) = score_corpus(root, resamples=0)["groups"]
     assert group["coverage"]["invalid_runs"] == ["r1"]
-    assert (group["metrics"]["completion.valid"]["num"], group["metrics"]["completion.valid"]["den"]) == (1, 2)
+    assert group["coverage"]["unresolved_runs"][0]["reason"].startswith("service_fault from policy-server")
+    assert group["metrics"]["completion.valid"]["value"] is None
+    assert _bounds(group["metrics"], "completion.valid") == ((1, 2), (2, 2))
 
 
 def test_same_seed_same_numbers_other_seed_other_numbers(tmp_path):
@@ -132,3 +149,48 @@ def test_snapshot_scores_like_the_corpus(tmp_path):
     ingest_runs(root, con)
     write_snapshot(con, tmp_path / "snap")
     assert score_corpus(tmp_path / "snap", seed=3, resamples=50, parquet=True) == score_corpus(con, seed=3, resamples=50)
+
+
+def _cut_events(run_dir: Path) -> None:
+    """Cut the events log mid-line, as a crashed writer leaves it."""
+    data = (run_dir / "events.jsonl").read_bytes()
+    (run_dir / "events.jsonl").write_bytes(data[: len(data) // 2])
+
+
+def test_without_a_registry_invalid_runs_stay_members(tmp_path):
+    """6 runs of one system, no populations/; r1..r5 have a cut events log.  Dropping them
+    printed completion.valid 100 % (1/1); they are 5 unresolved members of 6: null, with
+    bounds 1/6 (all five would fail) and 6/6."""
+    root = tmp_path / "runs"
+    for k in range(6):
+        write_rollout(root, RolloutSpec(f"r{k}", physical=True))
+    for k in range(1, 6):
+        _cut_events(root / f"r{k}")
+    for source in (root, _ingested(root, tmp_path / "c.duckdb")):
+        result = score_corpus(source, resamples=0)
+        (group,) = result["groups"]
+        m = group["metrics"]
+        assert m["completion.valid"]["value"] is None
+        assert (m["completion.valid.lower"]["num"], m["completion.valid.lower"]["den"]) == (1, 6)
+        assert (m["completion.valid.upper"]["num"], m["completion.valid.upper"]["den"]) == (6, 6)
+        assert group["coverage"]["invalid_runs"] == ["r1", "r2", "r3", "r4", "r5"]
+        assert all("events.jsonl" in r["reason"] for r in group["coverage"]["unresolved_runs"])
+        assert result["unassigned_invalid_runs"] == []
+
+
+def _ingested(root: Path, db: Path) -> Path:
+    con = connect(db)
+    ingest_runs(root, con)
+    con.close()
+    return db
+
+
+def test_unreadable_run_json_is_listed_outside_every_group(tmp_path):
+    root = tmp_path / "runs"
+    _write(root, RolloutSpec("r0", physical=True), RolloutSpec("r1"))
+    (root / "r1" / "run.json").write_bytes(b"{not json")
+    result = score_corpus(root, resamples=0)
+    (group,) = result["groups"]
+    assert group["coverage"]["runs"] == 1 and group["metrics"]["completion.valid"]["value"] == 1.0
+    (entry,) = result["unassigned_invalid_runs"]
+    assert entry["run_id"] is None and entry["run_dir"].endswith("r1") and "run.json" in entry["reason"]

@@ -53,8 +53,10 @@ def test_unresolved_pair_gives_bounds(tmp_path):
     write_rollout(tmp_path, RolloutSpec("base1", population=("O", "b1")))
     group = _supported_group(score_corpus(tmp_path, resamples=0))
     m = group["metrics"]
+    # p0: 1 − 0 = 1; p1: base1 did not complete, s1 is missing, so its gain is in [0, 1]
+    # (not [−1, 1]: the known base bounds it).  Δ lies in [(1+0)/2, (1+1)/2].
     assert m["gain.completion"]["value"] is None
-    assert (m["gain.completion.lower"]["num"], m["gain.completion.upper"]["num"], m["gain.completion.upper"]["den"]) == (0, 2, 2)
+    assert (m["gain.completion.lower"]["num"], m["gain.completion.upper"]["num"], m["gain.completion.upper"]["den"]) == (1, 2, 2)
     assert group["coverage"]["missing"] == [{"population": "O", "instance_id": "s1"}]
 
 
@@ -104,3 +106,67 @@ def test_gain_bounds_contain_every_completion(resolved_total, unresolved, extra)
     planned = unresolved + extra
     lower, upper = gain_bounds(float(min(resolved_total, extra)), unresolved, planned)
     assert -1 <= lower <= upper <= 1
+
+
+def _joint_corpus(root, sets: int, joint_missing: set[int], joint_complete: set[int]) -> None:
+    """``sets`` registered matched sets (base b_k, o1 s1_k, o2 s2_k, o1+o2 s12_k); every base
+    and single branch fails to complete; joint branches in ``joint_complete`` complete."""
+    records = []
+    for k in range(sets):
+        records += _instances(f"b{k}", f"s1_{k}", f"s2_{k}", f"s12_{k}")
+        records += [_pair(f"p1_{k}", f"b{k}", f"s1_{k}", "o1"), _pair(f"p2_{k}", f"b{k}", f"s2_{k}", "o2"),
+                    _pair(f"p12_{k}", f"b{k}", f"s12_{k}", "o1+o2")]
+    write_population(root, "O", records)
+    for k in range(sets):
+        write_rollout(root, RolloutSpec(f"base{k}", population=("O", f"b{k}")))
+        write_rollout(root, RolloutSpec(f"one{k}", population=("O", f"s1_{k}"), intervention=_support("o1")))
+        write_rollout(root, RolloutSpec(f"two{k}", population=("O", f"s2_{k}"), intervention=_support("o2")))
+        if k not in joint_missing:
+            write_rollout(root, RolloutSpec(f"joint{k}", population=("O", f"s12_{k}"), physical=k in joint_complete,
+                                            intervention=_support("o1+o2")))
+
+
+def test_interaction_waits_for_every_registered_set(tmp_path):
+    """4 registered sets, the joint branch of set 3 missing; sets 0–2 have contrast
+    0 − 0 − 0 + 0 = 0.  Computing over the 3 complete sets printed a final 0.0 although the
+    truth over 4 may be 0.25; the contrast is null with bounds [(0+0+0+0)/4, (0+0+0+1)/4]."""
+    _joint_corpus(tmp_path, 4, joint_missing={3}, joint_complete=set())
+    joint = next(g for g in score_corpus(tmp_path, resamples=0)["groups"] if g["identity"]["oracle"] == "o1+o2")
+    m = joint["metrics"]
+    assert m["interaction.completion"]["value"] is None
+    assert (m["interaction.completion.lower"]["value"], m["interaction.completion.upper"]["value"]) == (0.0, 0.25)
+    assert joint["coverage"]["interaction.completion"] == {"resolved": 3, "registered": 4}
+
+
+def test_interaction_of_complete_sets_is_final(tmp_path):
+    """2 sets, both complete; set 0's joint branch completes: (1 + 0)/2 = 0.5."""
+    _joint_corpus(tmp_path, 2, joint_missing=set(), joint_complete={0})
+    joint = next(g for g in score_corpus(tmp_path, resamples=0)["groups"] if g["identity"]["oracle"] == "o1+o2")
+    assert joint["metrics"]["interaction.completion"]["value"] == 0.5
+    assert "interaction.completion.lower" not in joint["metrics"]
+
+
+def test_oracle_correct_is_the_choice_at_the_supported_checkpoint(tmp_path):
+    """The base branch chose wrong at the checkpoint (d0) and right at two later decisions;
+    the supported branch chose right at d0.  Averaging all choices gave 1 − 2/3 = 0.333; the
+    outcome is the choice at the shared checkpoint, so the gain is 1 − 0 = 1.0."""
+    from labrecord.scorers.synthetic import DecisionSpec
+
+    write_population(tmp_path, "O", _instances("b0", "s0") + [_pair("p0", "b0", "s0"),
+                                                           {"type": "checkpoint", "instance_id": "b0", "decision": "d0"},
+                                                           {"type": "checkpoint", "instance_id": "s0", "decision": "d0"}])
+    write_rollout(tmp_path, RolloutSpec("base0", population=("O", "b0"), decisions=[
+        DecisionSpec("d0", "wrong"), DecisionSpec("d1", "correct"), DecisionSpec("d2", "correct")]))
+    write_rollout(tmp_path, RolloutSpec("sup0", population=("O", "s0"), intervention=_support("o1"),
+                                        decisions=[DecisionSpec("d0", "correct")]))
+    gains = _supported_group(score_corpus(tmp_path, resamples=0))["metrics"]
+    assert gains["gain.correct"]["value"] == 1.0
+
+
+def test_a_self_correction_does_not_change_the_scored_choice(tmp_path):
+    from labrecord.scorers.synthetic import DecisionSpec
+
+    write_population(tmp_path, "O", _instances("b0", "s0") + [_pair("p0", "b0", "s0")])
+    write_rollout(tmp_path, RolloutSpec("base0", population=("O", "b0"), decisions=[DecisionSpec(outcome="wrong", then="correct")]))
+    write_rollout(tmp_path, RolloutSpec("sup0", population=("O", "s0"), intervention=_support("o1"), decisions=[DecisionSpec()]))
+    assert _supported_group(score_corpus(tmp_path, resamples=0))["metrics"]["gain.correct"]["value"] == 1.0

@@ -16,7 +16,10 @@ def _population(root, pairs: dict[str, tuple[str, str]]) -> None:
 
 
 def _run(root, instance: str, outcome: str) -> None:
-    write_rollout(root, RolloutSpec(f"r-{instance}", population=("B", instance), decisions=[DecisionSpec(outcome=outcome)]))
+    """Members alternate answers (w10, w20), so each registered pair changes the answer."""
+    answer = "w10" if int(instance[1:]) % 2 == 0 else "w20"
+    write_rollout(root, RolloutSpec(f"r-{instance}", population=("B", instance),
+                                    decisions=[DecisionSpec(outcome=outcome, answer=answer)]))
 
 
 def test_hand_checked_p_state(tmp_path):
@@ -48,3 +51,25 @@ def test_bounds_are_ordered_and_inside_unit_range(s, u, extra):
         assert lower is None and upper is None
     else:
         assert 0 <= lower <= upper <= 1 and abs((upper - lower) - u / n) < 1e-12
+
+
+def test_a_pair_with_a_shared_legal_set_is_refused_and_reported(tmp_path):
+    """b0's members both have legal set {add(w10, pan)}: not answer-changing.  It scored
+    P_state 1/1; it is refused (not in N), named with the shared operation, and validate
+    reports it.  b1 (w10 vs w20) stays: P_state = 1/1 over the one valid pair."""
+    from click.testing import CliRunner
+
+    from labrecord.cli import cli
+
+    _population(tmp_path, {"b0": ("i0", "i1"), "b1": ("i2", "i3")})
+    for instance, answer in (("i0", "w10"), ("i1", "w10"), ("i2", "w10"), ("i3", "w20")):
+        write_rollout(tmp_path, RolloutSpec(f"r-{instance}", population=("B", instance),
+                                            decisions=[DecisionSpec(answer=answer)]))
+    group = score_corpus(tmp_path, resamples=0)["groups"][0]
+    assert (group["metrics"]["P_state"]["num"], group["metrics"]["P_state"]["den"]) == (1, 1)
+    (refused,) = group["coverage"]["refused_pairs"]
+    assert refused["pair_id"] == "b0" and refused["shared"] == ["add(w10, pan)"]
+    result = CliRunner().invoke(cli, ["validate", str(tmp_path), "-q"])
+    assert result.exit_code == 1
+    assert "pair 'b0' is not answer-changing" in result.output and "add(w10, pan)" in result.output
+    assert "'b1'" not in result.output

@@ -22,7 +22,7 @@ def _row(table: str, metric: str) -> str:
 
 def test_score_prints_table3(tmp_path):
     runs = write_table3(tmp_path / "runs")
-    result = CliRunner().invoke(cli, ["score", str(runs), "--resamples", "50"], terminal_width=200)
+    result = CliRunner().invoke(cli, ["score", str(runs), "--resamples", "50", "--no-audit"], terminal_width=200)
     assert result.exit_code == 0, result.output
     tables = _tables(result.output)
     expected = {"pi05": ("20 % (10/50)", "16 % (8/50)"), "groot-n1.5": ("18 % (9/50)", "8 % (4/50)"),
@@ -36,7 +36,7 @@ def test_score_prints_table3(tmp_path):
 
 def test_score_json_table3(tmp_path):
     runs = write_table3(tmp_path / "runs")
-    result = CliRunner().invoke(cli, ["score", str(runs), "--json", "--resamples", "50", "--seed", "3"])
+    result = CliRunner().invoke(cli, ["score", str(runs), "--json", "--resamples", "50", "--seed", "3", "--no-audit"])
     assert result.exit_code == 0, result.output
     groups = {g["identity"]["system_name"]: g["metrics"] for g in json.loads(result.output)["groups"]}
     assert groups["pi05"]["correct.select_weight"]["num"] == 10
@@ -46,4 +46,4 @@ def test_score_json_table3(tmp_path):
     assert (gpt["num"], gpt["den"], gpt["value"]) == (8, 10, 0.8)
     lo, hi = gpt["ci"]
     assert lo <= 0.8 <= hi
-    assert set(json.loads((runs / "scores.json").read_text())) == {"groups"}
+    assert set(json.loads((runs / "scores.json").read_text())) == {"groups", "unassigned_invalid_runs"}
