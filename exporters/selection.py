@@ -23,6 +23,7 @@ from labrecord.demo import DemoReader, split_names
 from labrecord.errors import LabrecordError
 from labrecord.models import ActionSpec, RunManifest
 from labrecord.rundir import DEMO_FILE, find_run_dirs, read_manifest
+from labrecord.safeio import check_writable
 
 #: columns a SQL acceptance rule may use, with their meaning
 ATTEMPT_COLUMNS: dict[str, str] = {
@@ -247,7 +248,7 @@ def select(runs_dir: str | os.PathLike[str], rule: str = "success", *, valid_rat
 
 def check_output(path: str | os.PathLike[str], overwrite: bool) -> Path:
     """Refuse to replace an existing output unless ``overwrite``."""
-    path = Path(path)
+    path = check_writable(path)
     if path.exists() and not overwrite:
         kind = "directory" if path.is_dir() else "file"
         raise LabrecordError(f"{path}: output {kind} already exists; pass --overwrite to replace it")

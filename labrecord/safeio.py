@@ -165,3 +165,19 @@ def decode_json(raw: bytes, where: str, **options: Any) -> Any:
         raise LabrecordError(f"{where}: invalid JSON: {error}") from error
     except msgspec.ValidationError as error:
         raise LabrecordError(f"{where}: {error}") from error
+
+
+def check_writable(path: str | os.PathLike[str]) -> Path:
+    """Refuse an output path whose folder does not exist or cannot be written, before any work."""
+    path = Path(path)
+    parent = path.parent if str(path.parent) else Path(".")
+    if not parent.is_dir():
+        raise LabrecordError(f"{path}: folder {parent} does not exist")
+    import tempfile
+
+    try:  # permissions alone do not tell (root may "write" to /proc): try it
+        with tempfile.TemporaryFile(dir=parent):
+            pass
+    except OSError as error:
+        raise LabrecordError(f"{path}: cannot write in folder {parent}: {error.strerror}") from error
+    return path

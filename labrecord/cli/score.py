@@ -5,7 +5,7 @@ from pathlib import Path
 
 import click
 
-from labrecord.cli.common import CONTEXT_SETTINGS, echo_json, echo_table
+from labrecord.cli.common import CONTEXT_SETTINGS, follow_symlinks_option, echo_json, echo_table
 
 
 @click.command(context_settings=CONTEXT_SETTINGS)
@@ -18,6 +18,7 @@ from labrecord.cli.common import CONTEXT_SETTINGS, echo_json, echo_table
 @click.option("--system", help="Only runs of this system name.")
 @click.option("--out", type=click.Path(dir_okay=False), help="Where to write scores.json (default: beside the source).")
 @click.option("--json", "as_json", is_flag=True, help='Print {"groups": [{"identity", "metrics", "coverage"}]}.')
+@follow_symlinks_option
 def score(source: str | None, parquet_dir: str | None, seed: int, resamples: int, decisions: tuple[str, ...],
           one_group: bool, system: str | None, out: str | None, as_json: bool) -> None:
     """Recompute the benchmark metrics from stored runs, a corpus file or a snapshot.
@@ -39,6 +40,10 @@ def score(source: str | None, parquet_dir: str | None, seed: int, resamples: int
 
     if (source is None) == (parquet_dir is None):
         raise click.UsageError("give either SOURCE or --parquet DIR")
+    if out:
+        from labrecord.safeio import check_writable
+
+        check_writable(out)
     con, _, ingested = open_source(parquet_dir or source, parquet=parquet_dir is not None)
     for where_, findings in (ingested.skipped.items() if ingested else ()):
         click.echo(f"skipped {where_}: {findings[0]}" + (f" (+{len(findings) - 1} more)" if len(findings) > 1 else ""), err=True)

@@ -13,7 +13,7 @@ from typing import Any
 import msgspec
 
 from labrecord.errors import LabrecordError
-from labrecord.measurements import check_measurement_schema
+from labrecord.measurements import check_measurement_schema, nonfinite_columns
 from labrecord.models import FinalScores, ObservationReceipt, OnlineScore, PopulationEntry
 from labrecord.rundir import (
     DEMO_FILE, EVENTS_FILE, MEASUREMENTS_FILE, OBSERVATIONS_FILE, ONLINE_SCORES_FILE, RUN_FILE,
@@ -153,9 +153,7 @@ def validate_measurements_file(path: Path, report: Report, ctx: RunContext) -> N
 
 
 def _check_finite(path: Path, parquet: Any, report: Report) -> None:
-    """NaN or infinity in a float column breaks every threshold the replay computes from it."""
     import pyarrow as pa
-    import pyarrow.compute as pc
 
     floats = [f.name for f in parquet.schema_arrow if pa.types.is_floating(f.type)]
     if not floats:
@@ -165,14 +163,9 @@ def _check_finite(path: Path, parquet: Any, report: Report) -> None:
     except Exception as error:  # pyarrow raises several types for damaged pages
         report.error(str(path), None, "", f"unreadable float columns: {excerpt(str(error))}")
         return
-    for name in floats:
-        column = table.column(name)
-        bad = pc.invert(pc.fill_null(pc.is_finite(column), True))
-        count = pc.sum(bad).as_py() or 0
-        if count:
-            first = pc.index(bad, True).as_py()
-            report.error(str(path), None, name, f"column {name!r} holds {count} non-finite value(s) (NaN or infinity), "
-                                                f"first at row {first}")
+    for name, count, first in nonfinite_columns(table):
+        report.error(str(path), None, name, f"column {name!r} holds {count} non-finite value(s) (NaN or infinity), "
+                                            f"first at row {first}")
 
 
 def validate_demo_file(path: Path, report: Report, ctx: RunContext) -> None:

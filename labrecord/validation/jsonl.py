@@ -8,12 +8,12 @@ import msgspec
 
 from labrecord.errors import TruncatedLogError
 from labrecord.fileio import Line, LineProblem, decode_error_message, iter_lines
-from labrecord.safeio import depth_problem
+from labrecord.safeio import depth_problem, excerpt
 from labrecord.validation.findings import Report
 
 #: line-level findings listed per file; the rest are counted in one closing finding, so
 #: a file that is not a log at all (a link to /etc/passwd) is never echoed whole
-MAX_LINE_FINDINGS = 20
+MAX_LINE_FINDINGS = 10
 
 
 def decode_jsonl(path: str, data: bytes, decoder: msgspec.json.Decoder[Any], report: Report, *,
@@ -26,7 +26,7 @@ def decode_jsonl(path: str, data: bytes, decoder: msgspec.json.Decoder[Any], rep
     if not data.strip():
         report.error(path, None, "", "empty file")
         return
-    problems = 0
+    problems = quotes = 0
 
     def problem(line: int, field: str, message: str) -> None:
         nonlocal problems
@@ -49,6 +49,11 @@ def decode_jsonl(path: str, data: bytes, decoder: msgspec.json.Decoder[Any], rep
                 yield item.number, decoder.decode(item.raw)
             except (msgspec.DecodeError, msgspec.ValidationError) as error:
                 field, message = decode_error_message(error, item.raw)
+                text, quoted, _ = message.rpartition(" (line: ")
+                if quoted:
+                    # one short quote per file: a file that is not a log is never echoed line by line
+                    message = text if quotes else f"{text} (line: {excerpt(item.raw)})"
+                    quotes += 1
                 problem(item.number, field, message)
             except RecursionError:
                 problem(item.number, "", "JSON nested too deeply to decode")
