@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -55,9 +56,21 @@ def score(source: str | None, parquet_dir: str | None, seed: int, resamples: int
     atomic_write_bytes(target, dumps_pretty(result))
     if as_json:
         echo_json(result)
+        _refuse_missing_registries(ingested)
         return
     _print_tables(result)
     click.echo(f"wrote {target}", err=True)
+    _refuse_missing_registries(ingested)
+
+
+def _refuse_missing_registries(ingested: Any) -> None:
+    """A registry that did not load takes its members' metrics (B_next, C_id …) with it: exit 1."""
+    from labrecord.rundir import POPULATIONS_DIR
+
+    skipped = [where for where in (ingested.skipped if ingested else ()) if Path(where).parent.name == POPULATIONS_DIR]
+    if skipped:
+        raise click.ClickException(f"population registr{'y' if len(skipped) == 1 else 'ies'} not loaded "
+                                   f"({', '.join(skipped)}): metrics over their members are missing")
 
 
 def _default_out(source: Path) -> Path:
