@@ -11,7 +11,7 @@ from labrecord.cli.common import CONTEXT_SETTINGS, follow_symlinks_option
 @click.option("--out", default="report.html", show_default=True, type=click.Path(dir_okay=False), help="HTML file to write.")
 @click.option("--parquet", is_flag=True, help="SOURCE is a Parquet snapshot folder.")
 @click.option("--seed", default=0, show_default=True, type=int, help="Seed of the bootstrap generator.")
-@click.option("--resamples", default=1000, show_default=True, type=click.IntRange(min=0), help="Bootstrap resamples.")
+@click.option("--resamples", default=1000, show_default=True, type=click.IntRange(min=0, max=1_000_000), help="Bootstrap resamples.")
 @follow_symlinks_option
 def report(source: str, out: str, parquet: bool, seed: int, resamples: int) -> None:
     """Write one self-contained HTML page comparing systems: choice, execution and

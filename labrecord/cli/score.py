@@ -13,7 +13,7 @@ from labrecord.cli.common import CONTEXT_SETTINGS, follow_symlinks_option, echo_
 @click.argument("source", required=False, type=click.Path(exists=True))
 @click.option("--parquet", "parquet_dir", type=click.Path(exists=True, file_okay=False), help="Score a Parquet snapshot folder.")
 @click.option("--seed", default=0, show_default=True, type=int, help="Seed of the bootstrap generator.")
-@click.option("--resamples", default=1000, show_default=True, type=click.IntRange(min=0), help="Bootstrap resamples (0: no intervals).")
+@click.option("--resamples", default=1000, show_default=True, type=click.IntRange(min=0, max=1_000_000), help="Bootstrap resamples (0: no intervals).")
 @click.option("--decision", "decisions", multiple=True, help="Registered decision for the reach triple (repeatable; default: every decision reached).")
 @click.option("--one-group", is_flag=True, help="Pool all runs into one result; refused when their identities differ.")
 @click.option("--system", help="Only runs of this system name.")
