@@ -4,7 +4,12 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Literal
 
+from labrecord.safeio import excerpt
+
 Severity = Literal["error", "warning"]
+
+#: a finding quotes input values (an id, a field): never more than this of it
+MAX_MESSAGE_CHARS = 400
 
 
 @dataclass(frozen=True)
@@ -31,10 +36,10 @@ class Report:
     warnings: list[Finding] = field(default_factory=list)
 
     def error(self, path: str, line: int | None, field_: str, message: str) -> None:
-        self.errors.append(Finding(path, line, field_, message, "error"))
+        self.errors.append(Finding(path, line, field_, excerpt(message, MAX_MESSAGE_CHARS), "error"))
 
     def warn(self, path: str, line: int | None, field_: str, message: str) -> None:
-        self.warnings.append(Finding(path, line, field_, message, "warning"))
+        self.warnings.append(Finding(path, line, field_, excerpt(message, MAX_MESSAGE_CHARS), "warning"))
 
     def extend(self, other: Report) -> None:
         self.errors.extend(other.errors)

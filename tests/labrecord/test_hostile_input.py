@@ -140,3 +140,19 @@ def test_a_json_scores_file_is_bounded_too(tmp_path: Path) -> None:
     assert len(found) == 1 and "nested deeper" in found[0]
     report = validate_paths([tmp_path])
     assert len(report.errors) == 1
+
+
+def test_a_huge_value_is_quoted_short(tmp_path: Path) -> None:
+    """A finding that names a value (here a 500 kB opportunity id opened twice) quotes an excerpt."""
+    run_dir = write_example_run(tmp_path, "r1")
+    path = run_dir / "events.jsonl"
+    events = [json.loads(line) for line in path.read_text().splitlines()]
+    opportunity = next(e for e in events if e["type"] == "opportunity")
+    opportunity["opp"] = "o" * 500_000
+    again = dict(opportunity, seq=opportunity["seq"] + 1000, obs_id=None)
+    events.insert(events.index(opportunity) + 1, again)
+    for number, event in enumerate(events):
+        event["seq"] = number
+    path.write_text("".join(json.dumps(e) + "\n" for e in events))
+    found = errors_of(run_dir)
+    assert any("opened again" in f for f in found) and all(len(f) < 1000 for f in found), [len(f) for f in found]
