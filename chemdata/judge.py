@@ -17,6 +17,8 @@ import os
 from pathlib import Path
 from typing import Any
 
+from labrecord.errors import LabrecordError
+from labrecord.safeio import MAX_LOG_BYTES, excerpt, read_bounded
 from labrecord.validation.findings import Report
 
 JUDGE_SCHEMA = "llm-reaction-judge-v2"
@@ -26,6 +28,9 @@ BASE_WEIGHTS = {"reactants": 0.25, "products": 0.30, "condition_molecules": 0.18
                 "condition_text": 0.10, "yield": 0.09, "selectivity": 0.08}
 #: four-decimal rounding of several terms stays well inside this
 TOLERANCE = 1e-3
+#: counts (gold reactions, predictions) above this are refused, not looped over
+MAX_COUNT = 100_000
+
 TOP_KEYS = ("schema_version", "task_id", "gt_reaction_count", "prediction_reaction_count_raw",
             "prediction_reaction_count_logical", "base_weights", "reaction_matches", "unmatched_predictions",
             "image_category_scores", "count_assessment", "unadjusted_image_score", "overall_score",
@@ -63,7 +68,11 @@ class _Checker:
 
     def count(self, value: Any, field: str) -> int | None:
         if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-            self.error(field, f"expected a non-negative integer, got {value!r}")
+            self.error(field, f"expected a non-negative integer, got {excerpt(repr(value))}")
+            return None
+        if value > MAX_COUNT:
+            # checks loop over counts: an absurd one would hang the check or exhaust memory
+            self.error(field, f"{value} is over the {MAX_COUNT} limit of a figure's reactions; not checked further")
             return None
         return value
 
@@ -368,7 +377,11 @@ def _reject_constant(name: str) -> Any:
 
 
 def _check_file(file: Path, report: Report) -> None:
-    data = file.read_bytes()
+    try:
+        data = read_bounded(file, MAX_LOG_BYTES)
+    except LabrecordError as error:
+        report.error(str(file), None, "", str(error).removeprefix(f"{file}: "))
+        return
     chunks = [(n, raw) for n, raw in enumerate(data.split(b"\n"), start=1) if raw.strip()] \
         if file.suffix.lower() == ".jsonl" else [(None, data)]
     for line, raw in chunks:

@@ -41,11 +41,18 @@ def episode_arrays(rng: np.random.Generator, steps: int, episode: int, action_di
 
 
 def measurement_table(rows: int, control_hz: float) -> Any:
-    """A ``measurements.parquet`` table: step, t and a scale reading."""
+    """A ``measurements.parquet`` table: step, t, a scale reading and the weighing columns
+    (idle: nothing on the pan, nothing moving), so the run validates as the export requires."""
     import pyarrow as pa
 
+    from labrecord.measurements import FAMILY_COLUMNS
+
     step = np.arange(rows, dtype=np.int64)
-    return pa.table({"step": step, "t": step / control_hz, "load_g": np.round(np.sin(step / 5.0) * 10.0 + 20.0, 1)})
+    columns = {"step": step, "t": step / control_hz, "load_g": np.round(np.sin(step / 5.0) * 10.0 + 20.0, 1)}
+    for name, kind in FAMILY_COLUMNS["weighing"].items():
+        columns[name] = np.zeros(rows, dtype=bool) if kind == "bool" else np.zeros(rows, dtype=np.float64)
+    columns["sensor_ok"] = np.ones(rows, dtype=bool)
+    return pa.table(columns)
 
 
 def write_demo(run_dir: Path, run_id: str, *, episodes: int, steps: int, successes: list[bool], action_dim: int,

@@ -22,7 +22,8 @@ import msgspec
 from labrecord.demo import DemoReader, split_names
 from labrecord.errors import LabrecordError
 from labrecord.models import ActionSpec, RunManifest
-from labrecord.rundir import DEMO_FILE, find_run_dirs, read_manifest
+from labrecord.rundir import DEMO_FILE, find_run_dirs
+from labrecord.safeio import check_writable, excerpt
 
 #: columns a SQL acceptance rule may use, with their meaning
 ATTEMPT_COLUMNS: dict[str, str] = {
@@ -114,19 +115,50 @@ def _run_rows(source: RunSource) -> list[AttemptRow]:
                            reason=a.reason, recovered=a.recovered, **common) for a in reader.manifest()]
 
 
+def _invalid_row(run_dir: Path, manifest: RunManifest | None, findings: Sequence[str]) -> AttemptRow:
+    """The manifest entry of a run the export skips: the same rule as ingest (any validation error)."""
+    more = f" (+{len(findings) - 1} more)" if len(findings) > 1 else ""
+    identity: dict[str, Any] = dict(status="", family="", task_id="", condition="", system="", system_kind="",
+                                    intervention="", branch=None)
+    if manifest is not None:
+        identity = dict(status=manifest.status, family=manifest.task.family, task_id=manifest.task.task_id,
+                        condition=manifest.task.condition, system=manifest.system.name,
+                        system_kind=manifest.system.kind, intervention=manifest.intervention.mode,
+                        branch=manifest.intervention.branch)
+    return AttemptRow(run_id=manifest.run_id if manifest is not None else run_dir.name, episode=-1, demo=None,
+                      num_samples=0, success=None, reason=None, recovered=False,
+                      note=f"invalid run, skipped: {findings[0]}{more}", **identity)
+
+
 def collect(runs_dir: str | os.PathLike[str]) -> tuple[dict[str, RunSource], list[AttemptRow]]:
-    """Every run under ``runs_dir`` and every attempt recorded in their demo files."""
+    """Every run under ``runs_dir`` and every attempt recorded in their demo files.
+
+    Each run is validated first, as ingest does: a run with errors contributes no attempt
+    to train on, only a manifest row whose note carries its first finding.
+    """
+    from labrecord.validation import validate_run
+
     runs_dir = Path(runs_dir)
     runs: dict[str, RunSource] = {}
     rows: list[AttemptRow] = []
     for run_dir in find_run_dirs(runs_dir):
-        manifest = read_manifest(run_dir).manifest
+        report, ctx = validate_run(run_dir)
+        manifest = ctx.document.manifest if ctx.document is not None else None
+        findings = [str(f) for f in report.errors]
+        if manifest is not None and manifest.run_id in runs:
+            findings.insert(0, f"{run_dir}: run_id {manifest.run_id!r} also used by {runs[manifest.run_id].dir}")
+        if findings or manifest is None:
+            rows.append(_invalid_row(run_dir, manifest, findings or [f"{run_dir / 'run.json'}: unreadable manifest"]))
+            continue
         demo = run_dir / DEMO_FILE
         source = RunSource(run_dir, manifest, demo if demo.is_file() else None)
-        if manifest.run_id in runs:
-            raise LabrecordError(f"{run_dir}: run_id {manifest.run_id!r} also used by {runs[manifest.run_id].dir}")
+        try:
+            attempts = _run_rows(source)
+        except (LabrecordError, OSError) as error:
+            rows.append(_invalid_row(run_dir, manifest, [f"{demo}: unreadable demonstration: {excerpt(str(error))}"]))
+            continue
         runs[manifest.run_id] = source
-        rows.extend(_run_rows(source))
+        rows.extend(attempts)
     return runs, rows
 
 
@@ -181,10 +213,13 @@ def _describe_empty(runs_dir: Path, rows: Sequence[AttemptRow], rule: str) -> st
         return f"{runs_dir}: no run directories (with run.json) found; nothing exported"
     runs = len({r.run_id for r in rows})
     no_demo = sum(1 for r in rows if r.note == f"no {DEMO_FILE}")
-    empty = sum(1 for r in rows if r.demo is None and r.note != f"no {DEMO_FILE}")
+    empty = sum(1 for r in rows if r.demo is None and r.note != f"no {DEMO_FILE}" and not (r.note or "").startswith("invalid run"))
     failed = sum(1 for r in rows if r.demo is not None and not r.success)
+    invalid = [r for r in rows if (r.note or "").startswith("invalid run")]
+    skipped = f", {len(invalid)} invalid run(s) skipped, first: {invalid[0].note}" if invalid else ""
     return (f"{runs_dir}: {len(rows)} attempt(s) in {runs} run(s), none accepted by rule {rule!r} "
-            f"({failed} unsuccessful, {empty} without steps, {no_demo} run(s) without {DEMO_FILE}); nothing exported")
+            f"({failed} unsuccessful, {empty} without steps, {no_demo} run(s) without {DEMO_FILE}{skipped}); "
+            "nothing exported")
 
 
 def _spec_difference(a: ActionSpec, b: ActionSpec) -> list[str]:
@@ -247,7 +282,7 @@ def select(runs_dir: str | os.PathLike[str], rule: str = "success", *, valid_rat
 
 def check_output(path: str | os.PathLike[str], overwrite: bool) -> Path:
     """Refuse to replace an existing output unless ``overwrite``."""
-    path = Path(path)
+    path = check_writable(path)
     if path.exists() and not overwrite:
         kind = "directory" if path.is_dir() else "file"
         raise LabrecordError(f"{path}: output {kind} already exists; pass --overwrite to replace it")

@@ -147,3 +147,23 @@ def check_measurement_schema(schema: Any, family: str | None) -> list[tuple[str,
             if not _compatible(kind, actual):
                 problems.append((column, f"column {column!r} is {actual}, expected {kind}"))
     return problems
+
+
+def nonfinite_columns(table: Any) -> list[tuple[str, int, int]]:
+    """``(column, count, first row)`` for each float column holding NaN or infinity.
+
+    A non-finite value breaks every threshold the replay computes from its column (a NaN
+    ``t`` never orders, a NaN force never reads as stable), so it is refused, not replayed.
+    """
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    found = []
+    for field in table.schema:
+        if not pa.types.is_floating(field.type):
+            continue
+        bad = pc.invert(pc.fill_null(pc.is_finite(table.column(field.name)), True))
+        count = pc.sum(bad).as_py() or 0
+        if count:
+            found.append((field.name, count, pc.index(bad, True).as_py()))
+    return found

@@ -4,15 +4,21 @@
 ``run.json`` is written atomically, events get monotone ``seq`` and are flushed at episode
 boundaries, and reopening a run whose last log line was cut short reports the line
 instead of dropping it.
+
+Crash safety: logs are written in whole lines, and no event reaches the file before every
+delivery receipt written before it is durable (the events log syncs the receipts log
+first), so a writer killed at any point leaves a valid prefix: complete records, a run
+still marked ``running``, at most one cut last line per log.  :meth:`RunWriter.open`
+resumes such a run (docs/run-directory.md, "Crash safety").
 """
 from __future__ import annotations
 
 import datetime as _dt
 import os
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
-from typing import IO, Any, TypeVar
+from typing import Any, TypeVar
 
 import msgspec
 
@@ -20,8 +26,9 @@ from labrecord.errors import LabrecordError, SchemaVersionError, TruncatedLogErr
 from labrecord.fileio import Line, LineProblem, atomic_write_bytes, dumps, dumps_pretty, iter_lines
 from labrecord.models import (
     RUN_SCHEMA, BaseEvent, EpisodeEnd, EpisodeStart, Event, FinalScores, ObservationReceipt,
-    OnlineScore, RunManifest, check_run_id,
+    OnlineScore, RunManifest, Validity, check_run_id,
 )
+from labrecord.safeio import MAX_DOCUMENT_BYTES, MAX_LOG_BYTES, decode_json, depth_problem, read_bounded
 
 RUN_FILE = "run.json"
 EVENTS_FILE = "events.jsonl"
@@ -84,10 +91,7 @@ def parse_manifest(data: bytes, where: str) -> RunDocument:
     """Decode ``run.json`` bytes; raises :class:`LabrecordError` naming ``where``."""
     if not data.strip():
         raise LabrecordError(f"{where}: empty file")
-    try:
-        raw = msgspec.json.decode(data)
-    except msgspec.DecodeError as error:
-        raise LabrecordError(f"{where}: invalid JSON: {error}") from error
+    raw = decode_json(data, where)
     if not isinstance(raw, dict):
         raise LabrecordError(f"{where}: expected a JSON object, got {type(raw).__name__}")
     check_schema_version(raw.get("schema"), where)
@@ -104,22 +108,27 @@ def parse_manifest(data: bytes, where: str) -> RunDocument:
 
 def read_manifest(run_dir: str | os.PathLike[str]) -> RunDocument:
     path = Path(run_dir) / RUN_FILE
-    try:
-        data = path.read_bytes()
-    except FileNotFoundError as error:
-        raise LabrecordError(f"{path}: missing run.json") from error
-    return parse_manifest(data, str(path))
+    if not os.path.lexists(path):
+        raise LabrecordError(f"{path}: missing run.json")
+    return parse_manifest(read_bounded(path, MAX_DOCUMENT_BYTES), str(path))
 
 
 def iter_events(path: str | os.PathLike[str]) -> Iterator[tuple[int, BaseEvent]]:
     """Yield ``(line_number, event)``; the first bad line raises a one-line error."""
-    for item in iter_lines(path):
+    for item in iter_lines(path, read_bounded(path, MAX_LOG_BYTES)):
         if not isinstance(item, Line):
             raise item
-        try:
-            yield item.number, _event_decoder.decode(item.raw)
-        except (msgspec.DecodeError, msgspec.ValidationError) as error:
-            raise LabrecordError(f"{path}:{item.number}: {error}") from error
+        yield item.number, _decode_event(item, path)
+
+
+def _decode_event(item: Line, path: str | os.PathLike[str]) -> BaseEvent:
+    problem = depth_problem(item.raw)
+    if problem is not None:
+        raise LabrecordError(f"{path}:{item.number}: {problem}")
+    try:
+        return _event_decoder.decode(item.raw)
+    except (msgspec.DecodeError, msgspec.ValidationError) as error:
+        raise LabrecordError(f"{path}:{item.number}: {error}") from error
 
 
 def read_events(run_dir: str | os.PathLike[str]) -> list[BaseEvent]:
@@ -141,7 +150,9 @@ def find_run_dirs(root: str | os.PathLike[str]) -> list[Path]:
         return [root]
     if not root.is_dir():
         raise LabrecordError(f"{root}: no such directory")
-    return sorted(p for p in root.iterdir() if p.is_dir() and (is_run_dir(p) or (p / EVENTS_FILE).is_file()))
+    # hidden folders are a writer's unfinished creations (run ids never start with a dot)
+    return sorted(p for p in root.iterdir() if not p.name.startswith(".") and p.is_dir()
+                  and (os.path.lexists(p / RUN_FILE) or os.path.lexists(p / EVENTS_FILE)))
 
 
 def utc_now() -> str:
@@ -149,43 +160,101 @@ def utc_now() -> str:
 
 
 class _JsonlAppender:
-    """An append-only JSONL file; every record ends with a newline."""
+    """An append-only JSONL file written in whole lines.
 
-    def __init__(self, path: Path) -> None:
+    Records collect in memory and reach the file in one ``write`` of complete lines, so a
+    killed writer leaves whole lines (at worst one cut line, if the kill lands inside a
+    large write).  ``before_flush`` runs before anything is handed to the file: the events
+    log uses it to make the receipts durable first.
+    """
+
+    #: pending bytes that trigger a write without waiting for a sync
+    FLUSH_BYTES = 1 << 16
+
+    def __init__(self, path: Path, before_flush: Callable[[], None] | None = None) -> None:
         self.path = path
-        self._fh: IO[bytes] | None = None
+        self._fd: int | None = None
+        self._pending = bytearray()
+        self._unsynced = False
+        self._before_flush = before_flush
 
     def write(self, record: Any) -> None:
-        if self._fh is None:
-            self._fh = open(self.path, "ab")
-        self._fh.write(dumps(record) + b"\n")
+        self._pending += dumps(record) + b"\n"
+        if len(self._pending) >= self.FLUSH_BYTES:
+            self.flush()
+
+    def flush(self) -> None:
+        if not self._pending:
+            return
+        if self._before_flush is not None:
+            self._before_flush()
+        if self._fd is None:
+            self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o666)
+        view = memoryview(bytes(self._pending))
+        while view:
+            view = view[os.write(self._fd, view):]
+        self._pending.clear()
+        self._unsynced = True
 
     def sync(self) -> None:
-        if self._fh is not None:
-            self._fh.flush()
-            os.fsync(self._fh.fileno())
+        self.flush()
+        if self._fd is not None and self._unsynced:
+            os.fsync(self._fd)
+            self._unsynced = False
 
     def close(self) -> None:
-        if self._fh is not None:
-            self.sync()
-            self._fh.close()
-            self._fh = None
+        self.sync()
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
 
 
-def _check_log_intact(path: Path) -> tuple[int, float]:
-    """Return (last seq, last t) of an existing events log; refuse a truncated last line."""
-    last_seq, last_t = -1, float("-inf")
+class _LogEnd(msgspec.Struct):
+    """Where an existing events log stops."""
+
+    last_seq: int = -1
+    last_t: float = float("-inf")
+    open_episode: int | None = None
+
+
+def _check_log_intact(path: Path) -> _LogEnd:
+    """The end of an existing events log; a truncated last line is refused."""
+    end = _LogEnd()
     if not path.exists():
-        return last_seq, last_t
-    for item in iter_lines(path):
+        return end
+    for item in iter_lines(path, read_bounded(path, MAX_LOG_BYTES)):
         if isinstance(item, (TruncatedLogError, LineProblem)):
             raise item
-        try:
-            event = _event_decoder.decode(item.raw)
-        except (msgspec.DecodeError, msgspec.ValidationError) as error:
-            raise LabrecordError(f"{path}:{item.number}: {error}") from error
-        last_seq, last_t = event.seq, event.t
-    return last_seq, last_t
+        event = _decode_event(item, path)
+        end.last_seq, end.last_t = event.seq, event.t
+        if isinstance(event, EpisodeStart):
+            end.open_episode = event.episode
+        elif isinstance(event, EpisodeEnd):
+            end.open_episode = None
+    return end
+
+
+def set_aside_cut_line(path: Path) -> bytes | None:
+    """Move the cut last line of an interrupted log to ``.<name>.cut`` beside it (kept, not dropped).
+
+    Returns the bytes moved, or None when the log ends with a whole line.
+    """
+    if not path.is_file():
+        return None
+    data = read_bounded(path, MAX_LOG_BYTES)
+    if not data or data.endswith(b"\n"):
+        return None
+    start = data.rfind(b"\n") + 1
+    with open(path.parent / f".{path.name}.cut", "ab") as fh:
+        fh.write(data[start:] + b"\n")
+        fh.flush()
+        os.fsync(fh.fileno())
+    os.truncate(path, start)
+    return data[start:]
+
+
+#: ``episode_end`` reason of an episode cut short by a crash of its writer
+INTERRUPTED = "interrupted"
 
 
 class RunWriter:
@@ -206,10 +275,15 @@ class RunWriter:
         self.document = document
         self._last_seq = last_seq
         self._last_t = last_t
-        self._events = _JsonlAppender(run_dir / EVENTS_FILE)
         self._observations = _JsonlAppender(run_dir / OBSERVATIONS_FILE)
+        # an event may name a receipt: receipts are durable before any event reaches the disk
+        self._events = _JsonlAppender(run_dir / EVENTS_FILE, before_flush=self._observations.sync)
         self._online = _JsonlAppender(run_dir / ONLINE_SCORES_FILE)
         self.closed = False
+        #: cut last lines set aside by :meth:`open` (file name -> bytes)
+        self.cut_lines: dict[str, bytes] = {}
+        #: the episode a crash left open, closed by :meth:`open` as ``interrupted``
+        self.interrupted_episode: int | None = None
 
     @property
     def manifest(self) -> RunManifest:
@@ -218,39 +292,83 @@ class RunWriter:
     # -- lifecycle -------------------------------------------------------------------
     @classmethod
     def create(cls, root: str | os.PathLike[str], manifest: RunManifest, extra: Mapping[str, Any] | None = None) -> RunWriter:
-        """Create ``root/<run_id>/`` and write ``run.json`` (status ``running``)."""
+        """Create ``root/<run_id>/`` holding ``run.json`` (status ``running``).
+
+        The folder is assembled under a hidden name and renamed into place, so a crash
+        never leaves a run folder without its manifest.
+        """
         try:
             check_run_id(manifest.run_id)
         except ValueError as error:
             raise LabrecordError(str(error)) from error
-        run_dir = Path(root) / manifest.run_id
-        if run_dir.exists():
+        root = Path(root)
+        run_dir = root / manifest.run_id
+        if os.path.lexists(run_dir):
             raise LabrecordError(f"{run_dir}: run directory already exists; open it with RunWriter.open")
-        run_dir.mkdir(parents=True)
-        writer = cls(run_dir, RunDocument(manifest, extra))
-        writer.write_manifest()
-        return writer
+        root.mkdir(parents=True, exist_ok=True)
+        staging = root / f".{manifest.run_id}.creating-{os.getpid()}"
+        if staging.exists():
+            import shutil
+
+            shutil.rmtree(staging)
+        staging.mkdir()
+        atomic_write_bytes(staging / RUN_FILE, RunDocument(manifest, extra).to_bytes())
+        try:
+            os.rename(staging, run_dir)
+        except OSError as error:
+            raise LabrecordError(f"{run_dir}: cannot create the run directory: {error.strerror}") from error
+        return cls(run_dir, RunDocument(manifest, extra))
 
     @classmethod
     def open(cls, run_dir: str | os.PathLike[str]) -> RunWriter:
-        """Reopen an existing run to append; a truncated last events line is reported."""
+        """Reopen an existing run to append, marking it ``running`` until it is closed.
+
+        A run its writer left ``running`` (killed, crashed) is resumed: a cut last line of
+        each log is moved to ``.<log>.cut`` and listed in :attr:`cut_lines`, and an
+        episode left open is ended with a ``validity`` fault and ``episode_end`` reason
+        ``interrupted`` (so it stays unresolved, never a policy failure).  In a run that
+        was closed, a truncated last line is reported instead (nothing is dropped).
+        """
         run_dir = Path(run_dir)
         document = read_manifest(run_dir)
-        last_seq, last_t = _check_log_intact(run_dir / EVENTS_FILE)
+        interrupted = document.manifest.status == "running"
+        cut_lines: dict[str, bytes] = {}
+        if interrupted:
+            for name in (EVENTS_FILE, OBSERVATIONS_FILE, ONLINE_SCORES_FILE):
+                tail = set_aside_cut_line(run_dir / name)
+                if tail is not None:
+                    cut_lines[name] = tail
+        end = _check_log_intact(run_dir / EVENTS_FILE)
         for name in (OBSERVATIONS_FILE, ONLINE_SCORES_FILE):
             if (run_dir / name).exists():
-                for item in iter_lines(run_dir / name):
+                for item in iter_lines(run_dir / name, read_bounded(run_dir / name, MAX_LOG_BYTES)):
                     if isinstance(item, (TruncatedLogError, LineProblem)):
                         raise item
-        return cls(run_dir, document, last_seq, last_t)
+        writer = cls(run_dir, document, end.last_seq, end.last_t)
+        writer.cut_lines = cut_lines
+        if document.manifest.status != "running":
+            document.manifest.status = "running"  # type: ignore[assignment]
+            writer.write_manifest()
+        if interrupted and end.open_episode is not None:
+            writer.interrupted_episode = end.open_episode
+            t = max(end.last_t, 0.0)
+            writer.emit(Validity, t=t, kind="service_fault", source="writer interrupted; resumed by RunWriter.open")
+            writer.emit(EpisodeEnd, t=t, episode=end.open_episode, reason=INTERRUPTED,
+                        physical_complete=False, valid_complete=False)
+        return writer
 
     def write_manifest(self) -> None:
         atomic_write_bytes(self.dir / RUN_FILE, self.document.to_bytes())
 
+    def sync(self) -> None:
+        """Make everything appended so far durable (receipts first, then events)."""
+        for log in (self._observations, self._events, self._online):
+            log.sync()
+
     def close(self, status: str = "complete") -> None:
         if self.closed:
             return
-        for log in (self._events, self._observations, self._online):
+        for log in (self._observations, self._events, self._online):
             log.close()
         self.document.manifest.status = status  # type: ignore[assignment]
         self.write_manifest()
@@ -303,9 +421,10 @@ class RunWriter:
         atomic_write_bytes(self.dir / SCORES_FILE, dumps_pretty(scores))
 
     def write_measurements(self, table: Any) -> None:
-        """Write a ``pyarrow.Table`` of measurements atomically."""
+        """Write a ``pyarrow.Table`` of measurements atomically, after the logs it covers."""
         import pyarrow.parquet as pq
 
+        self.sync()
         tmp = self.dir / f".{MEASUREMENTS_FILE}.tmp"
         pq.write_table(table, tmp, compression="zstd")
         with open(tmp, "rb") as fh:

@@ -25,9 +25,12 @@ import msgspec
 
 from labrecord.errors import LabrecordError
 from labrecord.fileio import Line, iter_lines
-from labrecord.measurements import COMMON_COLUMNS, FAMILY_COLUMNS, OPTIONAL_COLUMNS, check_measurement_schema
+from labrecord.measurements import (
+    COMMON_COLUMNS, FAMILY_COLUMNS, OPTIONAL_COLUMNS, check_measurement_schema, nonfinite_columns,
+)
 from labrecord.models import BaseEvent, ObservationReceipt, Opportunity, RunManifest
 from labrecord.rundir import EVENTS_FILE, MEASUREMENTS_FILE, OBSERVATIONS_FILE, find_run_dirs, iter_events, read_manifest
+from labrecord.safeio import MAX_BINARY_BYTES, MAX_LOG_BYTES, check_file, depth_problem, read_bounded
 from labrecord.scorers.contracts import ContractEvent, TaskContract, get_contract
 
 #: event types the contract rebuilds (choices only from the contract's own recognizer)
@@ -122,9 +125,12 @@ def read_receipts(path: Path) -> list[ObservationReceipt]:
     if not path.exists():
         return []
     receipts = []
-    for item in iter_lines(path):
+    for item in iter_lines(path, read_bounded(path, MAX_LOG_BYTES)):
         if not isinstance(item, Line):
             raise item
+        problem = depth_problem(item.raw)
+        if problem is not None:
+            raise LabrecordError(f"{path}:{item.number}: {problem}")
         try:
             receipts.append(_receipt_decoder.decode(item.raw))
         except (msgspec.DecodeError, msgspec.ValidationError) as error:
@@ -136,8 +142,9 @@ def read_measurements(path: Path, contract: TaskContract) -> Any:
     """The columns the contract replays from; a schema problem is a one-line error."""
     import pyarrow.parquet as pq
 
-    if not path.exists():
+    if not os.path.lexists(path):
         raise LabrecordError(f"{path}: missing measurements (the audit replays from them)")
+    check_file(path, MAX_BINARY_BYTES)
     try:
         parquet = pq.ParquetFile(path)
     except Exception as error:  # pyarrow raises several types for damaged files
@@ -148,7 +155,12 @@ def read_measurements(path: Path, contract: TaskContract) -> Any:
     names = parquet.schema_arrow.names
     optional = [c for c in list(OPTIONAL_COLUMNS.get(contract.family, {})) + ["episode"] if c in names]
     columns = list(COMMON_COLUMNS) + list(FAMILY_COLUMNS[contract.family]) + optional
-    return parquet.read(columns=columns)
+    table = parquet.read(columns=columns)
+    nonfinite = nonfinite_columns(table)
+    if nonfinite:
+        name, count, first = nonfinite[0]
+        raise LabrecordError(f"{path}: column {name!r} holds {count} non-finite value(s) (NaN or infinity), first at row {first}")
+    return table
 
 
 def replay_run(contract: TaskContract, instance: Any, table: Any, receipts: Sequence[ObservationReceipt],

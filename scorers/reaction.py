@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from labrecord.errors import LabrecordError
+from labrecord.safeio import excerpt
 
 VARIANTS = ("strict", "nonstereo")
 
@@ -308,6 +309,19 @@ def extra_figures(con: Any, gold: str, pred: str) -> list[str]:
         "ORDER BY 1", [pred, gold]).fetchall()]
 
 
+def unmatchable_gold(con: Any, gold: str) -> list[str]:
+    """One line per gold reaction no prediction can ever match: a reactant or product that
+    is unparsable, a wildcard (``*``) or an R-group placeholder (``[Rf]``, ``R1``)."""
+    rows = con.execute(
+        "SELECT m.figure_id, m.reaction_index, any_value(m.role ORDER BY m.role, m.position), "
+        "any_value(m.smiles ORDER BY m.role, m.position), any_value(coalesce(s.reason, s.status) ORDER BY m.role, m.position) "
+        "FROM rxn_molecules m LEFT JOIN rxn_smiles s USING (smiles) "
+        "WHERE m.system = ? AND m.role IN ('reactant', 'product') AND coalesce(s.status, 'malformed') <> 'ok' "
+        "GROUP BY m.figure_id, m.reaction_index ORDER BY m.figure_id, m.reaction_index", [gold]).fetchall()
+    return [f"gold {figure} reaction {index}: can never match ({role} {excerpt(smiles, 60)!r}: {excerpt(reason or 'unparsable', 80)})"
+            for figure, index, role, smiles, reason in rows]
+
+
 def score_paths(gold: str, preds: Sequence[str], *, db: str | None = None, by: str | None = None,
                 warn: Callable[[str], None] | None = None) -> dict[str, dict[str, Any]]:
     """``{system: summary}`` for ``labrecord rxn score``.
@@ -338,6 +352,9 @@ def score_paths(gold: str, preds: Sequence[str], *, db: str | None = None, by: s
             if extra and warn is not None:
                 shown = ", ".join(extra[:5]) + (" …" if len(extra) > 5 else "")
                 warn(f"{name}: {len(extra)} figure(s) not in the gold manifest were not scored: {shown}")
+        if warn is not None:
+            for line in unmatchable_gold(con, gold_name):
+                warn(line)
         return results
     finally:
         con.close()

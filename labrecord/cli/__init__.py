@@ -42,6 +42,10 @@ class CommandLine(LazyGroup):
             return super().invoke(ctx)
         except LabrecordError as error:
             raise click.ClickException(str(error)) from error
+        except OSError as error:
+            # an output that cannot be written (a missing folder, /proc, a full disk)
+            where = f"{error.filename}: " if error.filename else ""
+            raise click.ClickException(f"{where}{error.strerror or error}") from error
 
 
 @click.group(cls=CommandLine, lazy=COMMANDS, context_settings=CONTEXT_SETTINGS)

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import csv
+import functools
 import io
 import json
 import sys
@@ -91,3 +92,20 @@ def progress(total: int | None, description: str) -> Iterator[Callable[[int], No
                   TimeRemainingColumn(), console=Console(stderr=True), transient=True) as bar:
         task = bar.add_task(description, total=total)
         yield lambda n=1: bar.advance(task, n)
+
+
+def follow_symlinks_option(func: F) -> F:
+    """Adds ``--follow-symlinks``: read symbolic links inside run folders instead of refusing them.
+
+    Apply directly above the function (below the other options).
+    """
+    from labrecord.safeio import allow_symlinks
+
+    @functools.wraps(func)
+    def wrapper(*args: Any, follow_symlinks: bool = False, **kwargs: Any) -> Any:
+        with allow_symlinks(follow_symlinks):
+            return func(*args, **kwargs)
+
+    return click.option("--follow-symlinks", is_flag=True,
+                        help="Read symbolic links inside run folders (refused by default: a link can reach "
+                             "any file on the machine).")(wrapper)  # type: ignore[return-value]

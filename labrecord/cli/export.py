@@ -24,6 +24,16 @@ def selection_options(func: F) -> F:
     return func
 
 
+def _with_symlink_option(group: click.Group) -> None:
+    """Every export reads run folders: each gets ``--follow-symlinks``."""
+    from labrecord.cli.common import follow_symlinks_option
+
+    for command in group.commands.values():
+        wrapped = follow_symlinks_option(command.callback)  # type: ignore[arg-type]
+        command.params.extend(p for p in getattr(wrapped, "__click_params__", []) if p.name == "follow_symlinks")
+        command.callback = wrapped
+
+
 def parse_split(text: str) -> float:
     """``train=0.9`` (or ``train=0.9,valid=0.1``) -> the valid ratio, 0.1."""
     shares: dict[str, float] = {}
@@ -127,3 +137,6 @@ def parquet(runs_dir: str, accept: str, overwrite: bool, as_json: bool, out: str
 
     summary = export_parquet(runs_dir, out, accept=accept, overwrite=overwrite)
     report(summary, as_json, "demos")
+
+
+_with_symlink_option(export)

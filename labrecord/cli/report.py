@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import click
 
-from labrecord.cli.common import CONTEXT_SETTINGS
+from labrecord.cli.common import CONTEXT_SETTINGS, follow_symlinks_option
 
 
 @click.command(context_settings=CONTEXT_SETTINGS)
@@ -11,8 +11,9 @@ from labrecord.cli.common import CONTEXT_SETTINGS
 @click.option("--out", default="report.html", show_default=True, type=click.Path(dir_okay=False), help="HTML file to write.")
 @click.option("--parquet", is_flag=True, help="SOURCE is a Parquet snapshot folder.")
 @click.option("--seed", default=0, show_default=True, type=int, help="Seed of the bootstrap generator.")
-@click.option("--resamples", default=1000, show_default=True, type=click.IntRange(min=0), help="Bootstrap resamples.")
+@click.option("--resamples", default=1000, show_default=True, type=click.IntRange(min=0, max=1_000_000), help="Bootstrap resamples.")
 @click.option("--no-audit", is_flag=True, help="Do not replay-audit a runs folder first.")
+@follow_symlinks_option
 def report(source: str, out: str, parquet: bool, seed: int, resamples: int, no_audit: bool) -> None:
     """Write one self-contained HTML page comparing systems: choice, execution and
     completion rates with intervals, the reach funnel, Oracle gains, and every metric table.
@@ -22,7 +23,9 @@ def report(source: str, out: str, parquet: bool, seed: int, resamples: int, no_a
       labrecord report runs/ --out report.html
       labrecord report corpus.duckdb --out report.html --seed 1
     """
+    from labrecord.safeio import check_writable
     from labrecord.scorers.report import write_report
 
+    check_writable(out)
     path = write_report(source, out, seed=seed, resamples=resamples, parquet=parquet, audit=not no_audit)
     click.echo(str(path))

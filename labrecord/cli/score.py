@@ -2,17 +2,18 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import click
 
-from labrecord.cli.common import CONTEXT_SETTINGS, echo_json, echo_table
+from labrecord.cli.common import CONTEXT_SETTINGS, follow_symlinks_option, echo_json, echo_table
 
 
 @click.command(context_settings=CONTEXT_SETTINGS)
 @click.argument("source", required=False, type=click.Path(exists=True))
 @click.option("--parquet", "parquet_dir", type=click.Path(exists=True, file_okay=False), help="Score a Parquet snapshot folder.")
 @click.option("--seed", default=0, show_default=True, type=int, help="Seed of the bootstrap generator.")
-@click.option("--resamples", default=1000, show_default=True, type=click.IntRange(min=0), help="Bootstrap resamples (0: no intervals).")
+@click.option("--resamples", default=1000, show_default=True, type=click.IntRange(min=0, max=1_000_000), help="Bootstrap resamples (0: no intervals).")
 @click.option("--decision", "decisions", multiple=True, help="Registered decision for the reach triple (repeatable; default: every decision reached).")
 @click.option("--one-group", is_flag=True, help="Pool all runs into one result; refused when their identities differ.")
 @click.option("--system", help="Only runs of this system name.")
@@ -20,6 +21,7 @@ from labrecord.cli.common import CONTEXT_SETTINGS, echo_json, echo_table
 @click.option("--no-audit", is_flag=True, help="Do not replay-audit a runs folder first (its runs then count as unaudited).")
 @click.option("--json", "as_json", is_flag=True,
               help='Print {"groups": [{"identity", "metrics", "coverage"}], "unassigned_invalid_runs": [...]}.')
+@follow_symlinks_option
 def score(source: str | None, parquet_dir: str | None, seed: int, resamples: int, decisions: tuple[str, ...],
           one_group: bool, system: str | None, out: str | None, no_audit: bool, as_json: bool) -> None:
     """Recompute the benchmark metrics from stored runs, a corpus file or a snapshot.
@@ -46,6 +48,10 @@ def score(source: str | None, parquet_dir: str | None, seed: int, resamples: int
 
     if (source is None) == (parquet_dir is None):
         raise click.UsageError("give either SOURCE or --parquet DIR")
+    if out:
+        from labrecord.safeio import check_writable
+
+        check_writable(out)
     con, kind, ingested = open_source(parquet_dir or source, parquet=parquet_dir is not None)
     for where_, findings in (ingested.skipped.items() if ingested else ()):
         click.echo(f"invalid {where_}: {findings[0]}" + (f" (+{len(findings) - 1} more)" if len(findings) > 1 else ""), err=True)
@@ -63,9 +69,21 @@ def score(source: str | None, parquet_dir: str | None, seed: int, resamples: int
     atomic_write_bytes(target, dumps_pretty(result))
     if as_json:
         echo_json(result)
+        _refuse_missing_registries(ingested)
         return
     _print_tables(result)
     click.echo(f"wrote {target}", err=True)
+    _refuse_missing_registries(ingested)
+
+
+def _refuse_missing_registries(ingested: Any) -> None:
+    """A registry that did not load takes its members' metrics (B_next, C_id …) with it: exit 1."""
+    from labrecord.rundir import POPULATIONS_DIR
+
+    skipped = [where for where in (ingested.skipped if ingested else ()) if Path(where).parent.name == POPULATIONS_DIR]
+    if skipped:
+        raise click.ClickException(f"population registr{'y' if len(skipped) == 1 else 'ies'} not loaded "
+                                   f"({', '.join(skipped)}): metrics over their members are missing")
 
 
 def _default_out(source: Path) -> Path:

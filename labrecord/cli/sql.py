@@ -14,7 +14,12 @@ from labrecord.cli.common import CONTEXT_SETTINGS, echo_rows, output_options
 @output_options
 def sql(query: str | None, db: str, parquet_dir: str | None, show_schema: bool, as_json: bool, as_csv: bool) -> None:
     """Run a read-only SQL query over a corpus (tables: runs, events, observations,
-    measurements, online_scores, final_scores, populations; views: first_choices, episodes).
+    measurements, online_scores, final_scores, populations, rxn_*; views: first_choices, episodes).
+
+    Only reads are run: SELECT (with WITH, FROM-first, VALUES), DESCRIBE, SHOW, SUMMARIZE and
+    EXPLAIN of those.  Anything else is refused before it runs (COPY, EXPORT, ATTACH,
+    INSTALL, LOAD, CREATE, DROP, INSERT, SET, PRAGMA …), and no query can read or write files
+    outside the corpus (read_text, glob and read_csv of other paths are refused).
 
     \b
     Example:
@@ -22,21 +27,17 @@ def sql(query: str | None, db: str, parquet_dir: str | None, show_schema: bool, 
       labrecord sql "SELECT system_name, avg(correct::INT) FROM first_choices JOIN runs USING (run_id) GROUP BY 1"
       labrecord sql "SELECT * FROM runs" --parquet snapshot/ --csv
     """
-    from labrecord.errors import LabrecordError
-    from labrecord.store import connect, open_snapshot, schema_rows
+    from labrecord.store import schema_rows
+    from labrecord.store.readonly import open_read_only, run_read_only
 
-    con = open_snapshot(parquet_dir) if parquet_dir else connect(db, read_only=True)
-    if show_schema:
-        echo_rows(["kind", "relation", "column", "type", "comment"], schema_rows(con), as_json, as_csv)
-        return
-    if not query:
+    if not query and not show_schema:
         raise click.UsageError("give a QUERY or --schema")
-    import duckdb
-
+    con = open_read_only(parquet_dir=parquet_dir) if parquet_dir else open_read_only(db)
     try:
-        cursor = con.execute(query)
-        columns = [d[0] for d in cursor.description] if cursor.description else []
-        rows = cursor.fetchall() if columns else []
-    except duckdb.Error as error:
-        raise LabrecordError(f"query failed: {str(error).splitlines()[0]}") from error
+        if show_schema:
+            echo_rows(["kind", "relation", "column", "type", "comment"], schema_rows(con), as_json, as_csv)
+            return
+        columns, rows = run_read_only(con, query)  # type: ignore[arg-type]
+    finally:
+        con.close()
     echo_rows(columns, rows, as_json, as_csv)

@@ -25,6 +25,7 @@ from labrecord.rundir import (
     EVENTS_FILE, MEASUREMENTS_FILE, OBSERVATIONS_FILE, ONLINE_SCORES_FILE, POPULATIONS_DIR, RUN_FILE, SCORES_FILE,
     find_run_dirs,
 )
+from labrecord.safeio import MAX_BINARY_BYTES, MAX_DOCUMENT_BYTES, MAX_LOG_BYTES, check_file, decode_json, excerpt, read_bounded
 from labrecord.store.schema import (
     AUDITS, EVENTS, INVALID_RUNS, OBSERVATIONS, ONLINE_SCORES, POPULATIONS, RUNS, TableSpec, json_columns,
 )
@@ -62,21 +63,31 @@ class _Pending:
 
 
 def content_hash(run_dir: Path) -> str:
-    """BLAKE2b over (name, bytes) of every loaded file that exists."""
+    """BLAKE2b over (name, bytes) of every loaded file that exists.
+
+    A file that may not be read (a link, a device, over the size limit) enters as a marker
+    of its problem: validation then names it, and nothing is read into memory whole.
+    """
     digest = hashlib.blake2b(digest_size=16)
     for name in LOADED_FILES:
         path = run_dir / name
-        if path.is_file():
+        if os.path.lexists(path):
             digest.update(name.encode() + b"\0")
-            digest.update(path.read_bytes())
+            try:
+                check_file(path, MAX_BINARY_BYTES)
+                with open(path, "rb") as fh:
+                    for chunk in iter(lambda: fh.read(1 << 20), b""):
+                        digest.update(chunk)
+            except (LabrecordError, OSError) as error:
+                digest.update(b"unreadable: " + str(error).encode())
             digest.update(b"\0")
     return digest.hexdigest()
 
 
 def _peek_run_id(run_dir: Path) -> str | None:
     try:
-        raw = msgspec.json.decode((run_dir / RUN_FILE).read_bytes())
-    except (OSError, msgspec.DecodeError):
+        raw = decode_json(read_bounded(run_dir / RUN_FILE, MAX_DOCUMENT_BYTES), str(run_dir / RUN_FILE))
+    except (OSError, LabrecordError):
         return None
     run_id = raw.get("run_id") if isinstance(raw, dict) else None
     return run_id if isinstance(run_id, str) else None
@@ -175,9 +186,11 @@ def _load_jsonl(con: Any, table: str, files: list[tuple[str, str]], spec: TableS
         return
     con.execute("CREATE OR REPLACE TEMP TABLE _files (run_id VARCHAR, filename VARCHAR)")
     con.executemany("INSERT INTO _files VALUES (?, ?)", files)
-    # materialized first: scanning and transforming in one pipeline ran several times slower
+    # materialized first: scanning and transforming in one pipeline ran several times slower.
+    # Validation passed every line but the cut last line an interrupted writer may leave;
+    # ignore_errors turns that one into a NULL row, dropped here.
     con.execute(f"CREATE OR REPLACE TEMP TABLE _raw AS SELECT filename, json FROM read_ndjson_objects("
-                f"{_sql_list([f for _, f in files])}, filename=true)")
+                f"{_sql_list([f for _, f in files])}, filename=true, ignore_errors=true) WHERE json IS NOT NULL")
     names = [c.name for c in spec.columns if c.name != "run_id"]
     values = [_with_default(n) if table == "events" and n in _EVENT_DEFAULTS else f'"{n}"' for n in names]
     aliased = ", ".join(f'{v} AS "{n}"' for v, n in zip(values, names))
@@ -264,10 +277,14 @@ def ingest_populations(con: Any, root: Path, summary: IngestSummary) -> None:
     existing = dict(con.execute("SELECT population, any_value(content_hash) FROM populations GROUP BY population").fetchall())
     columns = json_columns(POPULATIONS, ("population", "line", "content_hash"))
     for path in sorted(folder.glob("*.jsonl")):
-        name, digest = path.stem, hashlib.blake2b(path.read_bytes(), digest_size=16).hexdigest()
+        report = Report()
+        try:
+            name, digest = path.stem, hashlib.blake2b(read_bounded(path, MAX_LOG_BYTES), digest_size=16).hexdigest()
+        except LabrecordError as error:
+            summary.skipped[str(path)] = [str(error)]
+            continue
         if existing.get(name) == digest:
             continue
-        report = Report()
         validate_population_file(path, report)
         if report.errors:
             summary.skipped[str(path)] = [str(f) for f in report.errors]
@@ -283,7 +300,8 @@ def ingest_populations(con: Any, root: Path, summary: IngestSummary) -> None:
             con.execute("COMMIT")
         except Exception as error:
             con.execute("ROLLBACK")
-            raise LabrecordError(f"{path}: could not load population: {error}") from error
+            summary.skipped[str(path)] = [f"{path}: could not load population: {excerpt(str(error))}"]
+            continue
         summary.populations.append(name)
 
 
@@ -320,6 +338,9 @@ def ingest_runs(runs_dir: str | os.PathLike[str], db: Any = None, *, batch_size:
     con = db if hasattr(db, "execute") else connect(db or "corpus.duckdb")
     root = Path(runs_dir)
     summary = IngestSummary(db=str(db) if not hasattr(db, "execute") else "<connection>")
+    # populations first, committed before any run: an ingest killed part-way never leaves
+    # runs whose denominators are missing
+    ingest_populations(con, root, summary)
     existing = dict(con.execute("SELECT run_id, content_hash FROM runs").fetchall())
     candidates: list[tuple[Path, str]] = []
     run_dirs = find_run_dirs(root)
@@ -346,7 +367,6 @@ def ingest_runs(runs_dir: str | os.PathLike[str], db: Any = None, *, batch_size:
             pending = []
     load_batch(con, pending)
     record_invalid_runs(con, [d for d, _ in candidates], summary.invalid)
-    ingest_populations(con, root, summary)
     return summary
 
 

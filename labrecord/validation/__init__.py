@@ -5,7 +5,9 @@ import os
 from pathlib import Path
 
 from labrecord.errors import LabrecordError
-from labrecord.rundir import EVENTS_FILE, POPULATIONS_DIR, RUN_FILE, find_run_dirs, is_run_dir
+from labrecord.measurements import FAMILY_COLUMNS
+from labrecord.rundir import EVENTS_FILE, MEASUREMENTS_FILE, POPULATIONS_DIR, RUN_FILE, find_run_dirs, is_run_dir
+from labrecord.safeio import excerpt, link_problem
 from labrecord.validation.findings import Finding, Report
 from labrecord.validation.files import (
     RUN_FILE_VALIDATORS, RunContext, validate_population_file,
@@ -15,20 +17,49 @@ __all__ = ["Finding", "Report", "validate_paths", "validate_run", "validate_fold
 
 
 def validate_run(run_dir: Path, report: Report | None = None) -> tuple[Report, RunContext]:
-    """Validate every file of one run directory and their cross-references."""
+    """Validate every file of one run directory and their cross-references.
+
+    Nothing in the folder can stop the check: a link, a device, an oversized or unreadable
+    file is one finding of this run.
+    """
     report = report if report is not None else Report()
     ctx = RunContext()
-    present = {p.name for p in run_dir.iterdir()}
-    if RUN_FILE not in present:
+    problem = link_problem(run_dir)
+    if problem is not None:
+        report.error(str(run_dir), None, "", problem)
+        return report, ctx
+    try:
+        present = {p.name for p in run_dir.iterdir()}
+    except OSError as error:
+        report.error(str(run_dir), None, "", f"cannot list the run directory: {error.strerror}")
+        return report, ctx
+    for name in sorted(present):
+        problem = link_problem(run_dir / name)
+        if problem is not None:
+            report.error(str(run_dir / name), None, "", problem)
+            present.discard(name)
+    if RUN_FILE not in present and not (run_dir / RUN_FILE).is_symlink():
         report.error(str(run_dir / RUN_FILE), None, "", "missing run.json")
-    if EVENTS_FILE not in present:
-        report.error(str(run_dir / EVENTS_FILE), None, "", "missing events.jsonl")
     for name, validator in RUN_FILE_VALIDATORS.items():
         if name in present:
-            validator(run_dir / name, report, ctx)
+            try:
+                validator(run_dir / name, report, ctx)
+            except (OSError, LabrecordError) as error:
+                report.error(str(run_dir / name), None, "", f"unreadable: {excerpt(str(error))}")
+    if EVENTS_FILE not in present and not (run_dir / EVENTS_FILE).is_symlink():
+        if ctx.interrupted:
+            report.warn(str(run_dir / EVENTS_FILE), None, "", "not written: the run was interrupted before its first event")
+        else:
+            report.error(str(run_dir / EVENTS_FILE), None, "", "missing events.jsonl")
     for name in sorted(present - set(RUN_FILE_VALIDATORS)):
         if not name.startswith("."):
             report.warn(str(run_dir / name), None, "", "file of no registered kind (not checked)")
+    if MEASUREMENTS_FILE not in present and ctx.family in FAMILY_COLUMNS:
+        if ctx.interrupted:
+            report.warn(str(run_dir / MEASUREMENTS_FILE), None, "", "not written: the run was interrupted before its end")
+        elif not (run_dir / MEASUREMENTS_FILE).is_symlink():
+            report.warn(str(run_dir / MEASUREMENTS_FILE), None, "",
+                        f"missing: family {ctx.family!r} replays its contract from measurements, so the run cannot be audited")
     _cross_check(run_dir, report, ctx)
     return report, ctx
 

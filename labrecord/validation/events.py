@@ -1,6 +1,8 @@
 """Checks on the order and references of ``events.jsonl``."""
 from __future__ import annotations
 
+import math
+
 import msgspec
 
 from labrecord.models import (
@@ -22,8 +24,12 @@ class EventLogSummary:
         self.count = 0
 
 
-def validate_events(path: str, data: bytes, report: Report) -> EventLogSummary:
-    """Validate one events log; every problem is added to ``report``."""
+def validate_events(path: str, data: bytes, report: Report, *, interrupted: bool = False) -> EventLogSummary:
+    """Validate one events log; every problem is added to ``report``.
+
+    ``interrupted``: the run is still marked ``running`` (its writer never closed it), so
+    a cut last line and an open last episode are warnings.
+    """
     summary = EventLogSummary()
     opportunities = summary.opportunities
     first_native: set[str] = set()
@@ -32,7 +38,7 @@ def validate_events(path: str, data: bytes, report: Report) -> EventLogSummary:
     last_t = float("-inf")
     last_version = -1
     open_episode: int | None = None
-    for line, event in decode_jsonl(path, data, _decoder, report):
+    for line, event in decode_jsonl(path, data, _decoder, report, interrupted=interrupted):
         summary.count += 1
         if last_seq is not None and event.seq <= last_seq:
             report.error(path, line, "seq", f"seq {event.seq} does not increase (previous {last_seq})")
@@ -50,6 +56,8 @@ def validate_events(path: str, data: bytes, report: Report) -> EventLogSummary:
                 report.error(path, line, "opportunity.evidence_version", f"evidence version {event.evidence_version} goes back from {last_version}")
             last_version = max(last_version, event.evidence_version)
             opportunities[event.opp] = event
+            if event.window_s is not None and not (math.isfinite(event.window_s) and event.window_s > 0):
+                report.error(path, line, "opportunity.window_s", f"window_s {event.window_s} is not a positive number of seconds")
             if event.obs_id is not None:
                 summary.obs_ids[event.obs_id] = line
         elif kind is Choice:

@@ -5,6 +5,7 @@ registered kind is reported as a warning rather than passed over silently.
 """
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -12,11 +13,14 @@ from typing import Any
 import msgspec
 
 from labrecord.errors import LabrecordError
-from labrecord.measurements import check_measurement_schema
+from labrecord.measurements import check_measurement_schema, nonfinite_columns
 from labrecord.models import FinalScores, ObservationReceipt, OnlineScore, PopulationEntry
 from labrecord.rundir import (
     DEMO_FILE, EVENTS_FILE, MEASUREMENTS_FILE, OBSERVATIONS_FILE, ONLINE_SCORES_FILE, RUN_FILE,
     SCORES_FILE, VIDEOS_DIR, RunDocument, parse_manifest,
+)
+from labrecord.safeio import (
+    MAX_BINARY_BYTES, MAX_DOCUMENT_BYTES, MAX_LOG_BYTES, check_file, decode_json, excerpt, read_bounded,
 )
 from labrecord.validation.events import EventLogSummary, validate_events
 from labrecord.validation.findings import Report
@@ -39,26 +43,55 @@ class RunContext:
     def family(self) -> str | None:
         return self.document.manifest.task.family if self.document else None
 
+    @property
+    def interrupted(self) -> bool:
+        """The writer never closed the run (status ``running``): a crash leaves a valid prefix."""
+        return self.document is not None and self.document.manifest.status == "running"
+
+
+def _read(path: Path, report: Report, limit: int = MAX_LOG_BYTES) -> bytes | None:
+    """The file's bytes, or None after reporting why it may not be read (link, device, size)."""
+    try:
+        return read_bounded(path, limit)
+    except LabrecordError as error:
+        report.error(str(path), None, "", _without_prefix(str(error), path))
+        return None
+
+
+def _without_prefix(text: str, path: Path) -> str:
+    prefix = f"{path}: "
+    return text[len(prefix):] if text.startswith(prefix) else text
+
 
 def validate_manifest_file(path: Path, report: Report, ctx: RunContext) -> None:
+    data = _read(path, report, MAX_DOCUMENT_BYTES)
+    if data is None:
+        return
     try:
-        ctx.document = parse_manifest(path.read_bytes(), str(path))
+        ctx.document = parse_manifest(data, str(path))
     except LabrecordError as error:
-        prefix = f"{path}: "
-        text = str(error)
-        report.error(str(path), None, "", text[len(prefix):] if text.startswith(prefix) else text)
+        report.error(str(path), None, "", _without_prefix(str(error), path))
         return
     if ctx.document.manifest.status == "running":
         report.warn(str(path), None, "status", "run is still marked 'running' (interrupted or still being written)")
+    deadline = ctx.document.manifest.evaluation.budget.response_deadline_s
+    if deadline is not None and not (math.isfinite(deadline) and deadline > 0):
+        report.error(str(path), None, "evaluation.budget.response_deadline_s",
+                     f"response deadline {deadline} is not a positive number of seconds")
 
 
 def validate_events_file(path: Path, report: Report, ctx: RunContext) -> None:
-    ctx.events = validate_events(str(path), path.read_bytes(), report)
+    data = _read(path, report)
+    if data is not None:
+        ctx.events = validate_events(str(path), data, report, interrupted=ctx.interrupted)
 
 
 def validate_observations_file(path: Path, report: Report, ctx: RunContext) -> None:
     last_version = -1
-    for line, receipt in decode_jsonl(str(path), path.read_bytes(), _receipt_decoder, report):
+    data = _read(path, report)
+    if data is None:
+        return
+    for line, receipt in decode_jsonl(str(path), data, _receipt_decoder, report, interrupted=ctx.interrupted):
         if receipt.obs_id in ctx.receipts:
             report.error(str(path), line, "obs_id", f"obs_id {receipt.obs_id!r} repeats (first on line {ctx.receipts[receipt.obs_id]})")
         ctx.receipts.setdefault(receipt.obs_id, line)
@@ -71,17 +104,23 @@ def validate_observations_file(path: Path, report: Report, ctx: RunContext) -> N
 
 def validate_online_scores_file(path: Path, report: Report, ctx: RunContext) -> None:
     last_t = float("-inf")
-    for line, snapshot in decode_jsonl(str(path), path.read_bytes(), _online_decoder, report):
+    data = _read(path, report)
+    if data is None:
+        return
+    for line, snapshot in decode_jsonl(str(path), data, _online_decoder, report, interrupted=ctx.interrupted):
         if snapshot.t < last_t:
             report.error(str(path), line, "t", f"t {snapshot.t} goes back from {last_t}")
         last_t = max(last_t, snapshot.t)
 
 
 def validate_scores_file(path: Path, report: Report, ctx: RunContext) -> None:
+    data = _read(path, report, MAX_DOCUMENT_BYTES)
+    if data is None:
+        return
     try:
-        scores = msgspec.json.decode(path.read_bytes(), type=FinalScores)
-    except (msgspec.DecodeError, msgspec.ValidationError) as error:
-        report.error(str(path), None, "", str(error))
+        scores = decode_json(data, str(path), type=FinalScores)
+    except LabrecordError as error:
+        report.error(str(path), None, "", _without_prefix(str(error), path))
         return
     if ctx.document is not None and scores.run_id != ctx.document.manifest.run_id:
         report.error(str(path), None, "run_id", f"scores name run {scores.run_id!r}, run.json names {ctx.document.manifest.run_id!r}")
@@ -90,6 +129,11 @@ def validate_scores_file(path: Path, report: Report, ctx: RunContext) -> None:
 def validate_measurements_file(path: Path, report: Report, ctx: RunContext) -> None:
     import pyarrow.parquet as pq
 
+    try:
+        check_file(path, MAX_BINARY_BYTES)
+    except LabrecordError as error:
+        report.error(str(path), None, "", _without_prefix(str(error), path))
+        return
     try:
         parquet = pq.ParquetFile(path)
     except Exception as error:  # pyarrow raises several types for damaged files
@@ -105,11 +149,33 @@ def validate_measurements_file(path: Path, report: Report, ctx: RunContext) -> N
             steps_back = pc.sum(pc.less(t.slice(1), t.slice(0, len(t) - 1))).as_py() or 0
             if steps_back:
                 report.error(str(path), None, "t", f"t goes back {steps_back} time(s)")
+    _check_finite(path, parquet, report)
+
+
+def _check_finite(path: Path, parquet: Any, report: Report) -> None:
+    import pyarrow as pa
+
+    floats = [f.name for f in parquet.schema_arrow if pa.types.is_floating(f.type)]
+    if not floats:
+        return
+    try:
+        table = parquet.read(columns=floats)
+    except Exception as error:  # pyarrow raises several types for damaged pages
+        report.error(str(path), None, "", f"unreadable float columns: {excerpt(str(error))}")
+        return
+    for name, count, first in nonfinite_columns(table):
+        report.error(str(path), None, name, f"column {name!r} holds {count} non-finite value(s) (NaN or infinity), "
+                                            f"first at row {first}")
 
 
 def validate_demo_file(path: Path, report: Report, ctx: RunContext) -> None:
     import h5py
 
+    try:
+        check_file(path, MAX_BINARY_BYTES)
+    except LabrecordError as error:
+        report.error(str(path), None, "", _without_prefix(str(error), path))
+        return
     try:
         with h5py.File(path, "r") as fh:
             if "data" not in fh:
@@ -142,7 +208,8 @@ def validate_population_file(path: Path, report: Report) -> dict[str, Any]:
     registered: set[str] = set()
     references: list[tuple[int, str, str]] = []
     keys: dict[tuple[str, str], int] = {}
-    for line, record in decode_jsonl(str(path), path.read_bytes(), _population_decoder, report):
+    data = _read(path, report)
+    for line, record in decode_jsonl(str(path), data or b"", _population_decoder, report) if data is not None else ():
         tag = type(record).__struct_config__.tag
         key_field = "pair_id" if tag in ("pair", "oracle_pair") else "instance_id"
         key = (tag, getattr(record, key_field) + ("/" + record.decision if tag == "checkpoint" else ""))

@@ -4,7 +4,19 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Literal
 
+
 Severity = Literal["error", "warning"]
+
+#: a finding quotes input values (an id, a field): never more than this of it
+MAX_MESSAGE_CHARS = 400
+
+
+def _shorten(message: str) -> str:
+    """Cut the middle of an over-long message: its start names the value, its end what is wrong."""
+    if len(message) <= MAX_MESSAGE_CHARS:
+        return message
+    cut = len(message) - MAX_MESSAGE_CHARS + 100
+    return f"{message[:MAX_MESSAGE_CHARS - 100]} …({cut} chars)… {message[-100:]}"
 
 
 @dataclass(frozen=True)
@@ -31,10 +43,10 @@ class Report:
     warnings: list[Finding] = field(default_factory=list)
 
     def error(self, path: str, line: int | None, field_: str, message: str) -> None:
-        self.errors.append(Finding(path, line, field_, message, "error"))
+        self.errors.append(Finding(path, line, field_, _shorten(message), "error"))
 
     def warn(self, path: str, line: int | None, field_: str, message: str) -> None:
-        self.warnings.append(Finding(path, line, field_, message, "warning"))
+        self.warnings.append(Finding(path, line, field_, _shorten(message), "warning"))
 
     def extend(self, other: Report) -> None:
         self.errors.extend(other.errors)

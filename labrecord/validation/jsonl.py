@@ -8,22 +8,66 @@ import msgspec
 
 from labrecord.errors import TruncatedLogError
 from labrecord.fileio import Line, LineProblem, decode_error_message, iter_lines
+from labrecord.safeio import depth_problem, excerpt
 from labrecord.validation.findings import Report
 
+#: line-level findings listed per file; the rest are counted in one closing finding, so
+#: a file that is not a log at all (a link to /etc/passwd) is never echoed whole
+MAX_LINE_FINDINGS = 10
 
-def decode_jsonl(path: str, data: bytes, decoder: msgspec.json.Decoder[Any], report: Report) -> Iterator[tuple[int, Any]]:
-    """Yield ``(line, record)`` for every line that decodes; report the others."""
+
+def decode_jsonl(path: str, data: bytes, decoder: msgspec.json.Decoder[Any], report: Report, *,
+                 interrupted: bool = False) -> Iterator[tuple[int, Any]]:
+    """Yield ``(line, record)`` for every line that decodes; report the others.
+
+    ``interrupted``: the run's writer never closed it, so a cut last line is the expected
+    trace of the crash (a warning, the line is ignored) rather than damage (an error).
+    """
     if not data.strip():
         report.error(path, None, "", "empty file")
         return
+    problems = quotes = 0
+
+    def problem(line: int, field: str, message: str) -> None:
+        nonlocal problems
+        problems += 1
+        if problems <= MAX_LINE_FINDINGS:
+            report.error(path, line, field, message)
+
+    expected = 1
     for item in iter_lines(path, data):
+        number = item.number if isinstance(item, Line) else item.line
+        for blank in range(expected, number):
+            problem(blank, "", "blank line (every line of a JSONL log holds one record)")
+        expected = number + 1
         if isinstance(item, Line):
+            depth = depth_problem(item.raw)
+            if depth is not None:
+                problem(item.number, "", depth)
+                continue
             try:
                 yield item.number, decoder.decode(item.raw)
             except (msgspec.DecodeError, msgspec.ValidationError) as error:
                 field, message = decode_error_message(error, item.raw)
-                report.error(path, item.number, field, message)
+                text, quoted, _ = message.rpartition(" (line: ")
+                if quoted:
+                    # one short quote per file: a file that is not a log is never echoed line by line
+                    message = text if quotes else f"{text} (line: {excerpt(item.raw)})"
+                    quotes += 1
+                problem(item.number, field, message)
+            except RecursionError:
+                problem(item.number, "", "JSON nested too deeply to decode")
         elif isinstance(item, TruncatedLogError):
-            report.error(path, item.line, "", f"truncated last line ({item.size} bytes without a newline)")
+            expected = number
+            if interrupted:
+                report.warn(path, item.line, "", f"cut last line ({item.size} bytes without a newline): the run was "
+                                                 "interrupted mid-write; the line is ignored")
+            else:
+                problem(item.line, "", f"truncated last line ({item.size} bytes without a newline)")
         elif isinstance(item, LineProblem):
-            report.error(path, item.line, "", item.detail)
+            problem(item.line, "", item.detail)
+    for blank in range(expected, data.count(b"\n") + 1):
+        problem(blank, "", "blank line (every line of a JSONL log holds one record)")
+    if problems > MAX_LINE_FINDINGS:
+        report.error(path, None, "", f"{problems - MAX_LINE_FINDINGS} more line problem(s) not listed "
+                                     f"({problems} in all)")
