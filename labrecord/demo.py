@@ -39,6 +39,7 @@ from typing import Any
 import numpy as np
 
 from labrecord.errors import LabrecordError, SchemaVersionError
+from labrecord.fileio import commit, discard, temp_beside
 
 DEMO_FORMAT = "labrecord.demo/1"
 SUPPORTED_MAJOR = 1
@@ -174,7 +175,7 @@ class DemoWriter:
             raise LabrecordError(f"{self.path}: already exists; pass overwrite=True to replace it")
         self.env_args = {**dict(env_args), "type": ENV_TYPE}
         self.block, self.compression = block, compression
-        self._tmp = self.path.with_name(f".{self.path.name}.tmp")
+        self._tmp = temp_beside(self.path)
         self._file = _h5py().File(self._tmp, "w")
         self._data = self._file.create_group("data")
         self._attempts: list[Attempt] = []
@@ -279,16 +280,17 @@ class DemoWriter:
             raise LabrecordError(f"{self.path}: close() while {self._episode['name']} is still open; call end() first")
         if accept not in RULES:
             raise LabrecordError(f"{self.path}: acceptance rule {accept!r} is not one of {', '.join(RULES)}")
-        demos = [a for a in self._attempts if a.demo is not None]
-        accepted = [a.demo for a in demos if accept == "all" or a.success]
-        train, valid = split_names(accepted, valid_ratio, seed)  # type: ignore[arg-type]
+        demos = [(a, a.demo) for a in self._attempts if a.demo is not None]
+        accepted = [name for a, name in demos if accept == "all" or a.success]
+        train, valid = split_names(accepted, valid_ratio, seed)
         rule = {"rule": accept, "valid_ratio": valid_ratio, "seed": seed}
-        masks = {"train": train, "valid": valid,
-                 "success": [a.demo for a in demos if a.success], "failed": [a.demo for a in demos if not a.success]}
+        masks: dict[str, list[str]] = {"train": train, "valid": valid,
+                                       "success": [name for a, name in demos if a.success],
+                                       "failed": [name for a, name in demos if not a.success]}
         masks.update({key: list(value) for key, value in (filters or {}).items()})
-        finish_file(self._file, self.env_args, len(demos), sum(a.num_samples for a in demos), masks, rule, self._attempts)
+        finish_file(self._file, self.env_args, len(demos), sum(a.num_samples for a, _ in demos), masks, rule, self._attempts)
         self._file.close()
-        os.replace(self._tmp, self.path)
+        commit(self._tmp, self.path)
         self.closed = True
         return self.path
 
@@ -296,7 +298,7 @@ class DemoWriter:
         """Drop the partial file."""
         if not self.closed:
             self._file.close()
-            self._tmp.unlink(missing_ok=True)
+            discard(self._tmp)
             self.closed = True
 
     def __enter__(self) -> DemoWriter:

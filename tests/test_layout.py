@@ -33,3 +33,17 @@ def test_every_registered_command_loads_and_has_an_example() -> None:
         result = runner.invoke(cli, [name, "-h"])
         assert result.exit_code == 0, f"{name}: {result.output}"
         assert "Example:" in result.output, f"{name} --help has no Example block"
+
+
+def test_the_import_contracts_name_every_core_module() -> None:
+    """scripts/lint.sh checks the layers with import-linter; its core contract lists the core
+    modules by name, so a new module of labrecord/ must be added there to be checked."""
+    import tomllib
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    contracts = tomllib.loads((root / "pyproject.toml").read_text())["tool"]["importlinter"]["contracts"]
+    core = next(c for c in contracts if c["name"].startswith("The core"))
+    present = {f"labrecord.{p.stem}" for p in (root / "labrecord").iterdir()
+               if (p.suffix == ".py" and p.stem != "__init__") or (p / "__init__.py").is_file()}
+    assert present - {"labrecord.cli"} == set(core["source_modules"])

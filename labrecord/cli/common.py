@@ -82,7 +82,7 @@ def progress(total: int | None, description: str) -> Iterator[Callable[[int], No
     Yields ``advance(n)``.
     """
     if not sys.stderr.isatty() or total is not None and total <= 1:
-        yield lambda n=1: None
+        yield _ignore
         return
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
     from rich.console import Console
@@ -90,4 +90,12 @@ def progress(total: int | None, description: str) -> Iterator[Callable[[int], No
     with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                   TimeRemainingColumn(), console=Console(stderr=True), transient=True) as bar:
         task = bar.add_task(description, total=total)
-        yield lambda n=1: bar.advance(task, n)
+
+        def advance(n: int = 1) -> None:
+            bar.advance(task, n)
+
+        yield advance
+
+
+def _ignore(n: int = 1) -> None:
+    """``advance`` when no bar is shown."""

@@ -2,11 +2,12 @@
 ``labrecord.cli.rxn_extract``, imported on first use)."""
 from __future__ import annotations
 
+from typing import Any
+
 import click
 
 from labrecord.cli.lazy import LazyGroup
 from labrecord.cli.common import CONTEXT_SETTINGS, echo_csv, echo_json, echo_table, output_options
-from labrecord.errors import LabrecordError
 
 #: sub-commands living in other modules: name -> (module under labrecord.cli, attribute, one-line help)
 EXTENSIONS: dict[str, tuple[str, str, str]] = {

@@ -39,14 +39,15 @@ def score(source: str | None, parquet_dir: str | None, seed: int, resamples: int
 
     if (source is None) == (parquet_dir is None):
         raise click.UsageError("give either SOURCE or --parquet DIR")
-    con, _, ingested = open_source(parquet_dir or source, parquet=parquet_dir is not None)
+    given: str = parquet_dir or source  # type: ignore[assignment]  # exactly one is set (checked above)
+    con, _, ingested = open_source(given, parquet=parquet_dir is not None)
     for where_, findings in (ingested.skipped.items() if ingested else ()):
         click.echo(f"skipped {where_}: {findings[0]}" + (f" (+{len(findings) - 1} more)" if len(findings) > 1 else ""), err=True)
     where = (lambda row: row["system_name"] == system) if system else None
     result = score_corpus(con, seed=seed, resamples=resamples, decisions=decisions or None, one_group=one_group, where=where)
     if not result["groups"]:
-        raise LabrecordError(f"{parquet_dir or source}: no valid runs to score")
-    target = Path(out) if out else _default_out(Path(parquet_dir or source))
+        raise LabrecordError(f"{given}: no valid runs to score")
+    target = Path(out) if out else _default_out(Path(given))
     atomic_write_bytes(target, dumps_pretty(result))
     if as_json:
         echo_json(result)

@@ -1,7 +1,6 @@
 """Corpus statistics on a small hand-counted corpus."""
 from __future__ import annotations
 
-import pytest
 
 from tests.support import require_module
 

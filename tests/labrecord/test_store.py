@@ -158,7 +158,7 @@ def test_written_events_read_back_unchanged(decision_lists):
         con = connect(None)
         ingest_runs(root, con)
         for index in range(len(decision_lists)):
-            lines = [json.loads(l) for l in (root / f"r{index}" / "events.jsonl").read_text().splitlines()]
+            lines = [json.loads(line) for line in (root / f"r{index}" / "events.jsonl").read_text().splitlines()]
             stored = con.execute("SELECT seq, type, t FROM events WHERE run_id = ? ORDER BY seq", [f"r{index}"]).fetchall()
             assert stored == [(e["seq"], e["type"], e["t"]) for e in lines]
 
