@@ -48,7 +48,8 @@ def ingest_cmd(path: str, db: str, system: str | None, gold: bool, as_json: bool
       labrecord rxn ingest runs/rxnminer/ --db corpus.duckdb --system rxnminer
     """
     from labrecord.chemdata.adapters import load_documents
-    from labrecord.chemdata.store import connect, ingest_documents
+    from labrecord.chemdata.store import ingest_documents
+    from labrecord.store import connect
 
     docs = load_documents(path, system=system, gold=gold)
     con = connect(db)
@@ -88,7 +89,7 @@ def score_cmd(gold: str, preds: tuple[str, ...], db: str | None, by: str | None,
       labrecord rxn score --gold gold --pred rxnminer --pred chemeagle --db corpus.duckdb --by system
       labrecord rxn score --gold gold/ --pred out.jsonl --by layout --json
     """
-    from labrecord.scorers.reaction import score_paths
+    from labrecord.chemdata.scoring import score_paths
 
     results = score_paths(gold, list(preds), db=db, by=by, warn=lambda line: click.echo(f"warning: {line}", err=True))
     _print_scores(results, by, as_json, as_csv)
@@ -157,7 +158,7 @@ def stats_cmd(path: str | None, db: str | None, system: str | None, as_json: boo
     if (path is None) == (db is None):
         raise click.UsageError("give either PATH or --db")
     if db is not None:
-        from labrecord.chemdata.store import connect
+        from labrecord.store import connect
 
         con = connect(db)
         try:

@@ -25,6 +25,7 @@ from labrecord.rundir import (
     EVENTS_FILE, MEASUREMENTS_FILE, OBSERVATIONS_FILE, ONLINE_SCORES_FILE, POPULATIONS_DIR, RUN_FILE, SCORES_FILE,
     find_run_dirs,
 )
+from labrecord.store.corpus import connect
 from labrecord.store.schema import (
     EVENTS, OBSERVATIONS, ONLINE_SCORES, POPULATIONS, RUNS, TableSpec, json_columns,
 )
@@ -307,8 +308,6 @@ def ingest_runs(runs_dir: str | os.PathLike[str], db: Any = None, *, batch_size:
     ``corpus.duckdb``, or an open connection.  ``jobs`` validation processes (default 1;
     a pool only pays off on idle cores).  Returns an :class:`IngestSummary`.
     """
-    from labrecord.store.corpus import connect
-
     con = db if hasattr(db, "execute") else connect(db or "corpus.duckdb")
     root = Path(runs_dir)
     summary = IngestSummary(db=str(db) if not hasattr(db, "execute") else "<connection>")

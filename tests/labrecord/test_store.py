@@ -175,3 +175,67 @@ def test_a_corpus_with_views_of_an_older_release_gets_current_ones(tmp_path):
     assert connect(db, read_only=True).execute("SELECT eligible FROM first_choices").fetchall() == [(True,)]
     # writable: the stored views are redone, the tables kept
     assert connect(db).execute("SELECT run_id, eligible FROM first_choices").fetchall() == [("a", True)]
+
+
+def test_a_corpus_of_runs_and_reactions_round_trips_through_a_snapshot(tmp_path):
+    """Every registered table goes into the snapshot: run scores and reaction F1 computed on
+    the reopened snapshot equal those computed on the corpus file."""
+    from tests.support import require_module
+
+    require_module("rdkit", 'pip install "labrecord[chem]"')
+    from labrecord.chemdata.store import ingest_documents
+    from labrecord.scorers.corpus import score_corpus
+    from labrecord.scorers.reaction import score_db
+    from labrecord.store.schema import TABLES
+    from tests.chemdata.rxn_factories import figure, gold
+
+    root = tmp_path / "runs"
+    write_rollout(root, RolloutSpec("a", system="pi05", decisions=[DecisionSpec("d0")]))
+    write_rollout(root, RolloutSpec("b", system="pi05", decisions=[DecisionSpec("d0", outcome="wrong")]))
+    db = tmp_path / "c.duckdb"
+    ingest_runs(root, db)
+    con = connect(db)
+    ester, amide = (["CC(=O)O", "OCC"], ["CCOC(C)=O"]), (["CC(=O)O", "N"], ["CC(N)=O"])
+    ingest_documents(con, [gold("f1", [ester, amide]), gold("f2", [amide])], gold=True)
+    ingest_documents(con, [figure("f1", [ester]), figure("f2", [ester])])
+    counts = write_snapshot(con, tmp_path / "snap")
+    assert set(counts) == {t.name for t in TABLES}
+    assert counts["rxn_figures"] == 4 and counts["runs"] == 2
+    snap = open_snapshot(tmp_path / "snap")
+    for table, n in counts.items():
+        assert _count(snap, f"SELECT count(*) FROM {table}") == n
+    assert score_db(snap, "gold", "sys") == score_db(con, "gold", "sys")
+    assert score_db(snap, "gold", "sys")["macro"]["strict"]["f1"] == pytest.approx((2 / 3 + 0) / 2)
+    assert score_corpus(snap, seed=0, resamples=50) == score_corpus(con, seed=0, resamples=50)
+
+
+def test_corpus_files_of_older_releases_open_whole(tmp_path):
+    """One migration path: a runs-only or reactions-only file gains the tables it lacks
+    (connection-local when read-only, stored when writable), its rows kept."""
+    import duckdb
+
+    from labrecord.store.schema import RXN_FIGURES, TABLES
+
+    runs_only = tmp_path / "runs.duckdb"
+    ingest_runs(write_rollout(tmp_path / "r", RolloutSpec("a")).parent, runs_only)
+    raw = duckdb.connect(str(runs_only))
+    for spec in TABLES:
+        if spec.name.startswith("rxn_"):
+            raw.execute(f"DROP TABLE {spec.name}")
+    raw.close()
+    assert _count(connect(runs_only, read_only=True), "SELECT count(*) FROM rxn_figures") == 0
+    assert _count(connect(runs_only), "SELECT count(*) FROM runs") == 1
+
+    rxn_only = tmp_path / "rxn.duckdb"
+    raw = duckdb.connect(str(rxn_only))
+    raw.execute(RXN_FIGURES.ddl())
+    raw.execute("INSERT INTO rxn_figures (system, figure_id, gold, status, n_reactions, n_templates) "
+                "VALUES ('gold', 'f', true, 'ok', 0, 0)")
+    raw.close()
+    read = connect(rxn_only, read_only=True)
+    assert _count(read, "SELECT count(*) FROM events") == 0
+    assert _count(read, "SELECT count(*) FROM first_choices") == 0
+    read.close()
+    con = connect(rxn_only)
+    assert _count(con, "SELECT count(*) FROM rxn_figures") == 1
+    assert {t.name for t in TABLES} <= {r[0] for r in con.execute("SELECT table_name FROM duckdb_tables()").fetchall()}
