@@ -287,17 +287,10 @@ POOL_THRESHOLD = 200
 def _validate_all(run_dirs: list[Path], jobs: int) -> Iterator[tuple[list[str], Any]]:
     """Validation results in order; spread over ``jobs`` processes for large ingests
     (validation decodes every line in Python and dominates the ingest time)."""
-    if jobs <= 1 or len(run_dirs) < POOL_THRESHOLD:
-        yield from map(_validate, run_dirs)
-        return
-    import multiprocessing
-    from concurrent.futures import ProcessPoolExecutor
+    from labrecord import parallel
 
-    # forkserver: workers never inherit the open DuckDB connection or its threads
-    context = multiprocessing.get_context("forkserver")
-    context.set_forkserver_preload(["labrecord.validation"])
-    with ProcessPoolExecutor(max_workers=jobs, mp_context=context) as pool:
-        yield from pool.map(_validate, run_dirs, chunksize=64)
+    workers = jobs if len(run_dirs) >= POOL_THRESHOLD else 1
+    return parallel.map(_validate, run_dirs, workers=workers, chunksize=64)
 
 
 def ingest_runs(runs_dir: str | os.PathLike[str], db: Any = None, *, batch_size: int = 2000,

@@ -239,3 +239,17 @@ def test_corpus_files_of_older_releases_open_whole(tmp_path):
     con = connect(rxn_only)
     assert _count(con, "SELECT count(*) FROM rxn_figures") == 1
     assert {t.name for t in TABLES} <= {r[0] for r in con.execute("SELECT table_name FROM duckdb_tables()").fetchall()}
+
+
+def test_validation_on_worker_processes_loads_the_same_corpus(tmp_path, monkeypatch):
+    """``jobs`` spreads validation over labrecord.parallel.map; the stored rows do not change."""
+    root = tmp_path / "runs"
+    for index, outcome in enumerate(["correct", "wrong", "none"]):
+        write_rollout(root, RolloutSpec(f"r{index}", decisions=[DecisionSpec(outcome=outcome)]))
+    (root / "r1" / "run.json").write_text("{")                 # one invalid run, skipped with findings
+    monkeypatch.setattr(ingest_module, "POOL_THRESHOLD", 1)
+    one, many = connect(None), connect(None)
+    first, second = ingest_runs(root, one), ingest_runs(root, many, jobs=2)
+    assert (first.added, list(first.skipped)) == (second.added, list(second.skipped)) == (["r0", "r2"], [str(root / "r1")])
+    query = "SELECT run_id, seq, type, t FROM events ORDER BY ALL"
+    assert one.execute(query).fetchall() == many.execute(query).fetchall()
