@@ -15,7 +15,7 @@ from typing import Any
 
 import msgspec
 
-from labrecord.demo import Attempt, demo_name, finish_file
+from labrecord.demo import Attempt, demo_name, finish_file, split_masks
 from labrecord.errors import LabrecordError
 from labrecord.fileio import atomic_path
 
@@ -64,15 +64,11 @@ def export_hdf5(runs_dir: str | os.PathLike[str], out: str | os.PathLike[str], *
     with atomic_path(out) as tmp, h5py.File(tmp, "w") as handle:
         frames = _copy_demos(handle, selection)
         attempts = _manifest(selection)
-        names = {"train": [a.export_name for a in selection.accepted if a.split == "train"],
-                 "valid": [a.export_name for a in selection.accepted if a.split == "valid"]}
-        masks = {**names,
-                 "success": [a.export_name for a in selection.accepted if a.success],
-                 "failed": [a.export_name for a in selection.accepted if not a.success]}
+        masks = split_masks([(a.export_name, a.success, a.split) for a in selection.accepted])
         rule = {"rule": accept, "valid_ratio": valid_ratio, "seed": seed}
         finish_file(handle, merged_env_args(selection), len(selection.accepted), frames, masks, rule, attempts)
     return ExportSummary(out, len(selection.accepted), frames, len(selection.attempts),
-                         len(names["train"]), len(names["valid"]))
+                         len(masks["train"]), len(masks["valid"]))
 
 
 def _copy_demos(handle: Any, selection: Selection) -> int:

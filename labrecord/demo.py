@@ -39,7 +39,7 @@ from typing import Any
 import numpy as np
 
 from labrecord.errors import LabrecordError, SchemaVersionError
-from labrecord.fileio import commit, discard, temp_beside
+from labrecord.fileio import commit, discard, json_default, temp_beside
 
 DEMO_FORMAT = "labrecord.demo/1"
 SUPPORTED_MAJOR = 1
@@ -282,11 +282,10 @@ class DemoWriter:
             raise LabrecordError(f"{self.path}: acceptance rule {accept!r} is not one of {', '.join(RULES)}")
         demos = [(a, a.demo) for a in self._attempts if a.demo is not None]
         accepted = [name for a, name in demos if accept == "all" or a.success]
-        train, valid = split_names(accepted, valid_ratio, seed)
+        _, valid = split_names(accepted, valid_ratio, seed)
+        split = {name: "valid" if name in valid else "train" for name in accepted}
         rule = {"rule": accept, "valid_ratio": valid_ratio, "seed": seed}
-        masks: dict[str, list[str]] = {"train": train, "valid": valid,
-                                       "success": [name for a, name in demos if a.success],
-                                       "failed": [name for a, name in demos if not a.success]}
+        masks = split_masks([(name, a.success, split.get(name)) for a, name in demos])
         masks.update({key: list(value) for key, value in (filters or {}).items()})
         finish_file(self._file, self.env_args, len(demos), sum(a.num_samples for a, _ in demos), masks, rule, self._attempts)
         self._file.close()
@@ -355,20 +354,10 @@ class DemoWriter:
         group = self._file.require_group("diagnostics").create_group(name)
         group.attrs["run_id"] = episode["run_id"]
         group.attrs["episode"] = episode["episode"]
-        group.attrs["json"] = json.dumps({"success": success, **diagnostics}, sort_keys=True, default=_json_default)
-
-
-def _json_default(value: Any) -> Any:
-    if isinstance(value, np.generic):
-        return value.item()
-    if isinstance(value, np.ndarray):
-        return value.tolist()
-    try:
-        import msgspec
-
-        return msgspec.to_builtins(value)
-    except TypeError:
-        raise TypeError(f"cannot store {type(value).__name__} in diagnostics") from None
+        try:
+            group.attrs["json"] = json.dumps({"success": success, **diagnostics}, sort_keys=True, default=json_default)
+        except TypeError as error:
+            raise TypeError(f"cannot store diagnostics of {name}: {error}") from None
 
 
 def split_names(names: Sequence[str], valid_ratio: float, seed: int) -> tuple[list[str], list[str]]:
@@ -383,6 +372,20 @@ def split_names(names: Sequence[str], valid_ratio: float, seed: int) -> tuple[li
     train = [name for i, name in enumerate(names) if i not in chosen]
     valid = [name for i, name in enumerate(names) if i in chosen]
     return train, valid
+
+
+def split_masks(demos: Sequence[tuple[str, bool | None, str | None]]) -> dict[str, list[str]]:
+    """The ``mask/*`` lists of a demonstration file from ``(name, success, split)`` rows,
+    ``split`` being ``"train"``, ``"valid"`` or None (not accepted): ``train`` and ``valid``
+    by split, ``success`` and ``failed`` over every row; each keeps the row order.
+
+    >>> split_masks([("demo_0", True, "train"), ("demo_1", False, None), ("demo_2", True, "valid")])
+    {'train': ['demo_0'], 'valid': ['demo_2'], 'success': ['demo_0', 'demo_2'], 'failed': ['demo_1']}
+    """
+    return {"train": [name for name, _, split in demos if split == "train"],
+            "valid": [name for name, _, split in demos if split == "valid"],
+            "success": [name for name, success, _ in demos if success],
+            "failed": [name for name, success, _ in demos if not success]}
 
 
 def finish_file(handle: Any, env_args: Mapping[str, Any], total: int, num_samples: int,

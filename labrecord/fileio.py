@@ -29,6 +29,18 @@ def dumps_pretty(obj: Any) -> bytes:
     return msgspec.json.format(dumps(obj), indent=2) + b"\n"
 
 
+def json_default(value: Any) -> Any:
+    """``default=`` for :func:`json.dumps`: numpy scalars and arrays, msgspec structs and
+    whatever else :func:`msgspec.to_builtins` converts; ``TypeError`` for the rest."""
+    import numpy as np
+
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, np.ndarray):
+        return value.tolist()
+    return msgspec.to_builtins(value)
+
+
 def umask() -> int:
     """The process umask, read without changing it where the system allows (Linux
     ``/proc/self/status``); elsewhere set and restored at once."""

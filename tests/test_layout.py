@@ -47,3 +47,27 @@ def test_the_import_contracts_name_every_core_module() -> None:
     present = {f"labrecord.{p.stem}" for p in (root / "labrecord").iterdir()
                if (p.suffix == ".py" and p.stem != "__init__") or (p / "__init__.py").is_file()}
     assert present - {"labrecord.cli"} == set(core["source_modules"])
+
+
+def test_every_command_takes_the_shared_json_option() -> None:
+    """Every leaf command carries the --json option of labrecord.cli.common.output_options."""
+    import click
+
+    def leaves(group: click.Group, ctx: click.Context, prefix: str) -> list[tuple[str, click.Command]]:
+        found = []
+        for name in group.list_commands(ctx):
+            command = group.get_command(ctx, name)
+            if command is None:
+                continue
+            if isinstance(command, click.Group):
+                found += leaves(command, ctx, f"{prefix}{name} ")
+            else:
+                found.append((prefix + name, command))
+        return found
+
+    ctx = click.Context(cli)
+    commands = leaves(cli, ctx, "")
+    assert len(commands) >= 15
+    missing = [name for name, command in commands
+               if not any(p.name == "as_json" and "--json" in p.opts for p in command.params)]
+    assert missing == []

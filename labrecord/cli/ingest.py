@@ -5,7 +5,7 @@ import sys
 
 import click
 
-from labrecord.cli.common import CONTEXT_SETTINGS, echo_json, progress
+from labrecord.cli.common import CONTEXT_SETTINGS, echo_json, output_options, progress
 
 
 @click.command(context_settings=CONTEXT_SETTINGS)
@@ -13,7 +13,7 @@ from labrecord.cli.common import CONTEXT_SETTINGS, echo_json, progress
 @click.option("--db", default="corpus.duckdb", show_default=True, type=click.Path(dir_okay=False), help="Corpus file (created if missing).")
 @click.option("--batch-size", default=2000, show_default=True, type=click.IntRange(min=1), help="Runs per load transaction.")
 @click.option("--strict", is_flag=True, help="Exit 1 when any run or population was skipped.")
-@click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
+@output_options(csv=False, json_help="Print the summary as JSON.")
 def ingest(runs_dir: str, db: str, batch_size: int, strict: bool, as_json: bool) -> None:
     """Load run directories (and RUNS_DIR/populations/*.jsonl) into a DuckDB corpus.
 

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import click
 
-from labrecord.cli.common import CONTEXT_SETTINGS
+from labrecord.cli.common import CONTEXT_SETTINGS, echo_json, output_options
 
 
 @click.command(context_settings=CONTEXT_SETTINGS)
@@ -12,7 +12,8 @@ from labrecord.cli.common import CONTEXT_SETTINGS
 @click.option("--parquet", is_flag=True, help="SOURCE is a Parquet snapshot folder.")
 @click.option("--seed", default=0, show_default=True, type=int, help="Seed of the bootstrap generator.")
 @click.option("--resamples", default=1000, show_default=True, type=click.IntRange(min=0), help="Bootstrap resamples.")
-def report(source: str, out: str, parquet: bool, seed: int, resamples: int) -> None:
+@output_options(csv=False, json_help='Print {"report": PATH}.')
+def report(source: str, out: str, parquet: bool, seed: int, resamples: int, as_json: bool) -> None:
     """Write one self-contained HTML page comparing systems: choice, execution and
     completion rates with intervals, the reach funnel, Oracle gains, and every metric table.
 
@@ -24,4 +25,4 @@ def report(source: str, out: str, parquet: bool, seed: int, resamples: int) -> N
     from labrecord.scorers.report import write_report
 
     path = write_report(source, out, seed=seed, resamples=resamples, parquet=parquet)
-    click.echo(str(path))
+    echo_json({"report": str(path)}) if as_json else click.echo(str(path))

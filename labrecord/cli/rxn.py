@@ -34,7 +34,7 @@ def rxn() -> None:
 @click.option("--db", required=True, type=click.Path(dir_okay=False), help="DuckDB corpus file (created if absent).")
 @click.option("--system", default=None, help="System name for every document (default: the document's own, else the path name).")
 @click.option("--gold", is_flag=True, help="The documents are reference annotations (must all convert).")
-@click.option("--json", "as_json", is_flag=True, help="Print the counts as JSON.")
+@output_options(csv=False, json_help="Print the counts as JSON.")
 def ingest_cmd(path: str, db: str, system: str | None, gold: bool, as_json: bool) -> None:
     """Read figure documents in any supported format and store them, canonicalized.
 
@@ -141,7 +141,7 @@ def _summary_table(summary: dict[str, Any], title: str) -> None:
 @click.argument("path", required=False, type=click.Path(exists=True))
 @click.option("--db", default=None, type=click.Path(dir_okay=False), help="Corpus to read (instead of PATH).")
 @click.option("--system", default=None, help="Only this system.")
-@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@output_options(csv=False, json_help="Print JSON.")
 def stats_cmd(path: str | None, db: str | None, system: str | None, as_json: bool) -> None:
     """Corpus statistics: records per figure, parse rates, provenance shares, field coverage.
 
@@ -191,7 +191,7 @@ def _stats_tables(result: dict[str, Any]) -> None:
 
 @rxn.command("check-judge", context_settings=CONTEXT_SETTINGS)
 @click.argument("paths", nargs=-1, required=True, type=click.Path(exists=True))
-@click.option("--json", "as_json", is_flag=True, help="Print {\"errors\": [...], \"warnings\": [...]}.")
+@output_options(csv=False, json_help="Print {\"errors\": [...], \"warnings\": [...]}.")
 def check_judge_cmd(paths: tuple[str, ...], as_json: bool) -> None:
     """Check LLM-judge outputs (schema llm-reaction-judge-v2) for types and arithmetic.
 

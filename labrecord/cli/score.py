@@ -5,7 +5,7 @@ from pathlib import Path
 
 import click
 
-from labrecord.cli.common import CONTEXT_SETTINGS, echo_json, echo_table
+from labrecord.cli.common import CONTEXT_SETTINGS, echo_json, echo_table, output_options
 
 
 @click.command(context_settings=CONTEXT_SETTINGS)
@@ -17,7 +17,7 @@ from labrecord.cli.common import CONTEXT_SETTINGS, echo_json, echo_table
 @click.option("--one-group", is_flag=True, help="Pool all runs into one result; refused when their identities differ.")
 @click.option("--system", help="Only runs of this system name.")
 @click.option("--out", type=click.Path(dir_okay=False), help="Where to write scores.json (default: beside the source).")
-@click.option("--json", "as_json", is_flag=True, help='Print {"groups": [{"identity", "metrics", "coverage"}]}.')
+@output_options(csv=False, json_help='Print {"groups": [{"identity", "metrics", "coverage"}]}.')
 def score(source: str | None, parquet_dir: str | None, seed: int, resamples: int, decisions: tuple[str, ...],
           one_group: bool, system: str | None, out: str | None, as_json: bool) -> None:
     """Recompute the benchmark metrics from stored runs, a corpus file or a snapshot.

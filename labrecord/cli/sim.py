@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import click
 
-from labrecord.cli.common import CONTEXT_SETTINGS, progress
+from labrecord.cli.common import CONTEXT_SETTINGS, echo_json, output_options, progress
 
 
 @click.group(context_settings=CONTEXT_SETTINGS)
@@ -30,8 +30,9 @@ def sim() -> None:
 @click.option("--ray-address", default=None, help="Ray cluster address (default: RAY_ADDRESS, else a local instance of --workers CPUs).")
 @click.option("--no-cameras", is_flag=True, help="Skip rendering and videos (faster).")
 @click.option("--size", type=click.IntRange(min=16), default=128, show_default=True, help="Camera width and height (px).")
+@output_options(csv=False, json_help='Print {"out": DIR, "runs": [RUN_DIR, ...]}.')
 def weighing(condition: str, policy: str, denomination: str | None, episodes: int, seed: int, out_dir: str,
-             workers: int, executor: str, ray_address: str | None, no_cameras: bool, size: int) -> None:
+             workers: int, executor: str, ray_address: str | None, no_cameras: bool, size: int, as_json: bool) -> None:
     """Feedback weighing: one run directory per episode under --out.
 
     \b
@@ -46,4 +47,7 @@ def weighing(condition: str, policy: str, denomination: str | None, episodes: in
     with progress(episodes, f"weighing {condition} / {policy}") as advance:
         paths = run_weighing(out_dir, condition, policy, episodes, seed, workers, cameras=not no_cameras, size=size,
                              progress=advance, executor=executor, address=ray_address, **options)
-    click.echo(f"wrote {len(paths)} run(s) under {out_dir}")
+    if as_json:
+        echo_json({"out": out_dir, "runs": [str(p) for p in paths]})
+    else:
+        click.echo(f"wrote {len(paths)} run(s) under {out_dir}")

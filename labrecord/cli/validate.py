@@ -5,12 +5,12 @@ import sys
 
 import click
 
-from labrecord.cli.common import CONTEXT_SETTINGS, echo_json
+from labrecord.cli.common import CONTEXT_SETTINGS, echo_json, output_options
 
 
 @click.command(context_settings=CONTEXT_SETTINGS)
 @click.argument("paths", nargs=-1, required=True, type=click.Path())
-@click.option("--json", "as_json", is_flag=True, help="Print {\"errors\": [...], \"warnings\": [...]}.")
+@output_options(csv=False, json_help="Print {\"errors\": [...], \"warnings\": [...]}.")
 @click.option("-q", "--quiet", is_flag=True, help="Print errors only, no warnings or summary.")
 def validate(paths: tuple[str, ...], as_json: bool, quiet: bool) -> None:
     """Check run directories, folders of runs or single files against the schema.
