@@ -15,7 +15,7 @@ from typing import Any
 
 import msgspec
 
-from labrecord.demo import Attempt, demo_name, finish_file, split_masks
+from labrecord.demos import Attempt, demo_name, finish_file, split_masks
 from labrecord.errors import LabrecordError
 from labrecord.fileio import atomic_path
 

@@ -35,7 +35,7 @@ from typing import Any
 import msgspec
 import numpy as np
 
-from labrecord.demo import Demo, DemoReader
+from labrecord.demos import Demo, DemoReader
 from labrecord.errors import LabrecordError
 from labrecord.fileio import atomic_path, atomic_write_bytes, dumps_pretty
 from labrecord.models import RunManifest

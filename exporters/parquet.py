@@ -24,7 +24,7 @@ from typing import Any
 import msgspec
 import numpy as np
 
-from labrecord.demo import Demo, DemoReader
+from labrecord.demos import Demo, DemoReader
 from labrecord.errors import LabrecordError
 from labrecord.fileio import atomic_path, dumps_pretty
 from labrecord.rundir import EVENTS_FILE, MEASUREMENTS_FILE, iter_events

@@ -301,7 +301,7 @@ def _manifest(spec: EpisodeSpec, instance: Any, policy: Any, contract: Any, layo
 
 def _write_demo(writer: RunWriter, owner: Any, log: Any, spec: EpisodeSpec, scores: Any) -> None:
     """Pre-action obs, applied action, next obs per control step into ``demo.hdf5``."""
-    from labrecord.demo import DemoWriter
+    from labrecord.demos import DemoWriter
     from labrecord.recorders.loop import flatten_state
 
     final = flatten_state(owner.env.public_state())
