@@ -426,3 +426,44 @@ class KeyHold:
         if key != self.key:
             self.key, self.since = key, t
         return key if key >= 0 and t - self.since >= self.duration else -1
+
+
+def block_column(columns: Mapping[str, Any], name: str, dtype: Any) -> np.ndarray:
+    """Column ``name`` of a block (name -> sequence of n values) as a numpy array; None and
+    a missing column become nan / False, like :func:`float_of` / :func:`bool_of`."""
+    values = columns.get(name)
+    if values is None:
+        n = len(columns["t"])
+        return np.zeros(n, dtype=bool) if dtype is bool else np.full(n, np.nan)
+    return np.asarray(values, dtype=dtype)
+
+
+class BulkTimers:
+    """Timers of a whole series at once (:func:`hold_key`, :func:`hold_flags`): the bulk
+    side of a family's one feature kernel."""
+
+    def __init__(self, t: np.ndarray) -> None:
+        self.t = t
+
+    def key(self, name: str, key: np.ndarray, duration: float) -> np.ndarray:
+        return hold_key(key, self.t, duration)
+
+    def flag(self, name: str, flag: np.ndarray, duration: float) -> np.ndarray:
+        return hold_flags(flag, self.t, duration)[1]
+
+
+class BlockTimers:
+    """The same timers carried from block to block (:class:`KeyHold`, :class:`HoldTimer`
+    by name), for a stepper fed consecutive blocks of rows."""
+
+    def __init__(self) -> None:
+        self.t: np.ndarray = np.zeros(0)
+        self._timers: dict[str, Any] = {}
+
+    def key(self, name: str, key: np.ndarray, duration: float) -> np.ndarray:
+        timer = self._timers.setdefault(name, KeyHold(duration))
+        return np.array([timer.push(k, t) for k, t in zip(key.tolist(), self.t.tolist())], dtype=np.int64)
+
+    def flag(self, name: str, flag: np.ndarray, duration: float) -> np.ndarray:
+        timer = self._timers.setdefault(name, HoldTimer(duration))
+        return np.array([timer.push(f, t) for f, t in zip(flag.tolist(), self.t.tolist())], dtype=bool)
