@@ -28,7 +28,7 @@ import functools
 import math
 from collections import namedtuple
 from dataclasses import dataclass, field, replace
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from typing import Any, ClassVar
 
 import numpy as np
@@ -38,7 +38,7 @@ from labrecord.measurements import CENTRIFUGE_TUBES
 from labrecord.models import Operation, Pair, Task
 from labrecord.scorers.contracts.frames import to_frame
 from labrecord.scorers.contracts.base import (
-    BlockTimers, BulkTimers, ContractEvent, TaskContract, TaskState, block_column, column, sorted_ops,
+    ContractEvent, KernelStepper, TaskContract, TaskState, bulk_features, sorted_ops,
 )
 
 TUBES = CENTRIFUGE_TUBES
@@ -178,26 +178,6 @@ class CentrifugeState(TaskState):
     seated: dict[str, int] = field(default_factory=dict)   # confirmed occupancy: tube -> slot
 
 
-class CentrifugeStepper:
-    """Features of consecutive blocks of rows: :func:`centrifuge_features` with timers
-    carried from block to block; :meth:`push` is a block of one row."""
-
-    def __init__(self, contract: CentrifugeContract, instance: CentrifugeInstance) -> None:
-        self.th, self.instance = contract.thresholds, instance
-        self.timers = BlockTimers()
-
-    def push_block(self, columns: Mapping[str, Any]) -> dict[str, np.ndarray]:
-        def get(name: str, dtype: Any = np.float64) -> np.ndarray:
-            return block_column(columns, name, dtype)
-
-        self.timers.t = get("t")
-        return centrifuge_features(get, self.th, self.instance, self.timers)
-
-    def push(self, row: Mapping[str, Any]) -> Any:
-        f = self.push_block({name: [value] for name, value in row.items()})
-        return CentrifugeFeatures(*[f[name].item(0) for name in FEATURE_FIELDS])
-
-
 def centrifuge_features(get: Callable[..., np.ndarray], th: CentrifugeThresholds, instance: CentrifugeInstance,
                         timers: Any) -> dict[str, np.ndarray]:
     """The one feature kernel of the centrifuge contract: field -> (n,) array for n rows.
@@ -322,14 +302,11 @@ class CentrifugeContract(TaskContract):
                 return Operation("insert", tube, slot_name(aim))
         return None
 
-    def stepper(self, instance: CentrifugeInstance) -> CentrifugeStepper:
-        return CentrifugeStepper(self, instance)
+    def stepper(self, instance: CentrifugeInstance) -> KernelStepper:
+        return KernelStepper(centrifuge_features, CentrifugeFeatures, self.thresholds, instance)
 
     def features_bulk(self, table: Any, instance: CentrifugeInstance) -> dict[str, np.ndarray]:
-        def get(name: str, dtype: Any = np.float64) -> np.ndarray:
-            return column(table, name, dtype)
-
-        return centrifuge_features(get, self.thresholds, instance, BulkTimers(get("t")))
+        return bulk_features(centrifuge_features, table, self.thresholds, instance)
 
 
 # -- instance and pair generators --------------------------------------------------------

@@ -23,7 +23,7 @@ from __future__ import annotations
 import math
 from collections import namedtuple
 from dataclasses import dataclass, field
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from typing import Any, ClassVar
 
 import numpy as np
@@ -32,7 +32,7 @@ from labrecord.errors import LabrecordError
 from labrecord.models import Operation, Task
 from labrecord.scorers.contracts.frames import to_frame
 from labrecord.scorers.contracts.base import (
-    BlockTimers, BulkTimers, ContractEvent, TaskContract, TaskState, block_column, column, sorted_ops,
+    ContractEvent, KernelStepper, TaskContract, TaskState, bulk_features, sorted_ops,
 )
 
 ROWS, COLS = "ABC", 4
@@ -119,26 +119,6 @@ class RackState(TaskState):
     transitions: int = 0       # completed occluded environment transitions
     retrieved: bool = False
     occupied: frozenset[int] = field(default_factory=frozenset)
-
-
-class RackStepper:
-    """Features of consecutive blocks of rows: :func:`rack_features` with timers carried
-    from block to block; :meth:`push` is a block of one row."""
-
-    def __init__(self, contract: RackContract, instance: RackInstance) -> None:
-        self.th, self.instance = contract.thresholds, instance
-        self.timers = BlockTimers()
-
-    def push_block(self, columns: Mapping[str, Any]) -> dict[str, np.ndarray]:
-        def get(name: str, dtype: Any = np.float64) -> np.ndarray:
-            return block_column(columns, name, dtype)
-
-        self.timers.t = get("t")
-        return rack_features(get, self.th, self.instance, self.timers)
-
-    def push(self, row: Mapping[str, Any]) -> Any:
-        f = self.push_block({name: [value] for name, value in row.items()})
-        return RackFeatures(*[f[name].item(0) for name in FEATURE_FIELDS])
 
 
 def rack_features(get: Callable[..., np.ndarray], th: RackThresholds, instance: RackInstance,
@@ -251,14 +231,11 @@ class RackContract(TaskContract):
         slot, carrying = f.approach % 12, f.approach >= 12
         return Operation("place" if carrying else "pick", TUBE, SLOTS[slot])
 
-    def stepper(self, instance: RackInstance) -> RackStepper:
-        return RackStepper(self, instance)
+    def stepper(self, instance: RackInstance) -> KernelStepper:
+        return KernelStepper(rack_features, RackFeatures, self.thresholds, instance)
 
     def features_bulk(self, table: Any, instance: RackInstance) -> dict[str, np.ndarray]:
-        def get(name: str, dtype: Any = np.float64) -> np.ndarray:
-            return column(table, name, dtype)
-
-        return rack_features(get, self.thresholds, instance, BulkTimers(get("t")))
+        return bulk_features(rack_features, table, self.thresholds, instance)
 
 
 def checkpoint_instances(n: int, rng_task: np.random.Generator, rng_layout: np.random.Generator) -> list[tuple[str, RackInstance]]:
