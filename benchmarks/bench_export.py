@@ -37,7 +37,7 @@ def timed(func, *args, **kwargs) -> tuple[float, object]:
 
 def read_all(runs: Path) -> int:
     """Baseline for the HDF5/Parquet exports: load every demo of every run once."""
-    from labrecord.demo import DemoReader
+    from labrecord.demos import DemoReader
 
     frames = 0
     for run in sorted(runs.iterdir()):
@@ -53,7 +53,7 @@ def encode_with_lerobot(runs: Path, work: Path, fps: int, codec: str) -> int:
     from lerobot.configs.video import RGBEncoderConfig
     from lerobot.datasets.video_utils import StreamingVideoEncoder
 
-    from labrecord.demo import DemoReader
+    from labrecord.demos import DemoReader
     from labrecord.exporters.lerobot import control_segments
 
     stretches = []

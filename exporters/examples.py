@@ -2,7 +2,7 @@
 
 Each run is written through :func:`labrecord.examples.write_example_run` (so ``run.json``
 and ``events.jsonl`` are what a producer writes) and gets a ``demo.hdf5`` written through
-:class:`labrecord.demo.DemoWriter` with a low-dimensional ``state``, synthetic camera
+:class:`labrecord.demos.DemoWriter` with a low-dimensional ``state``, synthetic camera
 frames and, optionally, an environment-controlled stretch in the middle of each episode.
 """
 from __future__ import annotations
@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from labrecord.demo import DemoWriter
+from labrecord.demos import DemoWriter
 from labrecord.examples import write_example_run
 from labrecord.rundir import DEMO_FILE, RunWriter
 

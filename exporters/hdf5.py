@@ -15,8 +15,9 @@ from typing import Any
 
 import msgspec
 
-from labrecord.demo import Attempt, demo_name, finish_file
+from labrecord.demos import Attempt, demo_name, finish_file, split_masks
 from labrecord.errors import LabrecordError
+from labrecord.fileio import atomic_path
 
 from labrecord.exporters.selection import Selection, check_output, check_same_obs, select
 
@@ -60,24 +61,14 @@ def export_hdf5(runs_dir: str | os.PathLike[str], out: str | os.PathLike[str], *
     selection = select(runs_dir, accept, valid_ratio=valid_ratio, seed=seed)
     check_same_obs(selection)
     out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.with_name(f".{out.name}.tmp")
-    try:
-        with h5py.File(tmp, "w") as handle:
-            frames = _copy_demos(handle, selection)
-            attempts = _manifest(selection)
-            names = {"train": [a.export_name for a in selection.accepted if a.split == "train"],
-                     "valid": [a.export_name for a in selection.accepted if a.split == "valid"]}
-            masks = {**names,
-                     "success": [a.export_name for a in selection.accepted if a.success],
-                     "failed": [a.export_name for a in selection.accepted if not a.success]}
-            rule = {"rule": accept, "valid_ratio": valid_ratio, "seed": seed}
-            finish_file(handle, merged_env_args(selection), len(selection.accepted), frames, masks, rule, attempts)
-        os.replace(tmp, out)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
+    with atomic_path(out) as tmp, h5py.File(tmp, "w") as handle:
+        frames = _copy_demos(handle, selection)
+        attempts = _manifest(selection)
+        masks = split_masks([(a.export_name, a.success, a.split) for a in selection.accepted])
+        rule = {"rule": accept, "valid_ratio": valid_ratio, "seed": seed}
+        finish_file(handle, merged_env_args(selection), len(selection.accepted), frames, masks, rule, attempts)
     return ExportSummary(out, len(selection.accepted), frames, len(selection.attempts),
-                         len(names["train"]), len(names["valid"]))
+                         len(masks["train"]), len(masks["valid"]))
 
 
 def _copy_demos(handle: Any, selection: Selection) -> int:

@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -36,9 +35,9 @@ from typing import Any
 import msgspec
 import numpy as np
 
-from labrecord.demo import Demo, DemoReader
+from labrecord.demos import Demo, DemoReader
 from labrecord.errors import LabrecordError
-from labrecord.fileio import atomic_write_bytes, dumps_pretty
+from labrecord.fileio import atomic_path, atomic_write_bytes, dumps_pretty
 from labrecord.models import RunManifest
 
 from labrecord.exporters.hdf5 import ExportSummary
@@ -231,17 +230,12 @@ def export_lerobot(runs_dir: str | os.PathLike[str], out: str | os.PathLike[str]
         raise LabrecordError(f"{selection.runs_dir}: the accepted demos have no frames under policy control; "
                              "nothing exported (try --env-frames keep)")
     out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.with_name(f".{out.name}.tmp")
-    shutil.rmtree(tmp, ignore_errors=True)
-    try:
+    with atomic_path(out, folder=True) as tmp:
+        tmp.rmdir()  # LeRobotDataset.create makes its root itself
         frames = _write_dataset(datasets, tmp, repo_id, fps, features, selection, plans, feature_map, env_frames,
                                 codec)
         n_train = sum(1 for p in plans if p.row.split == "train")
         _write_metadata(tmp, selection, plans, n_train, accept, valid_ratio, seed, env_frames)
-        _move_into_place(tmp, out)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
     return ExportSummary(out, len(plans), frames, len(selection.attempts), n_train, len(plans) - n_train)
 
 
@@ -294,17 +288,6 @@ def _write_metadata(root: Path, selection: Selection, plans: list[EpisodePlan], 
         "attempts": [row.to_json() for row in selection.attempts],
     }
     atomic_write_bytes(root / METADATA_FILE, dumps_pretty(document))
-
-
-def _move_into_place(tmp: Path, out: Path) -> None:
-    """Rename the finished dataset over ``out``; an old one is removed only afterwards."""
-    old = out.with_name(f".{out.name}.old")
-    if out.exists():
-        shutil.rmtree(old, ignore_errors=True)
-        os.replace(out, old) if out.is_dir() else out.rename(old)
-    os.replace(tmp, out)
-    if old.exists():
-        shutil.rmtree(old, ignore_errors=True) if old.is_dir() else old.unlink()
 
 
 def read_export_metadata(root: str | os.PathLike[str]) -> dict[str, Any]:

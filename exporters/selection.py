@@ -19,7 +19,7 @@ from typing import Any
 
 import msgspec
 
-from labrecord.demo import DemoReader, split_names
+from labrecord.demos import DemoReader, split_names
 from labrecord.errors import LabrecordError
 from labrecord.models import ActionSpec, RunManifest
 from labrecord.rundir import DEMO_FILE, find_run_dirs
@@ -203,7 +203,7 @@ def apply_rule(rows: Sequence[AttemptRow], rule: str) -> None:
 
 
 def assign_splits(rows: Sequence[AttemptRow], valid_ratio: float, seed: int) -> None:
-    """Seeded train/valid assignment of the accepted rows (see :func:`labrecord.demo.split_names`)."""
+    """Seeded train/valid assignment of the accepted rows (see :func:`labrecord.demos.split_names`)."""
     accepted = [r for r in rows if r.accepted]
     keys = [f"{r.run_id}/{r.demo}" for r in accepted]
     _, valid = split_names(keys, valid_ratio, seed)

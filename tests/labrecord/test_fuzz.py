@@ -193,7 +193,7 @@ def test_every_command_survives_corrupted_runs(sim_runs: Path, tmp_path_factory:
 
     result = runner.invoke(cli, ["export", "hdf5", str(root), "--out", str(root / "d.hdf5"), "--accept", "all", "--json"])
     no_traceback(result, "export hdf5")
-    from labrecord.demo import DemoReader
+    from labrecord.demos import DemoReader
 
     with DemoReader(root / "d.hdf5") as reader:
         manifest = reader.manifest()
