@@ -81,8 +81,9 @@ def _ray_map(fn: Callable[[T], R], items: list[T], workers: int, address: str | 
         ray.init(**options)
         started = True
     try:
-        remote = ray.remote(num_cpus=1)(fn)
-        refs = [remote.remote(item) for item in items]
+        # a module-level task that receives fn, so bound methods and callable objects work too
+        remote = ray.remote(num_cpus=1)(_apply)
+        refs = [remote.remote(fn, item) for item in items]
         for ref in refs:
             try:
                 yield ray.get(ref)
@@ -91,3 +92,7 @@ def _ray_map(fn: Callable[[T], R], items: list[T], workers: int, address: str | 
     finally:
         if started:
             ray.shutdown()
+
+
+def _apply(fn: Callable[[T], R], item: T) -> R:
+    return fn(item)

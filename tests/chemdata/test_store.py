@@ -12,7 +12,7 @@ from labrecord.chemdata import store as rxn_store
 from labrecord.chemdata.store import ingest_documents, systems
 from labrecord.errors import LabrecordError
 from labrecord.store import connect
-from labrecord.store.schema import RXN_TABLES
+from labrecord.store.schema import RXN_JUDGE_TABLES, RXN_TABLES
 
 from tests.chemdata.rxn_factories import figure, gold
 
@@ -23,7 +23,7 @@ def test_every_column_is_commented() -> None:
     con = connect()
     rows = con.execute("SELECT table_name, column_name, comment FROM duckdb_columns() "
                        "WHERE table_name LIKE 'rxn_%'").fetchall()
-    assert {(t, c) for t, c, _ in rows} == {(t.name, c) for t in RXN_TABLES for c in t.names}
+    assert {(t, c) for t, c, _ in rows} == {(t.name, c) for t in RXN_TABLES + RXN_JUDGE_TABLES for c in t.names}
     assert all(comment for _, _, comment in rows)
 
 
