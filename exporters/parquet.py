@@ -31,7 +31,7 @@ from labrecord.fileio import atomic_write_bytes, dumps_pretty
 from labrecord.rundir import EVENTS_FILE, MEASUREMENTS_FILE, iter_events
 
 from labrecord.exporters.hdf5 import ExportSummary
-from labrecord.exporters.lerobot import is_camera
+from labrecord.exporters.observations import is_camera
 from labrecord.exporters.selection import ATTEMPT_COLUMNS, AttemptRow, Selection, check_output, select
 
 
