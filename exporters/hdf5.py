@@ -102,7 +102,8 @@ def export_hdf5(runs_dir: str | os.PathLike[str], out: str | os.PathLike[str], *
             env_args["labrecord"].update({
                 "observations": {**roles.to_json(), "exported_low_dim": content.low_dim,
                                  "privileged_obs": content.privileged},
-                "cameras": [{**c.to_json(), "obs_key": image_key(c.name)} for c in plans]})
+                "cameras": [{**c.to_json(), "obs_key": image_key(c.name)} for c in plans],
+                "action_convention": ACTION_CONVENTION})
             finish_file(handle, env_args, len(selection.accepted), frames, masks, rule, attempts)
         os.replace(tmp, out)
     except BaseException:
@@ -110,6 +111,10 @@ def export_hdf5(runs_dir: str | os.PathLike[str], out: str | os.PathLike[str], *
         raise
     return ExportSummary(out, len(selection.accepted), frames, len(selection.attempts),
                          len(names["train"]), len(names["valid"]))
+
+
+ACTION_CONVENTION = ("actions[i] is the command applied right after obs[i] and held for one control period "
+                     "(1/control_hz s); its meaning (representation, frame, units, bounds) is action_spec")
 
 
 def image_key(camera: str) -> str:

@@ -47,7 +47,7 @@ from labrecord.fileio import atomic_write_bytes, dumps_pretty
 from labrecord.models import RunManifest
 
 from labrecord.exporters.frames import CameraPlan, FrameSource, parse_image_size, plan_cameras
-from labrecord.exporters.hdf5 import ExportSummary
+from labrecord.exporters.hdf5 import ACTION_CONVENTION, ExportSummary
 from labrecord.exporters.observations import ObsRoles, classify, demo_roles, element_names, stacked
 from labrecord.exporters.selection import AttemptRow, Selection, check_output, select
 
@@ -316,8 +316,6 @@ def _write_dataset(datasets: Any, root: Path, repo_id: str, fps: int, features: 
     return frames
 
 
-ACTION_CONVENTION = ("action[i] is the command applied right after observation i (frame i) and held for one control "
-                     "period (1/fps s); its meaning (representation, frame, units, bounds) is action_spec")
 
 
 def _write_metadata(root: Path, selection: Selection, plans: list[EpisodePlan], n_train: int, accept: str,
@@ -346,7 +344,7 @@ def _write_metadata(root: Path, selection: Selection, plans: list[EpisodePlan], 
                        "meaning": "each stretch of policy control is its own episode" if env_frames == "split"
                        else "all frames kept; policy_in_control marks who was in control"},
         "action_spec": msgspec.to_builtins(selection.action_spec()),
-        "action_convention": ACTION_CONVENTION,
+        "action_convention": ACTION_CONVENTION.replace("actions[i]", "action[i]").replace("obs[i]", "frame i").replace("control_hz", "fps"),
         "observations": feature_map.metadata(),
         "privileged_features": [ENV_STATE] if feature_map.env_names else [],
         "cameras": [c.to_json() for c in feature_map.cameras],

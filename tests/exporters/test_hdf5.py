@@ -166,6 +166,9 @@ def test_images_selected_resized_and_env_state(demo_runs: Path, tmp_path: Path) 
     assert json.loads(demo.attrs["privileged_obs"]) == ["object"]
     assert labrecord["cameras"] == [{"name": "wrist", "source": "video", "recorded_size": [64, 64],
                                      "exported_size": [16, 24], "obs_key": "wrist_image"}]
+    assert labrecord["observations"]["privileged_obs"] == ["object"] and labrecord["runs"] == ["demo-run-0000",
+                                                                                               "demo-run-0001"]
+    assert labrecord["rule"] == "success" and "held for one control period" in labrecord["action_convention"]
     with pytest.raises(LabrecordError, match=r"has no camera 'side' \(it has: front, wrist"):
         export_hdf5(demo_runs, tmp_path / "x.hdf5", images=True, cameras=["side"])
     with pytest.raises(LabrecordError, match="pass --images too"):

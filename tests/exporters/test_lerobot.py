@@ -143,6 +143,16 @@ def test_split_export_read_by_lerobot(lerobot_export: tuple[str, Path], demo_run
     assert meta["acceptance"] == {"rule": "success", "valid_ratio": 0.25, "seed": 0}
     assert meta["env_frames"]["rule"] == "split"
     assert len(meta["attempts"]) == 6 and sum(a["accepted"] for a in meta["attempts"]) == 4
+    assert meta["source_runs"] == ["demo-run-0000", "demo-run-0001"]
+    assert meta["cameras"] == [{"name": "front", "source": "demo", "recorded_size": [64, 64], "exported_size": [64, 64]},
+                               {"name": "wrist", "source": "video", "recorded_size": [64, 64], "exported_size": [64, 64]}]
+    assert "held for one control period" in meta["action_convention"] and meta["action_spec"]["dim"] == 4
+    assert meta["observations"]["proprioception"] == PROPRIO and meta["observations"]["evaluator"] == ["object"]
+    assert meta["privileged_features"] == [] and not meta["observations"]["environment_state"]["requested"]
+    notes = {(a["run_id"], a["episode"]): a["note"] for a in meta["attempts"]}
+    assert notes[("demo-run-0000", 1)] == "rejected by rule 'success'"
+    first = meta["episodes"][0]
+    assert notes[(first["run_id"], first["source_episode"])].startswith(f"exported ({first['split']}) as episode(s) 0, ")
 
 
 def test_keep_export_read_by_lerobot(demo_runs: Path, tmp_path: Path) -> None:

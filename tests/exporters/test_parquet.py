@@ -45,7 +45,8 @@ def test_tables_by_hand(demo_runs: Path, tmp_path: Path) -> None:
     assert counts == [("demo-run-0000", 36), ("demo-run-0001", 36)]
     first = con.execute(f"SELECT type, fields FROM '{out}/events.parquet' ORDER BY run_id, seq LIMIT 1").fetchone()
     assert first[0] == "episode_start" and json.loads(first[1]) == {"episode": 0}
-    assert json.loads((out / "export.json").read_text())["frames"] == 48
+    document = json.loads((out / "export.json").read_text())
+    assert document["frames"] == 48 and document["observations"]["evaluator"] == ["object"]
 
 
 def test_refusals_write_nothing(demo_runs: Path, tmp_path: Path) -> None:
