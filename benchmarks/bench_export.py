@@ -56,6 +56,7 @@ def read_all(runs: Path) -> int:
 
 
 CAMERAS = ("front", "wrist")
+PROPRIO = ["robot0_eef_pos", "robot0_gripper_qpos"]
 
 
 def decoded_stretches(runs: Path) -> tuple[list[dict[str, object]], float]:
@@ -64,6 +65,7 @@ def decoded_stretches(runs: Path) -> tuple[list[dict[str, object]], float]:
     from labrecord.demo import DemoReader
     from labrecord.exporters.frames import decode_video
     from labrecord.exporters.lerobot import control_segments
+    from labrecord.exporters.observations import stacked
 
     stretches: list[dict[str, object]] = []
     seconds = 0.0
@@ -74,9 +76,11 @@ def decoded_stretches(runs: Path) -> tuple[list[dict[str, object]], float]:
         offset = 0
         with DemoReader(run / "demo.hdf5") as reader:
             for name in reader.demo_names:
-                demo = reader.demo(name, keys=[])
+                demo = reader.demo(name)
                 if demo.success:
-                    stretches += [{c: videos[c][offset + a:offset + b] for c in CAMERAS}
+                    state = stacked(demo.obs, PROPRIO, demo.num_samples)
+                    stretches += [{**{c: videos[c][offset + a:offset + b] for c in CAMERAS},
+                                   "state": state[a:b], "action": demo.actions[a:b]}
                                   for a, b in control_segments(demo.control_mask)]
                 offset += demo.num_samples
     return stretches, seconds
@@ -90,7 +94,8 @@ def keep_in_hdf5(stretches: list[dict[str, object]], path: Path) -> tuple[float,
     start = time.perf_counter()
     with h5py.File(path, "w") as handle:
         for i, stretch in enumerate(stretches):
-            for camera, frames in stretch.items():
+            for camera in CAMERAS:
+                frames = stretch[camera]
                 handle.create_dataset(f"{i}/{camera}", data=frames, chunks=(1, *frames.shape[1:]))  # type: ignore[attr-defined]
     return time.perf_counter() - start, path.stat().st_size
 
@@ -106,13 +111,41 @@ def encode_with_lerobot(stretches: list[dict[str, object]], work: Path, fps: int
     frames = 0
     start = time.perf_counter()
     for stretch in stretches:
-        encoder.start_episode([f"observation.images.{k}" for k in stretch], temp_dir=work)
-        for key, images in stretch.items():
-            for image in images:  # type: ignore[attr-defined]
+        encoder.start_episode([f"observation.images.{k}" for k in CAMERAS], temp_dir=work)
+        for key in CAMERAS:
+            for image in stretch[key]:  # type: ignore[attr-defined]
                 encoder.feed_frame(f"observation.images.{key}", image)
         encoder.finish_episode()
-        frames += len(next(iter(stretch.values())))  # type: ignore[arg-type]
+        frames += len(stretch["action"])  # type: ignore[arg-type]
     encoder.close()
+    return frames, time.perf_counter() - start
+
+
+def record_with_lerobot(stretches: list[dict[str, object]], root: Path, fps: int, codec: str) -> tuple[int, float]:
+    """Second baseline: lerobot writing the same episodes itself (``LeRobotDataset.create /
+    add_frame / save_episode / finalize``, frames in memory), as its recorder does; this
+    includes lerobot's per-episode statistics and parquet writing, which encoding alone does not."""
+    from lerobot.configs.video import RGBEncoderConfig
+    from lerobot.datasets import LeRobotDataset
+
+    first = stretches[0]
+    features = {"action": {"dtype": "float32", "shape": (first["action"].shape[1],), "names": None},  # type: ignore[attr-defined]
+                "observation.state": {"dtype": "float32", "shape": (first["state"].shape[1],), "names": None},  # type: ignore[attr-defined]
+                **{f"observation.images.{c}": {"dtype": "video", "shape": first[c].shape[1:],  # type: ignore[attr-defined]
+                                               "names": ["height", "width", "channels"]} for c in CAMERAS}}
+    longest = max(len(s["action"]) for s in stretches)  # type: ignore[arg-type]
+    start = time.perf_counter()
+    dataset = LeRobotDataset.create("local/bench", fps=fps, features=features, root=root, use_videos=True,
+                                    video_backend="pyav", rgb_encoder=RGBEncoderConfig(vcodec=codec),
+                                    streaming_encoding=True, encoder_queue_maxsize=longest + 2)
+    frames = 0
+    for stretch in stretches:
+        for i in range(len(stretch["action"])):  # type: ignore[arg-type]
+            dataset.add_frame({"action": stretch["action"][i], "observation.state": stretch["state"][i],  # type: ignore[index]
+                               **{f"observation.images.{c}": stretch[c][i] for c in CAMERAS}, "task": "weighing"})  # type: ignore[index]
+        dataset.save_episode()
+        frames += len(stretch["action"])  # type: ignore[arg-type]
+    dataset.finalize()
     return frames, time.perf_counter() - start
 
 
@@ -157,7 +190,7 @@ def main() -> None:
         video_frames = runs_n * episodes * steps * len(CAMERAS)
         video_bytes = sum(p.stat().st_size for p in runs.rglob("*.mp4"))
         keep_s, keep_bytes = keep_in_hdf5(stretches, work / "raw.hdf5")
-        kept = sum(len(v) for s in stretches for v in s.values())  # type: ignore[arg-type]
+        kept = sum(len(s[c]) for s in stretches for c in CAMERAS)  # type: ignore[arg-type]
         print(f"decode     {video_frames:>7} frames  {video_frames / decode_s:>10.0f} frames/s   "
               f"({decode_s:.2f} s for {video_bytes / 1e6:.2f} MB of video); keeping raw frames in HDF5 instead: "
               f"{kept / keep_s:.0f} frames/s written, {keep_bytes / kept / 1e3:.1f} kB/frame vs "
@@ -170,10 +203,12 @@ def main() -> None:
             print(f"lerobot    skipped: {error}")
             return
         frames, encode_s = encode_with_lerobot(stretches, work, 10, args.codec)
+        recorded, record_s = record_with_lerobot(stretches, work / "recorded", 10, args.codec)
         lerobot_s, summary = timed(export_lerobot, runs, work / "lerobot", valid_ratio=0.1, codec=args.codec)
-        assert summary.frames == frames, (summary.frames, frames)
+        assert summary.frames == frames == recorded, (summary.frames, frames, recorded)
         print(row("lerobot", summary.frames, lerobot_s, "lerobot encode only", encode_s)
               + f"   (of which decoding the run videos {summary.decode_s:.2f} s)")
+        print(row("lerobot", summary.frames, lerobot_s, "lerobot's own write", record_s))
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
