@@ -83,6 +83,9 @@ def export_hdf5(runs_dir: str | os.PathLike[str], out: str | os.PathLike[str], *
     obs, listed = demo_roles(selection)
     roles = classify(obs, listed)
     plans = plan_cameras(selection, roles.cameras, list(cameras) if cameras is not None else None, size) if images else []
+    if images and not plans:
+        raise LabrecordError(f"{selection.runs_dir}: --images, but the accepted runs have no camera "
+                             "(no videos/<camera>.mp4, no image keys in demo.hdf5)")
     content = DemoContent(roles.proprio + (roles.privileged if env_state else []),
                           roles.privileged if env_state else [],
                           FrameSource(selection, plans, 1.0 / selection.action_spec().control_hz))

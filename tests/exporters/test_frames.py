@@ -96,3 +96,6 @@ def test_runs_with_different_cameras(tmp_path: Path) -> None:
     shutil.rmtree(tmp_path / "runs" / "b-0000" / "videos")
     with pytest.raises(LabrecordError, match=r"run 'b-0000' has no camera 'front' \(it has: none"):
         export_hdf5(tmp_path / "runs", tmp_path / "p.hdf5", images=True, cameras=["front"])
+    shutil.rmtree(tmp_path / "runs" / "a-0000" / "videos")
+    with pytest.raises(LabrecordError, match=r"--images, but the accepted runs have no camera"):
+        export_hdf5(tmp_path / "runs", tmp_path / "p.hdf5", images=True)
