@@ -45,7 +45,7 @@ def timed(func, *args, **kwargs) -> tuple[float, object]:
 
 def read_all(runs: Path) -> int:
     """Baseline for the HDF5/Parquet exports: load every demo of every run once."""
-    from labrecord.demo import DemoReader
+    from labrecord.demos import DemoReader
 
     frames = 0
     for run in sorted(p for p in runs.iterdir() if (p / "demo.hdf5").exists()):
@@ -62,7 +62,7 @@ PROPRIO = ["robot0_eef_pos", "robot0_gripper_qpos"]
 def decoded_stretches(runs: Path) -> tuple[list[dict[str, object]], float]:
     """The camera frames of every exported stretch (successful demos, policy control),
     decoded from the run videos; returns them and the decode time."""
-    from labrecord.demo import DemoReader
+    from labrecord.demos import DemoReader
     from labrecord.exporters.frames import decode_video
     from labrecord.exporters.lerobot import control_segments
     from labrecord.exporters.observations import stacked

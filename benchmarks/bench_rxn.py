@@ -30,7 +30,7 @@ import numpy as np
 from labrecord.chemdata.adapters import load_documents
 from labrecord.chemdata.normalize import cache_clear, canonicalize_many
 from labrecord.models.rxn import FigureDocument, Molecule, Reaction
-from labrecord.scorers.reaction import score_documents
+from labrecord.chemdata.scoring import score_documents
 
 SUBSTITUENTS = ["C", "CC", "OC", "F", "Cl", "C(F)(F)F", "N(C)C", "C#N", "[N+](=O)[O-]", "C(=O)OC", "OC(F)(F)F",
                 "SC", "C(C)(C)C", "c2ccccc2", "N2CCOCC2", "[2H]", "C(C)C", "OCc2ccccc2", "C=O", "S(C)(=O)=O",

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from labrecord.chemdata.extract.runner import ExtractConfig, run_extraction
 from labrecord.chemdata.render import render
-from labrecord.scorers.reaction import score_paths
+from labrecord.chemdata.scoring import score_paths
 
 CORPUS = Path(__file__).with_name("rxn_corpus.smi")
 

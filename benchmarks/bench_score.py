@@ -27,7 +27,6 @@ import msgspec
 import numpy as np
 
 from labrecord.examples import example_manifest
-from labrecord.fileio import dumps_pretty
 from labrecord.rundir import EVENTS_FILE, OBSERVATIONS_FILE, RUN_FILE, RunDocument
 
 _lines = msgspec.json.Encoder(order="sorted")

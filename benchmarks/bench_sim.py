@@ -28,7 +28,7 @@ import numpy as np  # noqa: E402
 def recorded(episodes: int, seed: int, cameras: bool, size: int) -> tuple[float, float, float, list[np.ndarray]]:
     """(simulated s, wall s, wall s inside the control loop, applied commands) of
     recorded reference episodes; the loop time leaves out per-run set-up and file writes."""
-    from labrecord.demo import DemoReader
+    from labrecord.demos import DemoReader
     from labrecord.recorders.loop import StepOwner
     from labrecord.rundir import read_events
     from labrecord.sim import run_weighing

@@ -34,7 +34,7 @@ import re
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -44,6 +44,7 @@ from labrecord.chemdata.extract.endpoint import chat_url
 from labrecord.chemdata.judge import check_judge
 from labrecord.chemdata.judge_arithmetic import ReactionGrade, assemble_judgment
 from labrecord.chemdata.judge_rubric import RUBRIC, RUBRIC_VERSION, judge_view
+from labrecord import parallel
 from labrecord.errors import LabrecordError
 from labrecord.fileio import atomic_write_bytes, dumps_pretty
 from labrecord.validation.findings import Report
@@ -251,43 +252,6 @@ def _run_failure(task: JudgeTask, config: JudgeConfig) -> dict[str, Any]:
 
 # --------------------------------------------------------------------------- many figures
 
-def _apply(fn: Callable[[Any], dict[str, Any]], item: Any) -> dict[str, Any]:
-    return fn(item)
-
-
-def _fan_out(fn: Callable[[Any], dict[str, Any]], items: list[Any], workers: int, executor: str) -> Iterator[dict[str, Any]]:
-    """Apply ``fn`` to every item, yielding results as they finish.
-
-    Local fan-out until ``labrecord.parallel.map`` (the one parallel map of the core)
-    lands; replace this function by it then.  Threads, not processes: a judgment waits on
-    the network, not the CPU.
-    """
-    if executor == "ray":
-        try:
-            import ray
-        except ImportError:
-            raise LabrecordError("--executor ray needs Ray: pip install 'labrecord[ray]'") from None
-        if not ray.is_initialized():
-            ray.init(address=os.environ.get("RAY_ADDRESS"), include_dashboard=False, ignore_reinit_error=True,
-                     log_to_driver=False)
-        remote = ray.remote(num_cpus=0.25)(_apply)
-        pending = [remote.remote(fn, item) for item in items]
-        while pending:
-            done, pending = ray.wait(pending, num_returns=1)
-            yield ray.get(done[0])
-        return
-    if executor != "local":
-        raise LabrecordError(f"unknown executor {executor!r} (local or ray)")
-    if workers == 1:
-        yield from (fn(item) for item in items)
-        return
-    from concurrent.futures import ThreadPoolExecutor, as_completed
-
-    with ThreadPoolExecutor(max_workers=workers) as pool:
-        for future in as_completed([pool.submit(fn, item) for item in items]):
-            yield future.result()
-
-
 @dataclass(frozen=True)
 class _Judge:
     """``judge_figure`` bound to a config (picklable, for process and Ray workers)."""
@@ -377,7 +341,8 @@ def run_judging(gold_path: str, pred_path: str, out_dir: str | os.PathLike[str],
         else:
             todo.append(task)
     counts = {"valid": 0, "failed": 0, "run_failures": 0}
-    for record in _fan_out(_Judge(config), todo, workers, executor):
+    # the one parallel map of the core; results arrive in figure order
+    for record in parallel.map(_Judge(config), todo, workers=workers, executor=executor):
         path = judgment_path(out_dir, config, record["system"], record["figure_id"])
         path.parent.mkdir(parents=True, exist_ok=True)
         atomic_write_bytes(path, dumps_pretty(record))

@@ -170,7 +170,7 @@ def judge_stats(con: Any, system: str | None = None) -> dict[str, Any]:
 
 def stats_for_path(path: str | os.PathLike[str], db: str | None = None, system: str | None = None) -> dict[str, Any]:
     """Ingest the judgment records under ``path`` (into ``db``, or in memory) and summarize."""
-    from labrecord.chemdata.store import connect
+    from labrecord.store import connect
 
     if path is None and (db is None or not Path(db).is_file()):
         raise LabrecordError(f"{db}: no such corpus file (store judgments with 'labrecord rxn judge-stats JUDGMENTS/ --db {db}')")

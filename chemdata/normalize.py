@@ -6,6 +6,11 @@ removed) or, when the string can never match anything, a ``reason``.  The rules,
 this order:
 
 1. Whitespace around the string is stripped; an empty string is ``malformed: empty``.
+   Size limits come before any parsing, since RDKit is handed untrusted text (a
+   50,000-atom string can take it down): a string longer than ``MAX_SMILES_LENGTH``
+   characters is ``malformed: too_long``; one with more than ``MAX_ATOMS`` atom tokens
+   (bracket atoms and organic-subset symbols, counted on the text) is
+   ``malformed: too_many_atoms``.
 2. Strings that stand for a family of molecules never match (status ``unmatchable``):
    ``wildcard`` — any ``*`` (``*``, ``[1*]``, ``[*:1]``);
    ``extended_smiles`` — MolParser E-SMILES extension tags (``<sep>``, ``<a>``, ``<r>``, ``<c>``);
@@ -44,7 +49,11 @@ from functools import lru_cache
 from typing import Any
 
 #: bump when a rule above changes, so stored canonical forms are recomputed
-NORMALIZER_VERSION = "labrecord-normalize/1"
+NORMALIZER_VERSION = "labrecord-normalize/2"
+
+#: rule 1 size limits: larger strings never reach RDKit
+MAX_SMILES_LENGTH = 4000
+MAX_ATOMS = 1000
 
 #: single-atom cations of these elements are counter-ions (rule 6)
 COUNTER_ION_METALS: frozenset[str] = frozenset({"Li", "Na", "K", "Rb", "Cs", "Mg", "Ca", "Sr", "Ba"})
@@ -54,7 +63,7 @@ PLACEHOLDER_ELEMENTS: frozenset[str] = frozenset({
     "Ar", "Rf", "Db", "Sg", "Bh", "Hs", "Mt", "Ds", "Rg", "Cn", "Nh", "Fl", "Mc", "Lv", "Ts", "Og",
 })
 
-MALFORMED_REASONS = ("empty", "unparsable", "hypervalent", "sanitization")
+MALFORMED_REASONS = ("empty", "too_long", "too_many_atoms", "unparsable", "hypervalent", "sanitization")
 UNMATCHABLE_REASONS = ("wildcard", "extended_smiles", "cxsmiles", "placeholder")
 
 _ELEMENTS: frozenset[str] = frozenset("""
@@ -69,6 +78,8 @@ _BRACKET = re.compile(r"\[([^\[\]]*)\]")
 _BRACKET_ATOM = re.compile(r"^\d*([A-Z][a-z]?|[a-z]{1,2})(?:@(?:@|[A-Z]{2}\d{1,2})?)?(?:H\d*)?(?:[+-]+\d*)?(?::\d+)?$")
 _SPACE = re.compile(r"\s")
 _ESMILES_TAG = re.compile(r"<(?:sep|a|r|c|dum)>")
+#: one atom of a SMILES string: a bracket atom or an organic-subset symbol
+_ATOM_TOKEN = re.compile(r"\[[^\[\]]*\]|Br|Cl|[BCNOPSFI]|[bcnops]")
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,6 +107,19 @@ class Canonical:
 
 def _failed(reason: str) -> Canonical:
     return Canonical((), (), reason)
+
+
+def size_reason(smiles: str) -> str | None:
+    """Rule 1 limits: ``too_long`` or ``too_many_atoms`` for a string RDKit must not see.
+
+    >>> size_reason("CCO"), size_reason("C" * (MAX_ATOMS + 1))
+    (None, 'too_many_atoms')
+    """
+    if len(smiles) > MAX_SMILES_LENGTH:
+        return "too_long"
+    if len(_ATOM_TOKEN.findall(smiles)) > MAX_ATOMS:
+        return "too_many_atoms"
+    return None
 
 
 def unmatchable_reason(smiles: str) -> str | None:
@@ -184,7 +208,7 @@ def canonicalize(smiles: str) -> Canonical:
     text = smiles.strip() if isinstance(smiles, str) else ""
     if not text:
         return _failed("empty")
-    reason = unmatchable_reason(text)
+    reason = size_reason(text) or unmatchable_reason(text)
     if reason is not None:
         return _failed(reason)
     mol, reason = _parse(text)

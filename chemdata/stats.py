@@ -91,10 +91,8 @@ def _role_count(con: Any, system: str, role: str) -> int:
 
 
 def corpus_stats(con: Any, system: str | None = None) -> dict[str, dict[str, Any]]:
-    """``{system: statistics}`` for every system in the corpus (or just ``system``)."""
-    from labrecord.chemdata.store import create_tables
-
-    create_tables(con)
+    """``{system: statistics}`` for every system in the corpus ``con`` (opened with
+    :func:`labrecord.store.connect`), or just ``system``."""
     result = {}
     for name in _systems(con, system):
         figures, per_figure, reactions, templates = _figures(con, name)
@@ -107,7 +105,8 @@ def corpus_stats(con: Any, system: str | None = None) -> dict[str, dict[str, Any
 def stats_for_path(path: str | os.PathLike[str], system: str | None = None) -> dict[str, dict[str, Any]]:
     """Statistics of the documents under ``path`` (read and canonicalized in memory)."""
     from labrecord.chemdata.adapters import load_documents
-    from labrecord.chemdata.store import connect, ingest_documents
+    from labrecord.chemdata.store import ingest_documents
+    from labrecord.store import connect
 
     docs = load_documents(path)
     con = connect()

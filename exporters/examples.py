@@ -2,7 +2,7 @@
 
 Each run is written through :func:`labrecord.examples.write_example_run` (so ``run.json``
 and ``events.jsonl`` are what a producer writes) and gets a ``demo.hdf5`` written through
-:class:`labrecord.demo.DemoWriter` with robomimic-named proprioception
+:class:`labrecord.demos.DemoWriter` with robomimic-named proprioception
 (``robot0_eef_pos``, ``robot0_gripper_qpos``), evaluator state (``object``, listed in the
 demo's ``privileged_obs``), synthetic camera frames kept in the demo (``cameras``) or
 written as ``videos/<camera>.mp4`` one frame per step like the recorder does
@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from labrecord.demo import DemoWriter
+from labrecord.demos import DemoWriter
 from labrecord.examples import write_example_run
 from labrecord.rundir import DEMO_FILE, RunWriter
 

@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from labrecord.demo import DemoReader
+from labrecord.demos import DemoReader
 from labrecord.errors import LabrecordError
 from labrecord.rundir import VIDEOS_DIR
 

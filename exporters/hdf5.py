@@ -23,8 +23,9 @@ from typing import Any
 import msgspec
 import numpy as np
 
-from labrecord.demo import Attempt, demo_name, finish_file
+from labrecord.demos import Attempt, demo_name, finish_file, split_masks
 from labrecord.errors import LabrecordError
+from labrecord.fileio import atomic_path
 
 from labrecord.exporters.selection import Selection, check_output, select
 
@@ -90,30 +91,20 @@ def export_hdf5(runs_dir: str | os.PathLike[str], out: str | os.PathLike[str], *
                           roles.privileged if env_state else [],
                           FrameSource(selection, plans, 1.0 / selection.action_spec().control_hz))
     out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.with_name(f".{out.name}.tmp")
-    try:
-        with h5py.File(tmp, "w") as handle:
-            frames = _copy_demos(handle, selection, content)
-            attempts = _manifest(selection)
-            names = {"train": [a.export_name for a in selection.accepted if a.split == "train"],
-                     "valid": [a.export_name for a in selection.accepted if a.split == "valid"]}
-            masks = {**names,
-                     "success": [a.export_name for a in selection.accepted if a.success],
-                     "failed": [a.export_name for a in selection.accepted if not a.success]}
-            rule = {"rule": accept, "valid_ratio": valid_ratio, "seed": seed}
-            env_args = merged_env_args(selection)
-            env_args["labrecord"].update({
-                "observations": {**roles.to_json(), "exported_low_dim": content.low_dim,
-                                 "privileged_obs": content.privileged},
-                "cameras": [{**c.to_json(), "obs_key": image_key(c.name)} for c in plans],
-                "action_convention": ACTION_CONVENTION})
-            finish_file(handle, env_args, len(selection.accepted), frames, masks, rule, attempts)
-        os.replace(tmp, out)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
+    with atomic_path(out) as tmp, h5py.File(tmp, "w") as handle:
+        frames = _copy_demos(handle, selection, content)
+        attempts = _manifest(selection)
+        masks = split_masks([(a.export_name, a.success, a.split) for a in selection.accepted])
+        rule = {"rule": accept, "valid_ratio": valid_ratio, "seed": seed}
+        env_args = merged_env_args(selection)
+        env_args["labrecord"].update({
+            "observations": {**roles.to_json(), "exported_low_dim": content.low_dim,
+                             "privileged_obs": content.privileged},
+            "cameras": [{**c.to_json(), "obs_key": image_key(c.name)} for c in plans],
+            "action_convention": ACTION_CONVENTION})
+        finish_file(handle, env_args, len(selection.accepted), frames, masks, rule, attempts)
     return ExportSummary(out, len(selection.accepted), frames, len(selection.attempts),
-                         len(names["train"]), len(names["valid"]))
+                         len(masks["train"]), len(masks["valid"]))
 
 
 ACTION_CONVENTION = ("actions[i] is the command applied right after obs[i] and held for one control period "

@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import sys
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -41,9 +40,9 @@ from typing import Any
 import msgspec
 import numpy as np
 
-from labrecord.demo import Demo, DemoReader
+from labrecord.demos import Demo, DemoReader
 from labrecord.errors import LabrecordError
-from labrecord.fileio import atomic_write_bytes, dumps_pretty
+from labrecord.fileio import atomic_path, atomic_write_bytes, dumps_pretty
 from labrecord.models import RunManifest
 
 from labrecord.exporters.frames import CameraPlan, FrameSource, parse_image_size, plan_cameras
@@ -270,17 +269,12 @@ def export_lerobot(runs_dir: str | os.PathLike[str], out: str | os.PathLike[str]
                              "nothing exported (try --env-frames keep)")
     frame_source = FrameSource(selection, camera_plans, 1.0 / fps)
     out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.with_name(f".{out.name}.tmp")
-    shutil.rmtree(tmp, ignore_errors=True)
-    try:
+    with atomic_path(out, folder=True) as tmp:
+        tmp.rmdir()  # LeRobotDataset.create makes its root itself
         frames = _write_dataset(datasets, tmp, repo_id, fps, features, selection, plans, feature_map, env_frames,
                                 codec, frame_source)
         n_train = sum(1 for p in plans if p.row.split == "train")
         _write_metadata(tmp, selection, plans, n_train, accept, valid_ratio, seed, env_frames, feature_map)
-        _move_into_place(tmp, out)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
     return LerobotSummary(out, len(plans), frames, len(selection.attempts), n_train, len(plans) - n_train,
                           tuple(c.name for c in camera_plans), frame_source.decode_s)
 
@@ -356,17 +350,6 @@ def _write_metadata(root: Path, selection: Selection, plans: list[EpisodePlan], 
         "attempts": attempts,
     }
     atomic_write_bytes(root / METADATA_FILE, dumps_pretty(document))
-
-
-def _move_into_place(tmp: Path, out: Path) -> None:
-    """Rename the finished dataset over ``out``; an old one is removed only afterwards."""
-    old = out.with_name(f".{out.name}.old")
-    if out.exists():
-        shutil.rmtree(old, ignore_errors=True)
-        os.replace(out, old) if out.is_dir() else out.rename(old)
-    os.replace(tmp, out)
-    if old.exists():
-        shutil.rmtree(old, ignore_errors=True) if old.is_dir() else old.unlink()
 
 
 def read_export_metadata(root: str | os.PathLike[str]) -> dict[str, Any]:

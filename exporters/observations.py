@@ -114,7 +114,7 @@ def stacked(obs: Mapping[str, np.ndarray], keys: Sequence[str], n: int) -> np.nd
 def demo_roles(selection: Any) -> tuple[dict[str, tuple[tuple[int, ...], Any]], list[str]]:
     """Observation shapes shared by every accepted demo (refusing a mismatch) and the keys
     any of them lists as privileged."""
-    from labrecord.demo import DemoReader
+    from labrecord.demos import DemoReader
     from labrecord.exporters.selection import check_same_obs
 
     obs = check_same_obs(selection)

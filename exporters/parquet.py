@@ -20,16 +20,15 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 from pathlib import Path
 from typing import Any
 
 import msgspec
 import numpy as np
 
-from labrecord.demo import Demo, DemoReader
+from labrecord.demos import Demo, DemoReader
 from labrecord.errors import LabrecordError
-from labrecord.fileio import atomic_write_bytes, dumps_pretty
+from labrecord.fileio import atomic_path, dumps_pretty
 from labrecord.rundir import EVENTS_FILE, MEASUREMENTS_FILE, iter_events
 
 from labrecord.exporters.hdf5 import ExportSummary
@@ -140,22 +139,13 @@ def export_parquet(runs_dir: str | os.PathLike[str], out: str | os.PathLike[str]
     tables = {"attempts": attempts_table(selection), "steps": steps_table(selection),
               "events": events_table(selection, run_ids), "measurements": measurements_table(selection, run_ids)}
     out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.with_name(f".{out.name}.tmp")
-    shutil.rmtree(tmp, ignore_errors=True)
-    tmp.mkdir()
-    try:
+    with atomic_path(out, folder=True) as tmp:
         for name, table in tables.items():
             if table is not None:
                 pq.write_table(table, tmp / f"{name}.parquet", compression="zstd")
         summary = {"rule": accept, "runs": run_ids, "demos": len(selection.accepted), "observations": roles.to_json(),
                    "frames": tables["steps"].num_rows, "attempts": len(selection.attempts),
                    "files": sorted(f"{k}.parquet" for k, t in tables.items() if t is not None)}
-        atomic_write_bytes(tmp / "export.json", dumps_pretty(summary))
-        if out.exists():
-            shutil.rmtree(out) if out.is_dir() else out.unlink()
-        os.replace(tmp, out)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
+        (tmp / "export.json").write_bytes(dumps_pretty(summary))
     n = len(selection.accepted)
     return ExportSummary(Path(out), n, tables["steps"].num_rows, len(selection.attempts), n, 0)

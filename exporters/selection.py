@@ -19,7 +19,7 @@ from typing import Any
 
 import msgspec
 
-from labrecord.demo import DemoReader, split_names
+from labrecord.demos import DemoReader, split_names
 from labrecord.errors import LabrecordError
 from labrecord.models import ActionSpec, RunManifest
 from labrecord.rundir import DEMO_FILE, find_run_dirs
@@ -136,17 +136,21 @@ def collect(runs_dir: str | os.PathLike[str]) -> tuple[dict[str, RunSource], lis
     Each run is validated first, as ingest does: a run with errors contributes no attempt
     to train on, only a manifest row whose note carries its first finding.
     """
+    from labrecord.store.ingest import identity_problems
     from labrecord.validation import validate_run
 
     runs_dir = Path(runs_dir)
     runs: dict[str, RunSource] = {}
     rows: list[AttemptRow] = []
-    for run_dir in find_run_dirs(runs_dir):
+    run_dirs = find_run_dirs(runs_dir)
+    # the identity rule of ingest: a folder must carry its run_id, and an id claimed twice is refused
+    problems = identity_problems(run_dirs)
+    for run_dir in run_dirs:
         report, ctx = validate_run(run_dir)
         manifest = ctx.document.manifest if ctx.document is not None else None
         findings = [str(f) for f in report.errors]
-        if manifest is not None and manifest.run_id in runs:
-            findings.insert(0, f"{run_dir}: run_id {manifest.run_id!r} also used by {runs[manifest.run_id].dir}")
+        if run_dir in problems:
+            findings.insert(0, problems[run_dir])
         if findings or manifest is None:
             rows.append(_invalid_row(run_dir, manifest, findings or [f"{run_dir / 'run.json'}: unreadable manifest"]))
             continue
@@ -199,7 +203,7 @@ def apply_rule(rows: Sequence[AttemptRow], rule: str) -> None:
 
 
 def assign_splits(rows: Sequence[AttemptRow], valid_ratio: float, seed: int) -> None:
-    """Seeded train/valid assignment of the accepted rows (see :func:`labrecord.demo.split_names`)."""
+    """Seeded train/valid assignment of the accepted rows (see :func:`labrecord.demos.split_names`)."""
     accepted = [r for r in rows if r.accepted]
     keys = [f"{r.run_id}/{r.demo}" for r in accepted]
     _, valid = split_names(keys, valid_ratio, seed)

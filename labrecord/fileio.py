@@ -2,8 +2,10 @@
 from __future__ import annotations
 
 import os
+import shutil
 import tempfile
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -27,23 +29,118 @@ def dumps_pretty(obj: Any) -> bytes:
     return msgspec.json.format(dumps(obj), indent=2) + b"\n"
 
 
+def json_default(value: Any) -> Any:
+    """``default=`` for :func:`json.dumps`: numpy scalars and arrays, msgspec structs and
+    whatever else :func:`msgspec.to_builtins` converts; ``TypeError`` for the rest."""
+    import numpy as np
+
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, np.ndarray):
+        return value.tolist()
+    return msgspec.to_builtins(value)
+
+
+def umask() -> int:
+    """The process umask, read without changing it where the system allows (Linux
+    ``/proc/self/status``); elsewhere set and restored at once."""
+    try:
+        with open("/proc/self/status", "rb") as fh:
+            for line in fh:
+                if line.startswith(b"Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+def temp_beside(path: str | os.PathLike[str], *, folder: bool = False) -> Path:
+    """A new, uniquely named temporary file (or empty folder) in ``path``'s folder, for
+    :func:`commit` to rename over ``path`` later; hidden (leading dot), ending ``.tmp``."""
+    path = Path(path)
+    if folder:
+        return Path(tempfile.mkdtemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent))
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    os.close(fd)
+    return Path(tmp)
+
+
+def commit(tmp: str | os.PathLike[str], path: str | os.PathLike[str]) -> None:
+    """Make the finished ``tmp`` (from :func:`temp_beside`) the new ``path``, atomically.
+
+    Every file is fsynced, modes honour the umask (0644 files and 0755 folders under the
+    usual 022; the temporary names were private), then one rename.  A folder replaces an
+    existing ``path`` by renaming the old one aside first and removing it afterwards (a
+    reader sees the old tree or the new one); a file replaces it in one ``os.replace``.
+    The containing folder is fsynced last, so the rename itself is durable.
+    """
+    tmp, path = Path(tmp), Path(path)
+    mask = umask()
+    if tmp.is_dir():
+        for root, dirs, files in os.walk(tmp):
+            os.chmod(root, 0o777 & ~mask)
+            for name in files:
+                _fsync_file(Path(root) / name)
+            for name in dirs:
+                _fsync_dir(Path(root) / name)
+        _fsync_dir(tmp)
+        old = None
+        if path.exists() or path.is_symlink():
+            old = temp_beside(path, folder=True)
+            os.replace(path, old / path.name)
+        os.replace(tmp, path)
+        _fsync_dir(path.parent)
+        if old is not None:
+            shutil.rmtree(old, ignore_errors=True)
+        return
+    os.chmod(tmp, 0o666 & ~mask)
+    _fsync_file(tmp)
+    os.replace(tmp, path)
+    _fsync_dir(path.parent)
+
+
+def discard(tmp: str | os.PathLike[str]) -> None:
+    """Remove an unfinished temporary file or folder (no error when it is gone)."""
+    tmp = Path(tmp)
+    if tmp.is_dir() and not tmp.is_symlink():
+        shutil.rmtree(tmp, ignore_errors=True)
+    else:
+        tmp.unlink(missing_ok=True)
+
+
+@contextmanager
+def atomic_path(path: str | os.PathLike[str], *, folder: bool = False) -> Iterator[Path]:
+    """``with atomic_path(out) as tmp:`` write ``tmp`` (a file path, or an empty folder when
+    ``folder``); on a clean exit it becomes ``out`` (:func:`commit`), on an exception it is
+    removed and ``out`` is left as it was.  The one way labrecord writes a file or a tree
+    that a reader must never see half-written."""
+    tmp = temp_beside(path, folder=folder)
+    try:
+        yield tmp
+        commit(tmp, path)
+    except BaseException:
+        discard(tmp)
+        raise
+
+
 def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> None:
     """Write ``data`` to ``path`` via a temp file in the same folder, fsync, rename.
 
-    A reader sees either the old file or the whole new one, never a partial write.
+    A reader sees either the old file or the whole new one, never a partial write; the
+    file mode honours the umask (:func:`commit`).
     """
-    path = Path(path)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    with atomic_path(path) as tmp:
+        tmp.write_bytes(data)
+
+
+def _fsync_file(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
     try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    _fsync_dir(path.parent)
+        os.fsync(fd)
+    finally:
+        os.close(fd)
 
 
 def _fsync_dir(folder: Path) -> None:

@@ -23,7 +23,7 @@ from typing import Any, TypeVar
 import msgspec
 
 from labrecord.errors import LabrecordError, SchemaVersionError, TruncatedLogError
-from labrecord.fileio import Line, LineProblem, atomic_write_bytes, dumps, dumps_pretty, iter_lines
+from labrecord.fileio import Line, LineProblem, atomic_path, atomic_write_bytes, dumps, dumps_pretty, iter_lines
 from labrecord.models import (
     RUN_SCHEMA, BaseEvent, EpisodeEnd, EpisodeStart, Event, FinalScores, ObservationReceipt,
     OnlineScore, RunManifest, Validity, check_run_id,
@@ -425,11 +425,8 @@ class RunWriter:
         import pyarrow.parquet as pq
 
         self.sync()
-        tmp = self.dir / f".{MEASUREMENTS_FILE}.tmp"
-        pq.write_table(table, tmp, compression="zstd")
-        with open(tmp, "rb") as fh:
-            os.fsync(fh.fileno())
-        os.replace(tmp, self.dir / MEASUREMENTS_FILE)
+        with atomic_path(self.dir / MEASUREMENTS_FILE) as tmp:
+            pq.write_table(table, tmp, compression="zstd")
 
     def path(self, name: str) -> Path:
         return self.dir / name

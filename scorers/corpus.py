@@ -251,7 +251,7 @@ class CorpusScorer:
         clusters = [self.cluster(r) for r in group.runs] + [f"missing:{p}/{i}" for p, i in missing]
         metrics: dict[str, Members] = {}
         for decision in decisions:
-            absent = lambda run_id: ReachUnit(run_id, decision, False, False, False)  # noqa: E731
+            absent = lambda run_id, decision=decision: ReachUnit(run_id, decision, False, False, False)  # noqa: E731
             members = [(c, rows.get((c, decision)) or absent(c) if c in resolved else None) for c in clusters]
             metrics.update(reach_metrics(decision, members))
         return metrics

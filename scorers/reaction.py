@@ -1,6 +1,7 @@
 """Reaction F1 (RxnMiner protocol, DESIGN.md "Reaction records"), computed in DuckDB.
 
-Inputs are the reaction tables of the corpus (``labrecord.chemdata.store``): concrete
+Inputs are the reaction tables of the corpus (declared in :mod:`labrecord.store.schema`,
+filled by ``labrecord.chemdata``); this module only reads them from a connection: concrete
 reactions, their reactant/product occurrences and, per distinct string, the canonical
 components.  A reaction's *signature* is the sorted multiset of ``role:component`` keys of
 its reactants and products; a reaction holding a molecule that is malformed or can never
@@ -23,7 +24,7 @@ in figure order, so the SQL path and :func:`reference_counts` agree byte for byt
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -98,7 +99,7 @@ def pooled(counts: Sequence[FigureCounts], variant: str = "strict") -> dict[str,
 
 # --------------------------------------------------------------------------- SQL path
 
-def _matched(name: str, source: str, key: str) -> str:
+def _matched_cte(name: str, source: str, key: str) -> str:
     """One-to-one matching over multisets: per figure, Σ over keys of min(gold count, pred count)."""
     return (f"{name} AS (\n"
             f"    SELECT figure_id, sum(least(g, p)) AS m FROM (\n"
@@ -135,10 +136,10 @@ n_mol AS (
     SELECT figure_id, count(*) FILTER (WHERE system = $gold) AS mol_gold,
            count(*) FILTER (WHERE system = $pred) AS mol_pred
     FROM occ GROUP BY figure_id),
-{_matched("rx_strict", "sig", "s_strict")},
-{_matched("rx_nonstereo", "sig", "s_nonstereo")},
-{_matched("mol_strict", "occ", "k_strict")},
-{_matched("mol_nonstereo", "occ", "k_nonstereo")}
+{_matched_cte("rx_strict", "sig", "s_strict")},
+{_matched_cte("rx_nonstereo", "sig", "s_nonstereo")},
+{_matched_cte("mol_strict", "occ", "k_strict")},
+{_matched_cte("mol_nonstereo", "occ", "k_nonstereo")}
 SELECT gf.figure_id, coalesce(pf.status, 'missing') AS status,
        coalesce(n.n_gold, 0), coalesce(n.n_pred, 0),
        coalesce(rs.m, 0), coalesce(rn.m, 0),
@@ -245,7 +246,7 @@ def _occurrences(reactions: Iterable[ReactionForms], variant: str) -> tuple[int,
     return total, keys
 
 
-def _matched(gold: Counter[Any], pred: Counter[Any]) -> int:
+def _matched_count(gold: Counter[Any], pred: Counter[Any]) -> int:
     return sum(min(n, pred[key]) for key, n in gold.items() if key is not None)
 
 
@@ -266,41 +267,15 @@ def reference_counts(gold: Mapping[str, Sequence[ReactionForms]],
             mol_gold, gk = _occurrences(g_rxns, variant)
             mol_pred, pk = _occurrences(p_rxns, variant)
             ok = status == "ok"
-            values[f"matched_{variant}"] = _matched(gs, ps) if ok else 0
-            values[f"mol_matched_{variant}"] = _matched(gk, pk) if ok else 0
+            values[f"matched_{variant}"] = _matched_count(gs, ps) if ok else 0
+            values[f"mol_matched_{variant}"] = _matched_count(gk, pk) if ok else 0
             values["mol_gold"], values["mol_pred"] = mol_gold, mol_pred
         counts.append(FigureCounts(figure_id=figure_id, status=status, n_gold=len(g_rxns), n_pred=len(p_rxns),
                                    **values))
     return counts
 
 
-# --------------------------------------------------------------------------- documents
-
-def score_documents(gold: Sequence[Any], pred: Sequence[Any], *, by: str | None = None,
-                    con: Any = None) -> dict[str, Any]:
-    """Score figure documents (``labrecord.models.rxn.FigureDocument``) end to end.
-
-    Canonical forms need RDKit, so this one entry point reaches into
-    ``labrecord.chemdata`` (lazily) to ingest both sets into ``con`` (a fresh in-memory
-    DuckDB when None) and then scores there with :func:`score_db`.  ``pred`` must hold one
-    system; ``by="system"`` is handled by the caller (one call per system).
-    """
-    from labrecord.chemdata.store import connect, ingest_documents
-
-    gold_names = {d.system for d in gold}
-    pred_names = {d.system for d in pred}
-    if len(gold_names) != 1:
-        raise LabrecordError(f"gold documents name {len(gold_names)} systems ({', '.join(sorted(gold_names))}); expected one")
-    if len(pred_names) > 1:
-        raise LabrecordError(f"predictions hold several systems ({', '.join(sorted(pred_names))}); score them one at a time")
-    con = con or connect()
-    ingest_documents(con, gold, gold=True)
-    ingest_documents(con, pred, gold=False)
-    gold_name = next(iter(gold_names))
-    pred_name = next(iter(pred_names), f"{gold_name}~no-predictions")
-    return score_db(con, gold_name, pred_name, by=by, allow_empty=not pred)
-
-
+# --------------------------------------------------------------------------- diagnostics
 
 def extra_figures(con: Any, gold: str, pred: str) -> list[str]:
     """Figures system ``pred`` produced that are not in the gold manifest (never scored)."""
@@ -321,77 +296,3 @@ def unmatchable_gold(con: Any, gold: str) -> list[str]:
     return [f"gold {figure} reaction {index}: can never match ({role} {excerpt(smiles, 60)!r}: {excerpt(reason or 'unparsable', 80)})"
             for figure, index, role, smiles, reason in rows]
 
-
-def score_paths(gold: str, preds: Sequence[str], *, db: str | None = None, by: str | None = None,
-                warn: Callable[[str], None] | None = None) -> dict[str, dict[str, Any]]:
-    """``{system: summary}`` for ``labrecord rxn score``.
-
-    ``gold`` and each of ``preds`` is a file or folder of documents (read by the
-    ``labrecord.chemdata`` adapters and ingested into ``db``, in memory when None) or, with
-    ``db``, the name of a system already stored there.  More than one prediction system
-    needs ``by="system"``; ``by="layout"`` adds per-layout groups to each summary.
-    ``warn`` receives a line for each system with figures outside the gold manifest
-    (usually a figure-id mismatch; those figures are not scored).
-    """
-    from labrecord.chemdata.store import connect
-
-    con = connect(db)
-    try:
-        gold_name = _resolve_gold(con, gold, db)
-        systems: dict[str, bool] = {}
-        for pred in preds:
-            systems.update(_resolve_pred(con, pred, db))
-        if len(systems) > 1 and by != "system":
-            raise LabrecordError(f"predictions hold {len(systems)} systems ({', '.join(sorted(systems))}); "
-                                 "pass --by system or name one system")
-        layout = "layout" if by == "layout" else None
-        results = {name: score_db(con, gold_name, name, by=layout, allow_empty=empty)
-                   for name, empty in sorted(systems.items())}
-        for name in results:
-            extra = extra_figures(con, gold_name, name)
-            if extra and warn is not None:
-                shown = ", ".join(extra[:5]) + (" …" if len(extra) > 5 else "")
-                warn(f"{name}: {len(extra)} figure(s) not in the gold manifest were not scored: {shown}")
-        if warn is not None:
-            for line in unmatchable_gold(con, gold_name):
-                warn(line)
-        return results
-    finally:
-        con.close()
-
-
-def _resolve_gold(con: Any, gold: str, db: str | None) -> str:
-    from pathlib import Path
-
-    from labrecord.chemdata.adapters import load_documents
-    from labrecord.chemdata.store import ingest_documents
-
-    if Path(gold).exists():
-        docs = load_documents(gold, gold=True)
-        names = sorted({d.system for d in docs})
-        if len(names) != 1:
-            raise LabrecordError(f"{gold}: gold documents name {len(names)} systems ({', '.join(names) or 'none'}); expected one")
-        ingest_documents(con, docs, gold=True)
-        return names[0]
-    if db is None:
-        raise LabrecordError(f"{gold}: no such file or folder (a gold set name needs --db)")
-    return gold
-
-
-def _resolve_pred(con: Any, pred: str, db: str | None) -> dict[str, bool]:
-    """``{system name: has no documents}`` for one ``--pred`` value."""
-    from pathlib import Path
-
-    from labrecord.chemdata.adapters import load_documents
-    from labrecord.chemdata.store import ingest_documents
-
-    path = Path(pred)
-    if path.exists():
-        docs = load_documents(pred)
-        if not docs:
-            return {path.stem if path.is_file() else path.name: True}
-        ingest_documents(con, docs, gold=False)
-        return {name: False for name in {d.system for d in docs}}
-    if db is None:
-        raise LabrecordError(f"{pred}: no such file or folder (a system name needs --db)")
-    return {pred: False}

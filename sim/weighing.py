@@ -15,12 +15,12 @@ import hashlib
 import os
 import sys
 from collections.abc import Callable
-from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from labrecord import parallel
 from labrecord.errors import LabrecordError
 from labrecord.models import (
     Assets, Budget, Evaluation, ObservationSpec, Physics, Population, RunManifest, Seeds, System, Task,
@@ -172,8 +172,12 @@ def _record_key(record: Any) -> tuple[str, str]:
 def run_weighing(out_dir: str | os.PathLike[str], condition: str = "basic", policy: str = "reference",
                  episodes: int = 20, seed: int = 0, workers: int = 1, *, cameras: bool = True, size: int = 128,
                  max_time_s: float | None = None, progress: Callable[[int], None] | None = None,
-                 **policy_options: Any) -> list[Path]:
+                 executor: str = "local", address: str | None = None, **policy_options: Any) -> list[Path]:
     """Run ``episodes`` weighing episodes; returns the run directories in episode order.
+
+    Episodes run on ``workers`` processes of ``executor`` (:func:`labrecord.parallel.map`:
+    ``local`` or ``ray``, with a Ray cluster ``address``); each episode's seeds depend on its
+    index only, so every executor writes the same runs.
 
     Example::
 
@@ -194,21 +198,11 @@ def run_weighing(out_dir: str | os.PathLike[str], condition: str = "basic", poli
     # registered before any episode runs: the population fixes the denominators
     register_population(out_dir, population_name(condition, seed), population_records(condition, seed, drawn))
     advance = progress or (lambda n=1: None)
-    if workers <= 1:
-        paths = []
-        for spec in specs:
-            paths.append(run_episode(spec))
-            advance(1)
-        return paths
-    import multiprocessing
-
-    results: dict[int, Path] = {}
-    with ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn")) as pool:
-        futures = {pool.submit(run_episode, spec): spec.index for spec in specs}
-        for future in as_completed(futures):
-            results[futures[future]] = future.result()
-            advance(1)
-    return [results[i] for i in range(len(specs))]
+    paths = []
+    for path in parallel.map(run_episode, specs, workers=workers, executor=executor, address=address):
+        paths.append(path)
+        advance(1)
+    return paths
 
 
 def run_id_of(spec: EpisodeSpec) -> str:
@@ -307,7 +301,7 @@ def _manifest(spec: EpisodeSpec, instance: Any, policy: Any, contract: Any, layo
 
 def _write_demo(writer: RunWriter, owner: Any, log: Any, spec: EpisodeSpec, scores: Any) -> None:
     """Pre-action obs, applied action, next obs per control step into ``demo.hdf5``."""
-    from labrecord.demo import DemoWriter
+    from labrecord.demos import DemoWriter
     from labrecord.recorders.loop import flatten_state
 
     final = flatten_state(owner.env.public_state())

@@ -10,6 +10,7 @@ import pytest
 
 
 def in_ci() -> bool:
+    """The one test that decides "running in CI": ``CI=true`` (``.ci/run`` is started so)."""
     return os.environ.get("CI", "").lower() == "true"
 
 

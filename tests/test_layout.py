@@ -33,3 +33,41 @@ def test_every_registered_command_loads_and_has_an_example() -> None:
         result = runner.invoke(cli, [name, "-h"])
         assert result.exit_code == 0, f"{name}: {result.output}"
         assert "Example:" in result.output, f"{name} --help has no Example block"
+
+
+def test_the_import_contracts_name_every_core_module() -> None:
+    """scripts/lint.sh checks the layers with import-linter; its core contract lists the core
+    modules by name, so a new module of labrecord/ must be added there to be checked."""
+    import tomllib
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    contracts = tomllib.loads((root / "pyproject.toml").read_text())["tool"]["importlinter"]["contracts"]
+    core = next(c for c in contracts if c["name"].startswith("The core"))
+    present = {f"labrecord.{p.stem}" for p in (root / "labrecord").iterdir()
+               if (p.suffix == ".py" and p.stem != "__init__") or (p / "__init__.py").is_file()}
+    assert present - {"labrecord.cli"} == set(core["source_modules"])
+
+
+def test_every_command_takes_the_shared_json_option() -> None:
+    """Every leaf command carries the --json option of labrecord.cli.common.output_options."""
+    import click
+
+    def leaves(group: click.Group, ctx: click.Context, prefix: str) -> list[tuple[str, click.Command]]:
+        found = []
+        for name in group.list_commands(ctx):
+            command = group.get_command(ctx, name)
+            if command is None:
+                continue
+            if isinstance(command, click.Group):
+                found += leaves(command, ctx, f"{prefix}{name} ")
+            else:
+                found.append((prefix + name, command))
+        return found
+
+    ctx = click.Context(cli)
+    commands = leaves(cli, ctx, "")
+    assert len(commands) >= 15
+    missing = [name for name, command in commands
+               if not any(p.name == "as_json" and "--json" in p.opts for p in command.params)]
+    assert missing == []

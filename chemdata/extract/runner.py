@@ -30,7 +30,7 @@ import tempfile
 import time
 import traceback
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -38,6 +38,7 @@ from typing import Any
 from labrecord.chemdata.extract import associate, assemble, endpoint, layout, osra, tesseract
 from labrecord.chemdata.extract.records import document_json, write_document
 from labrecord.chemdata.extract.trajectory import BudgetExceeded, ToolFailed, Trajectory
+from labrecord import parallel
 from labrecord.errors import LabrecordError
 from labrecord.fileio import atomic_write_bytes, dumps
 
@@ -270,35 +271,8 @@ def _document(figure_id: str, path: Path, config: ExtractConfig, status: str, er
 
 # --------------------------------------------------------------------------- many figures
 
-def _run_inline(paths: list[Path], config: ExtractConfig) -> Iterator[FigureResult]:
-    for path in paths:
-        yield extract_figure(str(path), config)
-
-
-def _run_pool(paths: list[Path], config: ExtractConfig, workers: int) -> Iterator[FigureResult]:
-    import multiprocessing
-    from concurrent.futures import ProcessPoolExecutor, as_completed
-
-    # spawn, not fork: the parent may hold RDKit/threads state that must not be copied
-    with ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn")) as pool:
-        futures = [pool.submit(extract_figure, str(p), config) for p in paths]
-        for future in as_completed(futures):
-            yield future.result()
-
-
-def _run_ray(paths: list[Path], config: ExtractConfig, address: str | None) -> Iterator[FigureResult]:
-    try:
-        import ray
-    except ImportError:
-        raise LabrecordError("--executor ray needs Ray: pip install 'labrecord[ray]'") from None
-    if not ray.is_initialized():
-        ray.init(address=address or os.environ.get("RAY_ADDRESS"), include_dashboard=False,
-                 ignore_reinit_error=True, log_to_driver=False)
-    remote = ray.remote(num_cpus=1)(extract_figure)
-    pending = [remote.remote(str(p), config) for p in paths]
-    while pending:
-        done, pending = ray.wait(pending, num_returns=1)
-        yield ray.get(done[0])
+def _extract(job: tuple[str, ExtractConfig]) -> FigureResult:
+    return extract_figure(*job)
 
 
 def run_extraction(figures_dir: str | os.PathLike[str], out_dir: str | os.PathLike[str], config: ExtractConfig,
@@ -314,12 +288,8 @@ def run_extraction(figures_dir: str | os.PathLike[str], out_dir: str | os.PathLi
     paths = list_figures(figures_dir)
     out = Path(out_dir)
     (out / TRAJECTORY_DIR).mkdir(parents=True, exist_ok=True)
-    if executor == "ray":
-        results = _run_ray(paths, config, ray_address)
-    elif executor == "local":
-        results = _run_inline(paths, config) if workers == 1 else _run_pool(paths, config, workers)
-    else:
-        raise LabrecordError(f"unknown executor {executor!r} (local or ray)")
+    results = parallel.map(_extract, [(str(p), config) for p in paths], workers=workers, executor=executor,
+                           address=ray_address)
     documents: dict[str, dict[str, Any]] = {}
     for result in results:
         write_document(out / f"{result.figure_id}.json", result.document)

@@ -11,6 +11,7 @@ from typing import Any
 
 import click
 
+from labrecord.cli.common import CONTEXT_SETTINGS
 from labrecord.cli.lazy import LazyGroup
 from labrecord.errors import LabrecordError
 
@@ -30,7 +31,6 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "rxn": ("rxn", "rxn", "Reaction records: ingest, score, stats, extract, render."),
 }
 
-CONTEXT_SETTINGS = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 
 
 class CommandLine(LazyGroup):

@@ -5,12 +5,12 @@ import sys
 
 import click
 
-from labrecord.cli.common import CONTEXT_SETTINGS, follow_symlinks_option, echo_json, echo_table, progress
+from labrecord.cli.common import CONTEXT_SETTINGS, echo_json, echo_table, follow_symlinks_option, output_options, progress
 
 
 @click.command(context_settings=CONTEXT_SETTINGS)
 @click.argument("runs_dir", type=click.Path())
-@click.option("--json", "as_json", is_flag=True, help="Print one JSON record per run with its findings.")
+@output_options(csv=False, json_help="Print one JSON record per run with its findings.")
 @follow_symlinks_option
 def audit(runs_dir: str, as_json: bool) -> None:
     """Replay each run's measurements through its task contract and compare with its events.

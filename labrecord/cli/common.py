@@ -17,22 +17,31 @@ F = TypeVar("F", bound=Callable[..., Any])
 CONTEXT_SETTINGS = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 
 
-def output_options(func: F) -> F:
-    """Adds ``--json`` and ``--csv``; the default is a readable table."""
-    func = click.option("--csv", "as_csv", is_flag=True, help="Print CSV instead of a table.")(func)
-    func = click.option("--json", "as_json", is_flag=True, help="Print JSON for machines.")(func)
-    return func
+def output_options(func: F | None = None, *, csv: bool = True, json_help: str = "Print JSON for machines.") -> Any:
+    """The output options of every command: ``--json`` (parameter ``as_json``) and, unless
+    ``csv=False``, ``--csv`` (``as_csv``); the default is readable text or a table.
+
+    Use bare (``@output_options``) or with arguments
+    (``@output_options(csv=False, json_help="Print the summary as JSON.")``).
+    """
+    def decorate(f: F) -> F:
+        if csv:
+            f = click.option("--csv", "as_csv", is_flag=True, help="Print CSV instead of a table.")(f)
+        return click.option("--json", "as_json", is_flag=True, help=json_help)(f)
+
+    return decorate(func) if func is not None else decorate
 
 
 def echo_json(obj: Any) -> None:
-    click.echo(json.dumps(obj, indent=2, sort_keys=False, default=_json_default))
+    click.echo(json.dumps(obj, indent=2, sort_keys=False, default=_printable))
 
 
-def _json_default(obj: Any) -> Any:
-    import msgspec
+def _printable(obj: Any) -> Any:
+    """Anything :func:`labrecord.fileio.json_default` cannot convert is printed as its text."""
+    from labrecord.fileio import json_default
 
     try:
-        return msgspec.to_builtins(obj)
+        return json_default(obj)
     except TypeError:
         return str(obj)
 
@@ -83,7 +92,7 @@ def progress(total: int | None, description: str) -> Iterator[Callable[[int], No
     Yields ``advance(n)``.
     """
     if not sys.stderr.isatty() or total is not None and total <= 1:
-        yield lambda n=1: None
+        yield _ignore
         return
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
     from rich.console import Console
@@ -91,7 +100,15 @@ def progress(total: int | None, description: str) -> Iterator[Callable[[int], No
     with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                   TimeRemainingColumn(), console=Console(stderr=True), transient=True) as bar:
         task = bar.add_task(description, total=total)
-        yield lambda n=1: bar.advance(task, n)
+
+        def advance(n: int = 1) -> None:
+            bar.advance(task, n)
+
+        yield advance
+
+
+def _ignore(n: int = 1) -> None:
+    """``advance`` when no bar is shown."""
 
 
 def follow_symlinks_option(func: F) -> F:

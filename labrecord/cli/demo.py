@@ -6,7 +6,7 @@ from collections.abc import Callable, Iterator
 
 import click
 
-from labrecord.cli.common import CONTEXT_SETTINGS, echo_json, echo_table, progress
+from labrecord.cli.common import CONTEXT_SETTINGS, echo_json, echo_table, output_options, progress
 
 
 @click.command(context_settings=CONTEXT_SETTINGS)
@@ -19,7 +19,7 @@ from labrecord.cli.common import CONTEXT_SETTINGS, echo_json, echo_table, progre
 @click.option("--condition", type=click.Choice(["basic", "extended"]), default="basic", show_default=True)
 @click.option("--no-cameras", is_flag=True, help="Skip rendering and videos (faster).")
 @click.option("--overwrite", is_flag=True, help="Replace an existing, non-empty --out folder.")
-@click.option("--json", "as_json", is_flag=True, help="Print a JSON summary instead of tables.")
+@output_options(csv=False, json_help="Print a JSON summary instead of tables.")
 def demo(out: str, episodes: int, seed: int, workers: int, condition: str, no_cameras: bool, overwrite: bool,
          as_json: bool) -> None:
     """Run a short weighing evaluation end to end on this machine.

@@ -6,7 +6,7 @@ from typing import Any, TypeVar
 
 import click
 
-from labrecord.cli.common import CONTEXT_SETTINGS, echo_json
+from labrecord.cli.common import CONTEXT_SETTINGS, echo_json, output_options
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -17,7 +17,7 @@ ACCEPT_HELP = ("Which attempts to export: 'success', 'all', or a SQL WHERE claus
 
 def selection_options(func: F) -> F:
     """RUNS_DIR, --accept, --overwrite and --json, shared by every export."""
-    func = click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")(func)
+    func = output_options(csv=False, json_help="Print the summary as JSON.")(func)
     func = click.option("--overwrite", is_flag=True, help="Replace an existing output.")(func)
     func = click.option("--accept", default="success", show_default=True, help=ACCEPT_HELP)(func)
     func = click.argument("runs_dir", type=click.Path(exists=True, file_okay=False))(func)
@@ -29,7 +29,7 @@ def _with_symlink_option(group: click.Group) -> None:
     from labrecord.cli.common import follow_symlinks_option
 
     for command in group.commands.values():
-        wrapped = follow_symlinks_option(command.callback)  # type: ignore[arg-type]
+        wrapped = follow_symlinks_option(command.callback)  # type: ignore[arg-type,type-var]
         command.params.extend(p for p in getattr(wrapped, "__click_params__", []) if p.name == "follow_symlinks")
         command.callback = wrapped
 

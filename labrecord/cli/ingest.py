@@ -5,7 +5,7 @@ import sys
 
 import click
 
-from labrecord.cli.common import CONTEXT_SETTINGS, follow_symlinks_option, echo_json, progress
+from labrecord.cli.common import CONTEXT_SETTINGS, echo_json, follow_symlinks_option, output_options, progress
 
 
 @click.command(context_settings=CONTEXT_SETTINGS)
@@ -14,7 +14,7 @@ from labrecord.cli.common import CONTEXT_SETTINGS, follow_symlinks_option, echo_
 @click.option("--batch-size", default=2000, show_default=True, type=click.IntRange(min=1), help="Runs per load transaction.")
 @click.option("--strict", is_flag=True, help="Exit 1 when any run or population was skipped.")
 @click.option("--no-audit", is_flag=True, help="Skip the replay audit (runs without a verdict count as unaudited).")
-@click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
+@output_options(csv=False, json_help="Print the summary as JSON.")
 @follow_symlinks_option
 def ingest(runs_dir: str, db: str, batch_size: int, strict: bool, no_audit: bool, as_json: bool) -> None:
     """Load run directories (and RUNS_DIR/populations/*.jsonl) into a DuckDB corpus.

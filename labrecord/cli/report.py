@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import click
 
-from labrecord.cli.common import CONTEXT_SETTINGS, follow_symlinks_option
+from labrecord.cli.common import CONTEXT_SETTINGS, echo_json, follow_symlinks_option, output_options
 
 
 @click.command(context_settings=CONTEXT_SETTINGS)
@@ -13,8 +13,9 @@ from labrecord.cli.common import CONTEXT_SETTINGS, follow_symlinks_option
 @click.option("--seed", default=0, show_default=True, type=int, help="Seed of the bootstrap generator.")
 @click.option("--resamples", default=1000, show_default=True, type=click.IntRange(min=0, max=1_000_000), help="Bootstrap resamples.")
 @click.option("--no-audit", is_flag=True, help="Do not replay-audit a runs folder first.")
+@output_options(csv=False, json_help='Print {"report": PATH}.')
 @follow_symlinks_option
-def report(source: str, out: str, parquet: bool, seed: int, resamples: int, no_audit: bool) -> None:
+def report(source: str, out: str, parquet: bool, seed: int, resamples: int, no_audit: bool, as_json: bool) -> None:
     """Write one self-contained HTML page comparing systems: choice, execution and
     completion rates with intervals, the reach funnel, Oracle gains, and every metric table.
 
@@ -28,4 +29,4 @@ def report(source: str, out: str, parquet: bool, seed: int, resamples: int, no_a
 
     check_writable(out)
     path = write_report(source, out, seed=seed, resamples=resamples, parquet=parquet, audit=not no_audit)
-    click.echo(str(path))
+    echo_json({"report": str(path)}) if as_json else click.echo(str(path))

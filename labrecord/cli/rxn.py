@@ -2,11 +2,12 @@
 ``labrecord.cli.rxn_extract``, imported on first use)."""
 from __future__ import annotations
 
+from typing import Any
+
 import click
 
 from labrecord.cli.lazy import LazyGroup
 from labrecord.cli.common import CONTEXT_SETTINGS, echo_csv, echo_json, echo_table, output_options
-from labrecord.errors import LabrecordError
 
 #: sub-commands living in other modules: name -> (module under labrecord.cli, attribute, one-line help)
 EXTENSIONS: dict[str, tuple[str, str, str]] = {
@@ -37,7 +38,7 @@ def rxn() -> None:
 @click.option("--db", required=True, type=click.Path(dir_okay=False), help="DuckDB corpus file (created if absent).")
 @click.option("--system", default=None, help="System name for every document (default: the document's own, else the path name).")
 @click.option("--gold", is_flag=True, help="The documents are reference annotations (must all convert).")
-@click.option("--json", "as_json", is_flag=True, help="Print the counts as JSON.")
+@output_options(csv=False, json_help="Print the counts as JSON.")
 def ingest_cmd(path: str, db: str, system: str | None, gold: bool, as_json: bool) -> None:
     """Read figure documents in any supported format and store them, canonicalized.
 
@@ -51,7 +52,8 @@ def ingest_cmd(path: str, db: str, system: str | None, gold: bool, as_json: bool
       labrecord rxn ingest runs/rxnminer/ --db corpus.duckdb --system rxnminer
     """
     from labrecord.chemdata.adapters import load_documents
-    from labrecord.chemdata.store import connect, ingest_documents
+    from labrecord.chemdata.store import ingest_documents
+    from labrecord.store import connect
 
     docs = load_documents(path, system=system, gold=gold)
     con = connect(db)
@@ -91,7 +93,7 @@ def score_cmd(gold: str, preds: tuple[str, ...], db: str | None, by: str | None,
       labrecord rxn score --gold gold --pred rxnminer --pred chemeagle --db corpus.duckdb --by system
       labrecord rxn score --gold gold/ --pred out.jsonl --by layout --json
     """
-    from labrecord.scorers.reaction import score_paths
+    from labrecord.chemdata.scoring import score_paths
 
     results = score_paths(gold, list(preds), db=db, by=by, warn=lambda line: click.echo(f"warning: {line}", err=True))
     _print_scores(results, by, as_json, as_csv)
@@ -143,7 +145,7 @@ def _summary_table(summary: dict[str, Any], title: str) -> None:
 @click.argument("path", required=False, type=click.Path(exists=True))
 @click.option("--db", default=None, type=click.Path(dir_okay=False), help="Corpus to read (instead of PATH).")
 @click.option("--system", default=None, help="Only this system.")
-@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@output_options(csv=False, json_help="Print JSON.")
 def stats_cmd(path: str | None, db: str | None, system: str | None, as_json: bool) -> None:
     """Corpus statistics: records per figure, parse rates, provenance shares, field coverage.
 
@@ -160,7 +162,7 @@ def stats_cmd(path: str | None, db: str | None, system: str | None, as_json: boo
     if (path is None) == (db is None):
         raise click.UsageError("give either PATH or --db")
     if db is not None:
-        from labrecord.chemdata.store import connect
+        from labrecord.store import connect
 
         con = connect(db)
         try:
@@ -193,7 +195,7 @@ def _stats_tables(result: dict[str, Any]) -> None:
 
 @rxn.command("check-judge", context_settings=CONTEXT_SETTINGS)
 @click.argument("paths", nargs=-1, required=True, type=click.Path(exists=True))
-@click.option("--json", "as_json", is_flag=True, help="Print {\"errors\": [...], \"warnings\": [...]}.")
+@output_options(csv=False, json_help="Print {\"errors\": [...], \"warnings\": [...]}.")
 def check_judge_cmd(paths: tuple[str, ...], as_json: bool) -> None:
     """Check LLM-judge outputs (schema llm-reaction-judge-v2) for types and arithmetic.
 

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import click
 
-from labrecord.cli.common import CONTEXT_SETTINGS, echo_json, echo_table, progress
+from labrecord.cli.common import CONTEXT_SETTINGS, echo_json, echo_table, output_options, progress
 
 
 @click.command("extract", context_settings=CONTEXT_SETTINGS)
@@ -21,7 +21,7 @@ from labrecord.cli.common import CONTEXT_SETTINGS, echo_json, echo_table, progre
 @click.option("--api-key-env", default=None, help="Environment variable holding the endpoint's API key.")
 @click.option("--osra", "osra_command", default="osra", show_default=True, help="osra executable.")
 @click.option("--tesseract", "tesseract_command", default="tesseract", show_default=True, help="tesseract executable.")
-@click.option("--json", "as_json", is_flag=True, help="Print the run summary as JSON.")
+@output_options(csv=False, json_help="Print the run summary as JSON.")
 def extract(figures_dir: str, out_dir: str, system: str, budget_s: float, tool_timeout_s: float, workers: int,
             executor: str, ray_address: str | None, model_endpoint: str | None, model: str | None,
             api_key_env: str | None, osra_command: str, tesseract_command: str, as_json: bool) -> None:
@@ -59,7 +59,8 @@ def extract(figures_dir: str, out_dir: str, system: str, budget_s: float, tool_t
 @click.command("render", context_settings=CONTEXT_SETTINGS)
 @click.argument("reactions_file", type=click.Path(exists=True, dir_okay=False))
 @click.option("--out", "out_dir", required=True, type=click.Path(file_okay=False), help="Folder for figures and gold records.")
-def render(reactions_file: str, out_dir: str) -> None:
+@output_options(csv=False, json_help='Print {"out": DIR, "figures": N}.')
+def render(reactions_file: str, out_dir: str, as_json: bool) -> None:
     """Draw reaction figures from reaction SMILES, with the gold record beside each.
 
     Lines: "REACTANTS>>PRODUCTS [id]", multi-step "A>>B>>C [id]", or a scope
@@ -74,4 +75,7 @@ def render(reactions_file: str, out_dir: str) -> None:
     from labrecord.chemdata.render import render as render_figures
 
     written = render_figures(reactions_file, out_dir)
-    click.echo(f"wrote {len(written)} figures with gold records to {out_dir}")
+    if as_json:
+        echo_json({"out": out_dir, "figures": len(written)})
+    else:
+        click.echo(f"wrote {len(written)} figures with gold records to {out_dir}")

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import click
 
-from labrecord.cli.common import CONTEXT_SETTINGS
+from labrecord.cli.common import CONTEXT_SETTINGS, echo_json, output_options
 
 
 @click.group(context_settings=CONTEXT_SETTINGS)
@@ -19,7 +19,8 @@ def schema() -> None:
 
 @schema.command("export", context_settings=CONTEXT_SETTINGS)
 @click.option("--out", default="schemas", show_default=True, type=click.Path(file_okay=False))
-def export_cmd(out: str) -> None:
+@output_options(csv=False, json_help='Print {"written": [PATH, ...]}.')
+def export_cmd(out: str, as_json: bool) -> None:
     """Write schemas/*.schema.json from the models.
 
     \b
@@ -28,13 +29,18 @@ def export_cmd(out: str) -> None:
     """
     from labrecord.schema_export import export_schemas
 
-    for path in export_schemas(out):
-        click.echo(str(path))
+    written = [str(path) for path in export_schemas(out)]
+    if as_json:
+        echo_json({"written": written})
+        return
+    for path in written:
+        click.echo(path)
 
 
 @schema.command("check", context_settings=CONTEXT_SETTINGS)
 @click.option("--out", default="schemas", show_default=True, type=click.Path(file_okay=False))
-def check_cmd(out: str) -> None:
+@output_options(csv=False, json_help='Print {"up_to_date": true} (a drift is an error, exit 1).')
+def check_cmd(out: str, as_json: bool) -> None:
     """Exit 1 when the schema files differ from the models.
 
     \b
@@ -47,4 +53,4 @@ def check_cmd(out: str) -> None:
     drifted = drifted_schemas(out)
     if drifted:
         raise LabrecordError(f"{out}: out of date: {', '.join(drifted)}; run 'labrecord schema export --out {out}'")
-    click.echo("schemas are up to date")
+    echo_json({"up_to_date": True}) if as_json else click.echo("schemas are up to date")

@@ -6,7 +6,7 @@ from typing import Any
 
 import click
 
-from labrecord.cli.common import CONTEXT_SETTINGS, follow_symlinks_option, echo_json, echo_table
+from labrecord.cli.common import CONTEXT_SETTINGS, echo_json, echo_table, follow_symlinks_option, output_options
 
 
 @click.command(context_settings=CONTEXT_SETTINGS)
@@ -19,8 +19,8 @@ from labrecord.cli.common import CONTEXT_SETTINGS, follow_symlinks_option, echo_
 @click.option("--system", help="Only runs of this system name.")
 @click.option("--out", type=click.Path(dir_okay=False), help="Where to write scores.json (default: beside the source).")
 @click.option("--no-audit", is_flag=True, help="Do not replay-audit a runs folder first (its runs then count as unaudited).")
-@click.option("--json", "as_json", is_flag=True,
-              help='Print {"groups": [{"identity", "metrics", "coverage"}], "unassigned_invalid_runs": [...]}.')
+@output_options(csv=False,
+                json_help='Print {"groups": [{"identity", "metrics", "coverage"}], "unassigned_invalid_runs": [...]}.')
 @follow_symlinks_option
 def score(source: str | None, parquet_dir: str | None, seed: int, resamples: int, decisions: tuple[str, ...],
           one_group: bool, system: str | None, out: str | None, no_audit: bool, as_json: bool) -> None:
@@ -52,7 +52,8 @@ def score(source: str | None, parquet_dir: str | None, seed: int, resamples: int
         from labrecord.safeio import check_writable
 
         check_writable(out)
-    con, kind, ingested = open_source(parquet_dir or source, parquet=parquet_dir is not None)
+    given: str = parquet_dir or source  # type: ignore[assignment]  # exactly one is set (checked above)
+    con, kind, ingested = open_source(given, parquet=parquet_dir is not None)
     for where_, findings in (ingested.skipped.items() if ingested else ()):
         click.echo(f"invalid {where_}: {findings[0]}" + (f" (+{len(findings) - 1} more)" if len(findings) > 1 else ""), err=True)
     if kind == "runs" and not no_audit:
@@ -64,8 +65,8 @@ def score(source: str | None, parquet_dir: str | None, seed: int, resamples: int
     where = (lambda row: row["system_name"] == system) if system else None
     result = score_corpus(con, seed=seed, resamples=resamples, decisions=decisions or None, one_group=one_group, where=where)
     if not result["groups"] and not result["unassigned_invalid_runs"]:
-        raise LabrecordError(f"{parquet_dir or source}: no runs to score")
-    target = Path(out) if out else _default_out(Path(parquet_dir or source))
+        raise LabrecordError(f"{given}: no runs to score")
+    target = Path(out) if out else _default_out(Path(given))
     atomic_write_bytes(target, dumps_pretty(result))
     if as_json:
         echo_json(result)

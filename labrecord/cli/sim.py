@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import click
 
-from labrecord.cli.common import CONTEXT_SETTINGS, progress
+from labrecord.cli.common import CONTEXT_SETTINGS, echo_json, output_options, progress
 
 
 @click.group(context_settings=CONTEXT_SETTINGS)
@@ -25,21 +25,29 @@ def sim() -> None:
 @click.option("--seed", type=int, default=0, show_default=True)
 @click.option("--out", "out_dir", type=click.Path(file_okay=False), default="runs", show_default=True)
 @click.option("--workers", type=click.IntRange(min=1), default=1, show_default=True, help="Episodes in parallel processes.")
+@click.option("--executor", type=click.Choice(["local", "ray"]), default="local", show_default=True,
+              help="ray runs the episodes on a Ray cluster (pip install 'labrecord[ray]').")
+@click.option("--ray-address", default=None, help="Ray cluster address (default: RAY_ADDRESS, else a local instance of --workers CPUs).")
 @click.option("--no-cameras", is_flag=True, help="Skip rendering and videos (faster).")
 @click.option("--size", type=click.IntRange(min=16), default=128, show_default=True, help="Camera width and height (px).")
+@output_options(csv=False, json_help='Print {"out": DIR, "runs": [RUN_DIR, ...]}.')
 def weighing(condition: str, policy: str, denomination: str | None, episodes: int, seed: int, out_dir: str,
-             workers: int, no_cameras: bool, size: int) -> None:
+             workers: int, executor: str, ray_address: str | None, no_cameras: bool, size: int, as_json: bool) -> None:
     """Feedback weighing: one run directory per episode under --out.
 
     \b
     Example:
       labrecord sim weighing --condition basic --policy reference --episodes 20 --seed 0 --out runs/
       labrecord sim weighing --policy fixed-preference --denomination w20 --episodes 8 --out runs/ --workers 2
+      labrecord sim weighing --episodes 100 --out runs/ --executor ray --ray-address auto
     """
     from labrecord.sim import run_weighing
 
     options = {"denomination": denomination} if denomination and policy == "fixed-preference" else {}
     with progress(episodes, f"weighing {condition} / {policy}") as advance:
         paths = run_weighing(out_dir, condition, policy, episodes, seed, workers, cameras=not no_cameras, size=size,
-                             progress=advance, **options)
-    click.echo(f"wrote {len(paths)} run(s) under {out_dir}")
+                             progress=advance, executor=executor, address=ray_address, **options)
+    if as_json:
+        echo_json({"out": out_dir, "runs": [str(p) for p in paths]})
+    else:
+        click.echo(f"wrote {len(paths)} run(s) under {out_dir}")

@@ -3,13 +3,13 @@ from __future__ import annotations
 
 import click
 
-from labrecord.cli.common import CONTEXT_SETTINGS, echo_json
+from labrecord.cli.common import CONTEXT_SETTINGS, echo_json, output_options
 
 
 @click.command(context_settings=CONTEXT_SETTINGS)
 @click.option("--db", default="corpus.duckdb", show_default=True, type=click.Path(dir_okay=False), help="Corpus file.")
 @click.option("--parquet", "out_dir", required=True, type=click.Path(file_okay=False), help="New folder for the snapshot.")
-@click.option("--json", "as_json", is_flag=True, help="Print rows written per table as JSON.")
+@output_options(csv=False, json_help="Print rows written per table as JSON.")
 def snapshot(db: str, out_dir: str, as_json: bool) -> None:
     """Write a Hive-partitioned Parquet copy of a corpus (runs, events, observations,
     measurements and scores partitioned by family= and system_name=; populations as one file).

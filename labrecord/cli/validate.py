@@ -6,12 +6,12 @@ from pathlib import Path
 
 import click
 
-from labrecord.cli.common import CONTEXT_SETTINGS, follow_symlinks_option, echo_json
+from labrecord.cli.common import CONTEXT_SETTINGS, echo_json, follow_symlinks_option, output_options
 
 
 @click.command(context_settings=CONTEXT_SETTINGS)
 @click.argument("paths", nargs=-1, required=True, type=click.Path())
-@click.option("--json", "as_json", is_flag=True, help="Print {\"errors\": [...], \"warnings\": [...]}.")
+@output_options(csv=False, json_help="Print {\"errors\": [...], \"warnings\": [...]}.")
 @click.option("-q", "--quiet", is_flag=True, help="Print errors only, no warnings or summary.")
 @follow_symlinks_option
 def validate(paths: tuple[str, ...], as_json: bool, quiet: bool) -> None:

@@ -1,4 +1,8 @@
-"""Opening a corpus: a DuckDB file, an in-memory corpus of a runs folder, or a Parquet snapshot."""
+"""Opening a corpus (a DuckDB file or in memory) and its Parquet snapshots.
+
+:func:`connect` is the one way to open a corpus: it creates or migrates every registered
+table (:mod:`labrecord.store.schema`), run and reaction tables alike.
+"""
 from __future__ import annotations
 
 import os
@@ -6,14 +10,19 @@ from pathlib import Path
 from typing import Any
 
 from labrecord.errors import LabrecordError
-from labrecord.store.schema import TABLES, create_schema, create_views, stale_views
+from labrecord.store.schema import TABLES, create_schema, create_views, missing_tables, stale_views
 
 #: tables written to a snapshot partitioned by task family and system
 PARTITIONED = ("runs", "events", "observations", "online_scores", "final_scores", "measurements")
 
 
 def connect(db_path: str | os.PathLike[str] | None = None, *, read_only: bool = False) -> Any:
-    """Open (creating if needed) a corpus file; ``None`` gives an in-memory corpus."""
+    """Open (creating if needed) a corpus file with every registered table; ``None`` gives
+    an in-memory corpus.
+
+    ``read_only`` opens an existing file without changing it: tables an older release did
+    not write and stale views are shadowed by connection-local (temporary) ones.
+    """
     import duckdb
 
     if read_only:
@@ -21,17 +30,24 @@ def connect(db_path: str | os.PathLike[str] | None = None, *, read_only: bool = 
             raise LabrecordError(f"{db_path}: no such corpus file (create it with 'labrecord ingest RUNS_DIR --db {db_path}')")
         try:
             con = duckdb.connect(str(db_path), read_only=True)
+            for spec in missing_tables(con):
+                con.execute(spec.ddl(temp=True))
             if stale_views(con):
                 create_views(con, temp=True)
             return con
         except duckdb.Error as error:
-            raise LabrecordError(f"{db_path}: not a readable DuckDB corpus: {error}") from error
+            raise LabrecordError(f"{db_path}: not a readable DuckDB corpus: {_first_line(error)}") from error
     try:
         con = duckdb.connect(":memory:" if db_path is None else str(db_path))
-    except duckdb.Error as error:
-        raise LabrecordError(f"{db_path}: cannot open DuckDB corpus: {error}") from error
+    except duckdb.Error as error:  # locked by another process, not a DuckDB file, …
+        raise LabrecordError(f"{db_path}: cannot open DuckDB corpus: {_first_line(error)}") from error
     create_schema(con)
     return con
+
+
+def _first_line(error: BaseException) -> str:
+    text = str(error)
+    return text.splitlines()[0] if text else type(error).__name__
 
 
 def open_snapshot(parquet_dir: str | os.PathLike[str]) -> Any:
@@ -48,6 +64,9 @@ def open_snapshot(parquet_dir: str | os.PathLike[str]) -> Any:
         raise LabrecordError(f"{root}: not a labrecord Parquet snapshot (no runs/ folder)")
     con = duckdb.connect(":memory:")
     for table in TABLES:
+        if table.name not in PARTITIONED and not (root / f"{table.name}.parquet").is_file():
+            con.execute(table.ddl())  # a snapshot of an older release: the table is empty
+            continue
         source = _snapshot_source(root, table.name)
         names = ", ".join(f'"{c}"' for c in _snapshot_columns(con, source, table.name))
         con.execute(f"CREATE VIEW {table.name} AS SELECT {names} FROM {source}")
@@ -100,29 +119,6 @@ def write_snapshot(con: Any, out_dir: str | os.PathLike[str]) -> dict[str, int]:
         else:
             con.execute(f"COPY {table.name} TO '{target}.parquet' (FORMAT parquet)")
     return counts
-
-
-def open_source(source: str | os.PathLike[str], *, parquet: bool = False) -> tuple[Any, str, Any]:
-    """Open whatever a command was given: a corpus file, a runs folder or a snapshot.
-
-    Returns ``(connection, kind, summary)`` with kind ``db``, ``runs`` or ``parquet``.  A
-    runs folder is ingested into an in-memory corpus first; ``summary`` is then its
-    :class:`~labrecord.store.ingest.IngestSummary` (skipped runs and their findings),
-    else ``None``.
-    """
-    path = Path(source)
-    if parquet:
-        return open_snapshot(path), "parquet", None
-    if path.is_file():
-        return connect(path, read_only=True), "db", None
-    if path.is_dir():
-        if (path / "runs").is_dir() and any((path / "runs").glob("family=*")):
-            return open_snapshot(path), "parquet", None
-        from labrecord.store.ingest import ingest_runs
-
-        con = connect(None)
-        return con, "runs", ingest_runs(path, con)
-    raise LabrecordError(f"{path}: no such corpus file or runs folder")
 
 
 def schema_rows(con: Any) -> list[tuple[str, str, str, str, str]]:

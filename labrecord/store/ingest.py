@@ -26,6 +26,7 @@ from labrecord.rundir import (
     find_run_dirs,
 )
 from labrecord.safeio import MAX_BINARY_BYTES, MAX_DOCUMENT_BYTES, MAX_LOG_BYTES, check_file, decode_json, excerpt, read_bounded
+from labrecord.store.corpus import connect
 from labrecord.store.schema import (
     AUDITS, EVENTS, INVALID_RUNS, OBSERVATIONS, ONLINE_SCORES, POPULATIONS, RUNS, TableSpec, json_columns,
 )
@@ -312,17 +313,10 @@ POOL_THRESHOLD = 200
 def _validate_all(run_dirs: list[Path], jobs: int) -> Iterator[tuple[list[str], Any]]:
     """Validation results in order; spread over ``jobs`` processes for large ingests
     (validation decodes every line in Python and dominates the ingest time)."""
-    if jobs <= 1 or len(run_dirs) < POOL_THRESHOLD:
-        yield from map(_validate, run_dirs)
-        return
-    import multiprocessing
-    from concurrent.futures import ProcessPoolExecutor
+    from labrecord import parallel
 
-    # forkserver: workers never inherit the open DuckDB connection or its threads
-    context = multiprocessing.get_context("forkserver")
-    context.set_forkserver_preload(["labrecord.validation"])
-    with ProcessPoolExecutor(max_workers=jobs, mp_context=context) as pool:
-        yield from pool.map(_validate, run_dirs, chunksize=64)
+    workers = jobs if len(run_dirs) >= POOL_THRESHOLD else 1
+    return parallel.map(_validate, run_dirs, workers=workers, chunksize=64)
 
 
 def ingest_runs(runs_dir: str | os.PathLike[str], db: Any = None, *, batch_size: int = 2000,
@@ -333,8 +327,6 @@ def ingest_runs(runs_dir: str | os.PathLike[str], db: Any = None, *, batch_size:
     ``corpus.duckdb``, or an open connection.  ``jobs`` validation processes (default 1;
     a pool only pays off on idle cores).  Returns an :class:`IngestSummary`.
     """
-    from labrecord.store.corpus import connect
-
     con = db if hasattr(db, "execute") else connect(db or "corpus.duckdb")
     root = Path(runs_dir)
     summary = IngestSummary(db=str(db) if not hasattr(db, "execute") else "<connection>")

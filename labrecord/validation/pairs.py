@@ -15,6 +15,7 @@ import msgspec
 
 from labrecord.errors import LabrecordError
 from labrecord.models import Opportunity, PopulationEntry
+from labrecord.models.populations import Checkpoint, Pair
 from labrecord.rundir import POPULATIONS_DIR, find_run_dirs, read_events, read_manifest
 from labrecord.validation.findings import Report
 
@@ -56,13 +57,13 @@ def check_answer_changing_pairs(folder: Path, report: Report) -> None:
             continue  # the registry's own validation reports it
         checkpoints: dict[str, str] = {}
         for _, r in records:
-            if getattr(r, "decision", None) is not None:
-                checkpoints[r.instance_id] = min(checkpoints.get(r.instance_id, r.decision), r.decision)  # type: ignore[attr-defined]
+            if isinstance(r, Checkpoint):
+                checkpoints[r.instance_id] = min(checkpoints.get(r.instance_id, r.decision), r.decision)
         for line, r in records:
-            if getattr(r, "kind", None) != "answer_changing":
+            if not isinstance(r, Pair) or r.kind != "answer_changing":
                 continue
             scored = {}
-            for member in r.members:  # type: ignore[attr-defined]
+            for member in r.members:
                 dirs = sorted(runs.get((path.stem, member), []), key=lambda d: d.name)
                 found = _scored_legal(dirs[0], checkpoints.get(member)) if dirs else None
                 if found is not None:
@@ -74,5 +75,5 @@ def check_answer_changing_pairs(folder: Path, report: Report) -> None:
                 members = " and ".join(repr(m) for m in scored)
                 decision = next(iter(scored.values()))[0]
                 report.error(str(path), line, "members",
-                             f"pair {r.pair_id!r} is not answer-changing: members {members} share the legal operation "  # type: ignore[attr-defined]
+                             f"pair {r.pair_id!r} is not answer-changing: members {members} share the legal operation "
                              f"{shared[0]} at decision {decision!r} (their legal sets must be disjoint)")

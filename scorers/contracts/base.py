@@ -47,7 +47,7 @@ from __future__ import annotations
 import hashlib
 import re
 from abc import ABC, abstractmethod
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any, ClassVar
 
@@ -426,3 +426,78 @@ class KeyHold:
         if key != self.key:
             self.key, self.since = key, t
         return key if key >= 0 and t - self.since >= self.duration else -1
+
+
+def block_column(columns: Mapping[str, Any], name: str, dtype: Any) -> np.ndarray:
+    """Column ``name`` of a block (name -> sequence of n values) as a numpy array; None and
+    a missing column become nan / False, like :func:`float_of` / :func:`bool_of`."""
+    values = columns.get(name)
+    if values is None:
+        n = len(columns["t"])
+        return np.zeros(n, dtype=bool) if dtype is bool else np.full(n, np.nan)
+    return np.asarray(values, dtype=dtype)
+
+
+class BulkTimers:
+    """Timers of a whole series at once (:func:`hold_key`, :func:`hold_flags`): the bulk
+    side of a family's one feature kernel."""
+
+    def __init__(self, t: np.ndarray) -> None:
+        self.t = t
+
+    def key(self, name: str, key: np.ndarray, duration: float) -> np.ndarray:
+        return hold_key(key, self.t, duration)
+
+    def flag(self, name: str, flag: np.ndarray, duration: float) -> np.ndarray:
+        return hold_flags(flag, self.t, duration)[1]
+
+
+class BlockTimers:
+    """The same timers carried from block to block (:class:`KeyHold`, :class:`HoldTimer`
+    by name), for a stepper fed consecutive blocks of rows."""
+
+    def __init__(self) -> None:
+        self.t: np.ndarray = np.zeros(0)
+        self._timers: dict[str, Any] = {}
+
+    def key(self, name: str, key: np.ndarray, duration: float) -> np.ndarray:
+        timer = self._timers.setdefault(name, KeyHold(duration))
+        return np.array([timer.push(k, t) for k, t in zip(key.tolist(), self.t.tolist())], dtype=np.int64)
+
+    def flag(self, name: str, flag: np.ndarray, duration: float) -> np.ndarray:
+        timer = self._timers.setdefault(name, HoldTimer(duration))
+        return np.array([timer.push(f, t) for f, t in zip(flag.tolist(), self.t.tolist())], dtype=bool)
+
+
+#: a family's one feature kernel: ``kernel(get, thresholds, instance, timers)`` -> field -> (n,) array
+FeatureKernel = Callable[[Callable[..., np.ndarray], Any, Any, Any], dict[str, np.ndarray]]
+
+
+def bulk_features(kernel: FeatureKernel, table: Any, thresholds: Any, instance: Any) -> dict[str, np.ndarray]:
+    """``kernel`` over a whole measurements table (the replay audit)."""
+    def get(name: str, dtype: Any = np.float64) -> np.ndarray:
+        return column(table, name, dtype)
+
+    return kernel(get, thresholds, instance, BulkTimers(get("t")))
+
+
+class KernelStepper:
+    """``kernel`` over consecutive blocks of rows (the online scorer), its timers carried
+    from block to block: :meth:`push_block` gives the same arrays as :func:`bulk_features`
+    over the concatenated blocks, and :meth:`push` is a block of one row."""
+
+    def __init__(self, kernel: FeatureKernel, features_type: Any, thresholds: Any, instance: Any) -> None:
+        self.kernel, self.features_type = kernel, features_type
+        self.thresholds, self.instance = thresholds, instance
+        self.timers = BlockTimers()
+
+    def push_block(self, columns: Mapping[str, Any]) -> dict[str, np.ndarray]:
+        def get(name: str, dtype: Any = np.float64) -> np.ndarray:
+            return block_column(columns, name, dtype)
+
+        self.timers.t = get("t")
+        return self.kernel(get, self.thresholds, self.instance, self.timers)
+
+    def push(self, row: Mapping[str, Any]) -> Any:
+        f = self.push_block({name: [value] for name, value in row.items()})
+        return self.features_type(*[f[name].item(0) for name in self.features_type._fields])

@@ -28,6 +28,7 @@ import functools
 import math
 from collections import namedtuple
 from dataclasses import dataclass, field, replace
+from collections.abc import Callable
 from typing import Any, ClassVar
 
 import numpy as np
@@ -35,9 +36,9 @@ import numpy as np
 from labrecord.errors import LabrecordError
 from labrecord.measurements import CENTRIFUGE_TUBES
 from labrecord.models import Operation, Pair, Task
+from labrecord.scorers.contracts.frames import to_frame
 from labrecord.scorers.contracts.base import (
-    ContractEvent, HoldTimer, KeyHold, TaskContract, TaskState, bool_of, column, float_of, hold_flags, hold_key,
-    sorted_ops,
+    ContractEvent, KernelStepper, TaskContract, TaskState, bulk_features, sorted_ops,
 )
 
 TUBES = CENTRIFUGE_TUBES
@@ -132,12 +133,13 @@ def tube_geometry(cal: RotorCalibration, th: CentrifugeThresholds, rotor: dict[s
 
     Returns per step: ``near`` (closest slot whose region holds the tip, else -1),
     ``depth`` (fraction of effective depth at ``near``), ``geom_ok`` (seating geometry) and
-    ``aim_ok`` (recognizer geometry).  Used by both the bulk and the step path.
+    ``aim_ok`` (recognizer geometry).  The one kernel of both paths: the bulk path passes
+    whole columns, the step path a block of one row per tube.
     """
-    c, s = np.cos(rotor["yaw"]), np.sin(rotor["yaw"])
-    dx, dy, dz = tube["x"] - rotor["x"], tube["y"] - rotor["y"], tube["z"] - rotor["z"]
-    lx, ly, lz = c * dx + s * dy, -s * dx + c * dy, dz
-    ax, ay, az = c * tube["ax"] + s * tube["ay"], -s * tube["ax"] + c * tube["ay"], tube["az"]
+    lx, ly = to_frame(tube["x"], tube["y"], rotor["x"], rotor["y"], rotor["yaw"])
+    lz = tube["z"] - rotor["z"]
+    ax, ay = to_frame(tube["ax"], tube["ay"], 0.0, 0.0, rotor["yaw"])
+    az = tube["az"]
     mouths, axes = cal.slots()
     ex = lx[:, None] - mouths[None, :, 0]
     ey = ly[:, None] - mouths[None, :, 1]
@@ -176,84 +178,38 @@ class CentrifugeState(TaskState):
     seated: dict[str, int] = field(default_factory=dict)   # confirmed occupancy: tube -> slot
 
 
-def _cos_sin(yaw: float) -> tuple[float, float]:
-    # through numpy, like the bulk path, so both paths see the same rounding
-    angle = np.array([yaw])
-    return float(np.cos(angle)[0]), float(np.sin(angle)[0])
+def centrifuge_features(get: Callable[..., np.ndarray], th: CentrifugeThresholds, instance: CentrifugeInstance,
+                        timers: Any) -> dict[str, np.ndarray]:
+    """The one feature kernel of the centrifuge contract: field -> (n,) array for n rows.
 
-
-def tube_geometry_scalar(cal: RotorCalibration, th: CentrifugeThresholds, rotor: tuple[float, float, float, float],
-                         tube: tuple[float, ...]) -> tuple[int, float, bool, bool]:
-    """The scalar twin of :func:`tube_geometry` for one step: ``(near, depth, geom_ok, aim_ok)``.
-
-    Same operations in the same order as the numpy expressions, so the values agree bit
-    for bit; plain floats keep the online scorer cheap.
+    ``get(name, dtype=float64)`` reads a column (nulls nan / False); ``timers`` holds the
+    seating, misfit and dwell timers (:class:`BulkTimers` over a whole table, or
+    :class:`BlockTimers` carried across the blocks of the online scorer).
     """
-    x0, y0, z0, yaw = rotor
-    x, y, z, tx, ty, tz = tube
-    c, s = _cos_sin(yaw)
-    dx, dy, dz = x - x0, y - y0, z - z0
-    lx, ly, lz = c * dx + s * dy, -s * dx + c * dy, dz
-    ax, ay, az = c * tx + s * ty, -s * tx + c * ty, tz
-    best, best_r, best_d, best_ca = 0, math.inf, math.nan, math.nan
-    for j, (mx, my, mz, a0, a1, a2) in enumerate(_slot_rows(cal)):
-        ex, ey, ez = lx - mx, ly - my, lz - mz
-        depth = ex * a0 + ey * a1 + ez * a2
-        rx, ry, rz = ex - depth * a0, ey - depth * a1, ez - depth * a2
-        radial = math.sqrt(rx * rx + ry * ry + rz * rz)
-        if not math.isfinite(radial):
-            radial = math.inf
-        if radial < best_r:
-            best, best_r, best_d, best_ca = j, radial, depth, ax * a0 + ay * a1 + az * a2
-    if best_r == math.inf:  # numpy's argmin of all-inf rows is slot 0
-        mx, my, mz, a0, a1, a2 = _slot_rows(cal)[0]
-        best_d = (lx - mx) * a0 + (ly - my) * a1 + (lz - mz) * a2
-        best_ca = ax * a0 + ay * a1 + az * a2
-    in_region = best_r <= th.region_radius_m and best_d >= -th.aim_height_m
-    if not in_region:
-        return -1, math.nan, False, False
-    frac = best_d / cal.socket_depth_m
-    geom_ok = (best_ca >= math.cos(math.radians(th.max_axial_deg)) and frac >= th.min_depth_frac
-               and best_r <= th.radial_clearance_m)
-    return best, frac, geom_ok, best_ca >= math.cos(math.radians(th.aim_axial_deg))
-
-
-@functools.lru_cache(maxsize=32)
-def _slot_rows(cal: RotorCalibration) -> tuple[tuple[float, ...], ...]:
-    mouths, axes = cal.slots()
-    return tuple(tuple(m) + tuple(a) for m, a in zip(mouths.tolist(), axes.tolist()))
-
-
-class CentrifugeStepper:
-    def __init__(self, contract: CentrifugeContract, instance: CentrifugeInstance) -> None:
-        self.contract, self.instance = contract, instance
-        self.seat = {tube: KeyHold(contract.thresholds.seat_hold_s) for tube in TUBES}
-        self.shallow = {tube: KeyHold(contract.thresholds.seat_hold_s) for tube in TUBES}
-        self.dwell = HoldTimer(contract.thresholds.dwell_s)
-
-    def push(self, row: Any) -> Any:
-        th, cal = self.contract.thresholds, self.instance.calibration
-        t = float(row["t"])
-        rotor = tuple(float_of(row, f"rotor_{k}") for k in ("x", "y", "z", "yaw"))
-        values: dict[str, Any] = {"step": int(row["step"]), "t": t, "valid": True}
-        now: dict[str, int] = {}
-        for tube in TUBES:
-            near, depth, geom_ok, aim_ok = tube_geometry_scalar(cal, th, rotor, tuple(float_of(row, f"{tube}_{k}") for k in _POSE))  # type: ignore[arg-type]
-            supported, contact = bool_of(row, f"{tube}_supported"), bool_of(row, f"{tube}_contact")
-            slow = float_of(row, f"{tube}_speed") <= th.low_motion_m_s
-            resting = supported and not contact and slow and near >= 0
-            seated_now = resting and geom_ok
-            now[tube] = near if seated_now else -1
-            p = PREFIX[tube]
-            values[f"{p}_near"], values[f"{p}_depth"] = near, depth
-            values[f"{p}_aim"] = near if bool_of(row, f"{tube}_grasped") and aim_ok else -1
-            values[f"{p}_seated"] = self.seat[tube].push(now[tube], t)
-            misfit = 2 * near + (0 if depth < th.min_depth_frac else 1)
-            values[f"{p}_shallow"] = self.shallow[tube].push(misfit if resting and not seated_now else -1, t)
-            values[f"{p}_supported"] = supported
-        values["success"] = self.contract.opposite_pair(now["tube_a"], now["tube_b"], self.instance)
-        values["held"] = self.dwell.push(values["success"], t)
-        return CentrifugeFeatures(**values)
+    t = get("t")
+    out: dict[str, np.ndarray] = {"step": get("step", np.int64), "t": t, "valid": np.ones(len(t), dtype=bool)}
+    now = {}
+    for tube in TUBES:
+        p = PREFIX[tube]
+        g = tube_geometry(instance.calibration, th, _rotor_columns(get), _tube_columns(get, tube))
+        supported, contact = get(f"{tube}_supported", bool), get(f"{tube}_contact", bool)
+        with np.errstate(invalid="ignore"):
+            slow = get(f"{tube}_speed") <= th.low_motion_m_s
+        resting = supported & ~contact & slow & (g["near"] >= 0)
+        seated_now = resting & g["geom_ok"]
+        now[tube] = np.where(seated_now, g["near"], -1)
+        out[f"{p}_near"], out[f"{p}_depth"] = g["near"], g["depth"]
+        out[f"{p}_aim"] = np.where(get(f"{tube}_grasped", bool) & g["aim_ok"], g["near"], -1)
+        out[f"{p}_seated"] = timers.key(f"{p}_seated", now[tube], th.seat_hold_s)
+        with np.errstate(invalid="ignore"):
+            misfit = 2 * g["near"] + np.where(g["depth"] < th.min_depth_frac, 0, 1)
+        out[f"{p}_shallow"] = timers.key(f"{p}_shallow", np.where(resting & ~seated_now, misfit, -1), th.seat_hold_s)
+        out[f"{p}_supported"] = supported
+    a, b = now["tube_a"], now["tube_b"]
+    n = instance.calibration.n_slots
+    out["success"] = (a >= 0) & (b >= 0) & (b == (a + n // 2) % n)
+    out["held"] = timers.flag("held", out["success"], th.dwell_s)
+    return out
 
 
 class CentrifugeContract(TaskContract):
@@ -268,13 +224,6 @@ class CentrifugeContract(TaskContract):
     @classmethod
     def default_thresholds(cls) -> CentrifugeThresholds:
         return CentrifugeThresholds()
-
-    def geometry(self, instance: CentrifugeInstance, rotor: dict[str, np.ndarray], tube: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-        return tube_geometry(instance.calibration, self.thresholds, rotor, tube)
-
-    @staticmethod
-    def opposite_pair(a: int, b: int, instance: CentrifugeInstance) -> bool:
-        return a >= 0 and b >= 0 and b == opposite(a, instance.calibration.n_slots)
 
     def instance_from_task(self, task: Task) -> CentrifugeInstance:
         v = task.variant
@@ -353,39 +302,11 @@ class CentrifugeContract(TaskContract):
                 return Operation("insert", tube, slot_name(aim))
         return None
 
-    def stepper(self, instance: CentrifugeInstance) -> CentrifugeStepper:
-        return CentrifugeStepper(self, instance)
+    def stepper(self, instance: CentrifugeInstance) -> KernelStepper:
+        return KernelStepper(centrifuge_features, CentrifugeFeatures, self.thresholds, instance)
 
     def features_bulk(self, table: Any, instance: CentrifugeInstance) -> dict[str, np.ndarray]:
-        th = self.thresholds
-
-        def get(name: str) -> np.ndarray:
-            return column(table, name, np.float64)
-
-        t = get("t")
-        out: dict[str, np.ndarray] = {"step": column(table, "step", np.int64), "t": t, "valid": np.ones(len(t), dtype=bool)}
-        now = {}
-        for tube in TUBES:
-            p = PREFIX[tube]
-            g = self.geometry(instance, _rotor_columns(get), _tube_columns(get, tube))
-            supported, contact = column(table, f"{tube}_supported", bool), column(table, f"{tube}_contact", bool)
-            with np.errstate(invalid="ignore"):
-                slow = get(f"{tube}_speed") <= th.low_motion_m_s
-            resting = supported & ~contact & slow & (g["near"] >= 0)
-            seated_now = resting & g["geom_ok"]
-            now[tube] = np.where(seated_now, g["near"], -1)
-            out[f"{p}_near"], out[f"{p}_depth"] = g["near"], g["depth"]
-            out[f"{p}_aim"] = np.where(column(table, f"{tube}_grasped", bool) & g["aim_ok"], g["near"], -1)
-            out[f"{p}_seated"] = hold_key(now[tube], t, th.seat_hold_s)
-            with np.errstate(invalid="ignore"):
-                misfit = 2 * g["near"] + np.where(g["depth"] < th.min_depth_frac, 0, 1)
-            out[f"{p}_shallow"] = hold_key(np.where(resting & ~seated_now, misfit, -1), t, th.seat_hold_s)
-            out[f"{p}_supported"] = supported
-        a, b = now["tube_a"], now["tube_b"]
-        n = instance.calibration.n_slots
-        out["success"] = (a >= 0) & (b >= 0) & (b == (a + n // 2) % n)
-        _, out["held"] = hold_flags(out["success"], t, th.dwell_s)
-        return out
+        return bulk_features(centrifuge_features, table, self.thresholds, instance)
 
 
 # -- instance and pair generators --------------------------------------------------------

@@ -23,15 +23,16 @@ from __future__ import annotations
 import math
 from collections import namedtuple
 from dataclasses import dataclass, field
+from collections.abc import Callable
 from typing import Any, ClassVar
 
 import numpy as np
 
 from labrecord.errors import LabrecordError
 from labrecord.models import Operation, Task
+from labrecord.scorers.contracts.frames import to_frame
 from labrecord.scorers.contracts.base import (
-    ContractEvent, HoldTimer, KeyHold, TaskContract, TaskState, bool_of, column, float_of, hold_flags, hold_key,
-    sorted_ops,
+    ContractEvent, KernelStepper, TaskContract, TaskState, bulk_features, sorted_ops,
 )
 
 ROWS, COLS = "ABC", 4
@@ -92,22 +93,13 @@ def rack_transition(t_world_tube: np.ndarray, t_world_rack: np.ndarray, t_world_
 
 def local_slot(t_world_rack: np.ndarray, point: np.ndarray, th: RackThresholds = RackThresholds()) -> str | None:
     """The slot whose region holds a world ``point`` (3,), in the rack frame, or None."""
-    local = np.linalg.solve(t_world_rack, np.append(point, 1.0))[:2]
-    index = _slot_index_scalar(float(local[0]), float(local[1]), th)
+    local = np.linalg.solve(t_world_rack, np.append(point, 1.0))
+    index = int(_slot_index(local[0:1], local[1:2], th)[0])
     return SLOTS[index] if index >= 0 else None
 
 
-def _slot_index_scalar(lx: float, ly: float, th: RackThresholds) -> int:
-    c = math.floor(lx / th.pitch_m + (COLS - 1) / 2 + 0.5)
-    r = math.floor(1 - ly / th.pitch_m + 0.5)
-    if not (0 <= c < COLS and 0 <= r < len(ROWS)):
-        return -1
-    cx, cy = (c - (COLS - 1) / 2) * th.pitch_m, (1 - r) * th.pitch_m
-    ex, ey = lx - cx, ly - cy
-    return r * COLS + c if math.sqrt(ex * ex + ey * ey) <= th.region_radius_m else -1
-
-
 def _slot_index(lx: np.ndarray, ly: np.ndarray, th: RackThresholds) -> np.ndarray:
+    """The slot index (n,) whose region holds each rack-frame point, -1 where none."""
     with np.errstate(invalid="ignore"):
         c = np.floor(lx / th.pitch_m + (COLS - 1) / 2 + 0.5)
         r = np.floor(1 - ly / th.pitch_m + 0.5)
@@ -115,11 +107,6 @@ def _slot_index(lx: np.ndarray, ly: np.ndarray, th: RackThresholds) -> np.ndarra
         ex, ey = lx - (c - (COLS - 1) / 2) * th.pitch_m, ly - (1 - r) * th.pitch_m
         near = inside & (np.sqrt(ex * ex + ey * ey) <= th.region_radius_m)
     return np.where(near, r * COLS + c, -1).astype(np.int64)
-
-
-def _cos_sin(yaw: float) -> tuple[float, float]:
-    angle = np.array([yaw])
-    return float(np.cos(angle)[0]), float(np.sin(angle)[0])
 
 
 FEATURE_FIELDS = ("step", "t", "valid", "occluded", "tube_slot", "placed", "lifted", "approach", "success", "held")
@@ -134,41 +121,40 @@ class RackState(TaskState):
     occupied: frozenset[int] = field(default_factory=frozenset)
 
 
-class RackStepper:
-    def __init__(self, contract: RackContract, instance: RackInstance) -> None:
-        th = contract.thresholds
-        self.th, self.instance = th, instance
-        self.place = KeyHold(th.place_hold_s)
-        self.approach = KeyHold(th.sustain_s)
-        self.dwell = HoldTimer(th.dwell_s)
+def rack_features(get: Callable[..., np.ndarray], th: RackThresholds, instance: RackInstance,
+                  timers: Any) -> dict[str, np.ndarray]:
+    """The one feature kernel of the rack contract: field -> (n,) array for n rows.
 
-    def push(self, row: Any) -> Any:
-        th = self.th
-        t = float(row["t"])
-        x0, y0, z0 = float_of(row, "rack_x"), float_of(row, "rack_y"), float_of(row, "rack_z")
-        c, s = _cos_sin(float_of(row, "rack_yaw"))
+    ``get(name, dtype=float64)`` reads a column (nulls nan / False); ``timers`` holds the
+    place, approach and dwell timers (:class:`BulkTimers` over a whole table, or
+    :class:`BlockTimers` carried across the blocks of the online scorer).
+    """
+    t = get("t")
+    x0, y0, z0, yaw = get("rack_x"), get("rack_y"), get("rack_z"), get("rack_yaw")
 
-        def local(px: float, py: float) -> tuple[float, float]:
-            dx, dy = px - x0, py - y0
-            return c * dx + s * dy, -s * dx + c * dy
+    def local(px: np.ndarray, py: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        return to_frame(px, py, x0, y0, yaw)
 
-        occluded = bool_of(row, "occluded")
-        slot = _slot_index_scalar(*local(float_of(row, "tube_x"), float_of(row, "tube_y")), th)
-        contact, grasped = bool_of(row, "tube_contact"), bool_of(row, "tube_grasped")
-        slow = float_of(row, "tube_speed") <= th.low_motion_m_s
-        resting = bool_of(row, "tube_in_rack") and not contact and slow and slot >= 0
-        placed = self.place.push(slot if resting and not occluded else -1, t)
-        lifted = grasped and not bool_of(row, "tube_in_rack")
-        g_slot = _slot_index_scalar(*local(float_of(row, "grip_x"), float_of(row, "grip_y")), th)
-        height = float_of(row, "grip_z") - z0
-        approaching = (not occluded and g_slot >= 0 and 0.0 <= height <= th.approach_height_m
-                       and float_of(row, "grip_vz") <= -th.descend_m_s)
-        approach = self.approach.push(g_slot + 12 * grasped if approaching else -1, t)
-        x1, x2, y1, y2 = self.instance.table_region
-        tx, ty = float_of(row, "tube_x"), float_of(row, "tube_y")
-        success = (bool_of(row, "tube_on_table") and not contact and slow and x1 <= tx <= x2 and y1 <= ty <= y2)
-        held = self.dwell.push(success, t)
-        return RackFeatures(int(row["step"]), t, True, occluded, slot, placed, lifted, approach, success, held)
+    occluded = get("occluded", bool)
+    slot = _slot_index(*local(get("tube_x"), get("tube_y")), th)
+    contact, grasped = get("tube_contact", bool), get("tube_grasped", bool)
+    in_rack = get("tube_in_rack", bool)
+    tx, ty = get("tube_x"), get("tube_y")
+    x1, x2, y1, y2 = instance.table_region
+    with np.errstate(invalid="ignore"):
+        slow = get("tube_speed") <= th.low_motion_m_s
+        height = get("grip_z") - z0
+        g_slot = _slot_index(*local(get("grip_x"), get("grip_y")), th)
+        approaching = ~occluded & (g_slot >= 0) & (height >= 0.0) & (height <= th.approach_height_m) \
+            & (get("grip_vz") <= -th.descend_m_s)
+        success = get("tube_on_table", bool) & ~contact & slow & (x1 <= tx) & (tx <= x2) & (y1 <= ty) & (ty <= y2)
+    resting = in_rack & ~contact & slow & (slot >= 0)
+    return {"step": get("step", np.int64), "t": t, "valid": np.ones(len(t), dtype=bool),
+            "occluded": occluded, "tube_slot": slot,
+            "placed": timers.key("placed", np.where(resting & ~occluded, slot, -1), th.place_hold_s),
+            "lifted": grasped & ~in_rack,
+            "approach": timers.key("approach", np.where(approaching, g_slot + 12 * grasped, -1), th.sustain_s),
+            "success": success, "held": timers.flag("held", success, th.dwell_s)}
 
 
 class RackContract(TaskContract):
@@ -245,44 +231,11 @@ class RackContract(TaskContract):
         slot, carrying = f.approach % 12, f.approach >= 12
         return Operation("place" if carrying else "pick", TUBE, SLOTS[slot])
 
-    def stepper(self, instance: RackInstance) -> RackStepper:
-        return RackStepper(self, instance)
+    def stepper(self, instance: RackInstance) -> KernelStepper:
+        return KernelStepper(rack_features, RackFeatures, self.thresholds, instance)
 
     def features_bulk(self, table: Any, instance: RackInstance) -> dict[str, np.ndarray]:
-        th = self.thresholds
-
-        def get(name: str) -> np.ndarray:
-            return column(table, name, np.float64)
-
-        t = get("t")
-        x0, y0, z0, yaw = get("rack_x"), get("rack_y"), get("rack_z"), get("rack_yaw")
-        c, s = np.cos(yaw), np.sin(yaw)
-
-        def local(px: np.ndarray, py: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-            dx, dy = px - x0, py - y0
-            return c * dx + s * dy, -s * dx + c * dy
-
-        occluded = column(table, "occluded", bool)
-        slot = _slot_index(*local(get("tube_x"), get("tube_y")), th)
-        contact, grasped = column(table, "tube_contact", bool), column(table, "tube_grasped", bool)
-        in_rack = column(table, "tube_in_rack", bool)
-        tx, ty = get("tube_x"), get("tube_y")
-        x1, x2, y1, y2 = instance.table_region
-        with np.errstate(invalid="ignore"):
-            slow = get("tube_speed") <= th.low_motion_m_s
-            height = get("grip_z") - z0
-            g_slot = _slot_index(*local(get("grip_x"), get("grip_y")), th)
-            approaching = ~occluded & (g_slot >= 0) & (height >= 0.0) & (height <= th.approach_height_m) \
-                & (get("grip_vz") <= -th.descend_m_s)
-            success = column(table, "tube_on_table", bool) & ~contact & slow & (x1 <= tx) & (tx <= x2) & (y1 <= ty) & (ty <= y2)
-        resting = in_rack & ~contact & slow & (slot >= 0)
-        _, held = hold_flags(success, t, th.dwell_s)
-        return {"step": column(table, "step", np.int64), "t": t, "valid": np.ones(len(t), dtype=bool),
-                "occluded": occluded, "tube_slot": slot,
-                "placed": hold_key(np.where(resting & ~occluded, slot, -1), t, th.place_hold_s),
-                "lifted": grasped & ~in_rack,
-                "approach": hold_key(np.where(approaching, g_slot + 12 * grasped, -1), t, th.sustain_s),
-                "success": success, "held": held}
+        return bulk_features(rack_features, table, self.thresholds, instance)
 
 
 def checkpoint_instances(n: int, rng_task: np.random.Generator, rng_layout: np.random.Generator) -> list[tuple[str, RackInstance]]:

@@ -10,7 +10,8 @@ from hypothesis import strategies as st
 require_module("rdkit", 'pip install "labrecord[chem]"')
 
 from labrecord.chemdata.normalize import (  # noqa: E402
-    COUNTER_ION_METALS, Canonical, canonicalize, canonicalize_many, unmatchable_reason,
+    COUNTER_ION_METALS, MAX_ATOMS, MAX_SMILES_LENGTH, Canonical, canonicalize, canonicalize_many, size_reason,
+    unmatchable_reason,
 )
 
 
@@ -30,6 +31,38 @@ def test_failures_record_their_reason(text: str, reason: str) -> None:
     assert form.reason == reason
     assert form.strict == () and form.nonstereo == ()
     assert form.status == ("malformed" if reason in ("empty", "unparsable", "hypervalent", "sanitization") else "unmatchable")
+
+
+def test_size_limits_come_before_rdkit(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A string over the limits is refused on its text: RDKit never parses it.
+
+    "C" * 1000 is 1000 atom tokens (at the limit, parsed); one more is too many.  Bracket
+    atoms count once each: "[NH4+]" * 501 + "C" * 500 is 1001 atoms in 3506 characters.
+    A 4001-character string is too long whatever it holds.
+    """
+    assert size_reason("C" * MAX_ATOMS) is None
+    assert size_reason("C" * (MAX_ATOMS + 1)) == "too_many_atoms"
+    assert size_reason("[NH4+]" * 501 + "C" * 500) == "too_many_atoms"
+    assert size_reason("Cl" * 600 + "Br" * 400) is None        # two-letter symbols are one atom
+    assert size_reason("O" + "=" * MAX_SMILES_LENGTH) == "too_long"
+
+    def no_rdkit(smiles: str) -> None:
+        raise AssertionError(f"RDKit was handed {len(smiles)} characters")
+
+    monkeypatch.setattr("labrecord.chemdata.normalize._parse", no_rdkit)
+    huge = "C" * 50_000
+    form = canonicalize(huge)
+    assert (form.reason, form.status) == ("too_long", "malformed")
+    assert canonicalize("c1ccccc1" * 200).reason == "too_many_atoms"
+
+
+@given(st.lists(st.sampled_from(["C", "Cl", "Br", "c", "n", "[NH4+]", "[13CH3]", "O", "=", "(", ")", "1"]),
+                max_size=1300))
+def test_size_reason_counts_every_atom_once(tokens: list[str]) -> None:
+    text = "".join(tokens)
+    atoms = sum(1 for t in tokens if t not in ("=", "(", ")", "1"))
+    expected = "too_long" if len(text) > MAX_SMILES_LENGTH else "too_many_atoms" if atoms > MAX_ATOMS else None
+    assert size_reason(text) == expected
 
 
 def test_real_elements_that_look_like_labels_are_kept() -> None:
@@ -102,6 +135,6 @@ def test_importing_the_wing_does_not_import_rdkit() -> None:
     import sys
 
     code = ("import sys, labrecord, labrecord.chemdata, labrecord.chemdata.adapters, labrecord.chemdata.store, "
-            "labrecord.scorers.reaction, labrecord.models.rxn; print('rdkit' in sys.modules)")
+            "labrecord.chemdata.scoring, labrecord.scorers.reaction, labrecord.models.rxn; print('rdkit' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "False"

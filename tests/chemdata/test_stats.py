@@ -1,13 +1,13 @@
 """Corpus statistics on a small hand-counted corpus."""
 from __future__ import annotations
 
-import pytest
 
 from tests.support import require_module
 
 from labrecord.chemdata.stats import corpus_stats
-from labrecord.chemdata.store import connect, ingest_documents
+from labrecord.chemdata.store import ingest_documents
 from labrecord.models.rxn import Condition, FigureDocument, Molecule, Provenance, Reaction
+from labrecord.store import connect
 
 require_module("rdkit", 'pip install "labrecord[chem]"')
 

@@ -1,4 +1,5 @@
-"""The reaction tables: comments, idempotent re-ingestion, the canonical-form cache."""
+"""Filling the reaction tables: comments, idempotent re-ingestion, the canonical-form cache,
+one transaction per ingest."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -7,8 +8,11 @@ import pytest
 
 from tests.support import require_module
 
-from labrecord.chemdata.store import COLUMN_COMMENTS, connect, ingest_documents, systems
+from labrecord.chemdata import store as rxn_store
+from labrecord.chemdata.store import ingest_documents, systems
 from labrecord.errors import LabrecordError
+from labrecord.store import connect
+from labrecord.store.schema import RXN_TABLES
 
 from tests.chemdata.rxn_factories import figure, gold
 
@@ -19,7 +23,7 @@ def test_every_column_is_commented() -> None:
     con = connect()
     rows = con.execute("SELECT table_name, column_name, comment FROM duckdb_columns() "
                        "WHERE table_name LIKE 'rxn_%'").fetchall()
-    assert {(t, c) for t, c, _ in rows} == {(t, c) for t, cols in COLUMN_COMMENTS.items() for c in cols}
+    assert {(t, c) for t, c, _ in rows} == {(t.name, c) for t in RXN_TABLES for c in t.names}
     assert all(comment for _, _, comment in rows)
 
 
@@ -57,5 +61,45 @@ def test_existing_figure_refused_without_replace() -> None:
 
 def test_a_file_that_is_not_a_corpus_is_one_error(tmp_path: Path) -> None:
     (tmp_path / "x.duckdb").write_text("not a database")
-    with pytest.raises(LabrecordError, match="x.duckdb: cannot open the corpus"):
+    with pytest.raises(LabrecordError, match="x.duckdb: cannot open DuckDB corpus"):
         connect(str(tmp_path / "x.duckdb"))
+
+
+def stored(con: object) -> list[tuple]:
+    return con.execute("SELECT f.system, f.figure_id, r.reaction_index, m.smiles FROM rxn_figures f "  # type: ignore[attr-defined]
+                       "JOIN rxn_reactions r USING (system, figure_id) JOIN rxn_molecules m USING (system, figure_id, reaction_index) "
+                       "ORDER BY ALL").fetchall()
+
+
+def test_a_failed_canonicalization_keeps_the_stored_figures(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Canonicalization runs before anything is deleted: a crash there leaves the old rows."""
+    con = connect()
+    ingest_documents(con, [figure("a", [(["CCO"], ["CC=O"])])])
+    before = stored(con)
+
+    def crash(strings: object) -> dict:
+        raise RuntimeError("normalizer crashed")
+
+    monkeypatch.setattr("labrecord.chemdata.normalize.canonicalize_many", crash)
+    with pytest.raises(RuntimeError):
+        ingest_documents(con, [figure("a", [(["CCN"], ["CC=N"])])])
+    assert stored(con) == before == [("sys", "a", 0, "CC=O"), ("sys", "a", 0, "CCO")]
+
+
+def test_a_failed_write_rolls_back_the_whole_replacement(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Delete and insert share one transaction: a failure on the last insert restores all rows."""
+    con = connect()
+    ingest_documents(con, [figure("a", [(["CCO"], ["CC=O"])])])
+    before = stored(con)
+    insert = rxn_store._insert
+
+    def failing(con_: object, name: str, rows: list) -> None:
+        if name == "rxn_molecules":
+            raise RuntimeError("disk full")
+        insert(con_, name, rows)
+
+    monkeypatch.setattr(rxn_store, "_insert", failing)
+    with pytest.raises(RuntimeError):
+        ingest_documents(con, [figure("a", [(["CCN"], ["CC=N"])])])
+    assert stored(con) == before
+    assert con.execute("SELECT count(*) FROM rxn_smiles WHERE smiles = 'CCN'").fetchall()[0][0] == 0

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from labrecord.demo import DemoReader, read_demos
+from labrecord.demos import DemoReader, read_demos
 from labrecord.errors import LabrecordError
 from labrecord.exporters.examples import camera_frame, write_demo_runs
 from labrecord.exporters.hdf5 import export_hdf5

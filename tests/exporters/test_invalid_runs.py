@@ -7,7 +7,7 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from labrecord.demo import DemoReader
+from labrecord.demos import DemoReader
 from labrecord.exporters.examples import write_demo_runs
 from labrecord.exporters.hdf5 import export_hdf5
 from labrecord.exporters.parquet import export_parquet

@@ -22,11 +22,11 @@ import labrecord
 from hypothesis import given
 from hypothesis import strategies as st
 
-from labrecord.demo import DemoReader
+from labrecord.demos import DemoReader
 from labrecord.errors import LabrecordError
 from labrecord.examples import example_manifest
 from labrecord.exporters.examples import camera_frame, write_demo_runs
-from labrecord.demo import Demo
+from labrecord.demos import Demo
 from labrecord.exporters.lerobot import (
     EpisodePlan, FeatureMap, build_features, control_segments, export_lerobot, iter_frames, task_string,
 )

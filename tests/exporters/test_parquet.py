@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from labrecord.demo import read_demos
+from labrecord.demos import read_demos
 from labrecord.errors import LabrecordError
 from labrecord.exporters.examples import write_demo_runs
 from labrecord.exporters.parquet import export_parquet

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from labrecord.demo import DemoReader
+from labrecord.demos import DemoReader
 from labrecord.exporters.hdf5 import export_hdf5
 
 from tests.exporters.conftest import require_reader

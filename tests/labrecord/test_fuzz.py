@@ -173,12 +173,17 @@ def test_every_command_survives_corrupted_runs(sim_runs: Path, tmp_path_factory:
 
     invalid = {run.name for run in find_run_dirs(root) if not validate_run(run)[0].ok}
     assert not invalid & good, invalid & good
+    # a copy claiming a good run's id makes that id ambiguous: both folders are refused
+    ambiguous = {"a-good-0"} if "colliding run_id" in mutations else set()
+    good -= ambiguous
 
     summary = ingest_runs(root, connect(None))
     loaded = set(summary.added)
     skipped = {Path(where).name for where in summary.skipped if Path(where).parent == root}
     assert good <= loaded, summary.skipped
-    assert skipped == invalid, (skipped, invalid, mutated)
+    assert not ambiguous & loaded
+    assert all("ambiguous" in summary.skipped[str(root / name)][0] for name in ambiguous)
+    assert skipped == invalid | ambiguous, (skipped, invalid, mutated)
     assert all(summary.skipped[str(root / name)] for name in skipped)
 
     runner = CliRunner()
@@ -188,13 +193,14 @@ def test_every_command_survives_corrupted_runs(sim_runs: Path, tmp_path_factory:
 
     result = runner.invoke(cli, ["export", "hdf5", str(root), "--out", str(root / "d.hdf5"), "--accept", "all", "--json"])
     no_traceback(result, "export hdf5")
-    from labrecord.demo import DemoReader
+    from labrecord.demos import DemoReader
 
     with DemoReader(root / "d.hdf5") as reader:
         manifest = reader.manifest()
     exported = {a.run_id for a in manifest if a.extra["accepted"]}
     named = {a.run_id for a in manifest if (a.extra["note"] or "").startswith("invalid run")}
     assert good <= exported
+    assert not exported & ambiguous
     # the exports skip by the rule ingest uses (a colliding id names the run it collides with)
     assert {r for r in named if r in mutated or r in good} | {n for n in invalid if mutated.get(n) == "colliding run_id"} \
         >= {n for n in invalid if mutated.get(n) != "colliding run_id"}

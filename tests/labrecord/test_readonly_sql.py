@@ -76,9 +76,14 @@ def test_help_says_what_is_allowed() -> None:
 
 
 def test_sql_on_a_reaction_only_corpus(tmp_path: Path) -> None:
-    from labrecord.chemdata.store import connect as rxn_connect
+    import duckdb
 
-    db = tmp_path / "rxn.duckdb"
-    rxn_connect(str(db)).close()
+    from labrecord.store.schema import RXN_TABLES
+
+    db = tmp_path / "rxn.duckdb"  # a reaction-only corpus file, as an older release wrote it
+    raw = duckdb.connect(str(db))
+    for spec in RXN_TABLES:
+        raw.execute(spec.ddl())
+    raw.close()
     result = CliRunner().invoke(cli, ["sql", "SELECT count(*) AS n FROM rxn_figures", "--db", str(db), "--csv"])
     assert result.exit_code == 0 and result.output.splitlines() == ["n", "0"], result.output

@@ -158,7 +158,7 @@ def test_written_events_read_back_unchanged(decision_lists):
         con = connect(None)
         ingest_runs(root, con)
         for index in range(len(decision_lists)):
-            lines = [json.loads(l) for l in (root / f"r{index}" / "events.jsonl").read_text().splitlines()]
+            lines = [json.loads(line) for line in (root / f"r{index}" / "events.jsonl").read_text().splitlines()]
             stored = con.execute("SELECT seq, type, t FROM events WHERE run_id = ? ORDER BY seq", [f"r{index}"]).fetchall()
             assert stored == [(e["seq"], e["type"], e["t"]) for e in lines]
 
@@ -200,3 +200,81 @@ def test_a_run_reingested_invalid_replaces_its_old_data_with_an_invalid_row(tmp_
     ingest_runs(root, con)
     assert con.execute("SELECT count(*) FROM invalid_runs").fetchone()[0] == 0
     assert con.execute("SELECT count(*) FROM runs").fetchone()[0] == 1
+
+
+def test_a_corpus_of_runs_and_reactions_round_trips_through_a_snapshot(tmp_path):
+    """Every registered table goes into the snapshot: run scores and reaction F1 computed on
+    the reopened snapshot equal those computed on the corpus file."""
+    from tests.support import require_module
+
+    require_module("rdkit", 'pip install "labrecord[chem]"')
+    from labrecord.chemdata.store import ingest_documents
+    from labrecord.scorers.corpus import score_corpus
+    from labrecord.scorers.reaction import score_db
+    from labrecord.store.schema import TABLES
+    from tests.chemdata.rxn_factories import figure, gold
+
+    root = tmp_path / "runs"
+    write_rollout(root, RolloutSpec("a", system="pi05", decisions=[DecisionSpec("d0")]))
+    write_rollout(root, RolloutSpec("b", system="pi05", decisions=[DecisionSpec("d0", outcome="wrong")]))
+    db = tmp_path / "c.duckdb"
+    ingest_runs(root, db)
+    con = connect(db)
+    ester, amide = (["CC(=O)O", "OCC"], ["CCOC(C)=O"]), (["CC(=O)O", "N"], ["CC(N)=O"])
+    ingest_documents(con, [gold("f1", [ester, amide]), gold("f2", [amide])], gold=True)
+    ingest_documents(con, [figure("f1", [ester]), figure("f2", [ester])])
+    counts = write_snapshot(con, tmp_path / "snap")
+    assert set(counts) == {t.name for t in TABLES}
+    assert counts["rxn_figures"] == 4 and counts["runs"] == 2
+    snap = open_snapshot(tmp_path / "snap")
+    for table, n in counts.items():
+        assert _count(snap, f"SELECT count(*) FROM {table}") == n
+    assert score_db(snap, "gold", "sys") == score_db(con, "gold", "sys")
+    assert score_db(snap, "gold", "sys")["macro"]["strict"]["f1"] == pytest.approx((2 / 3 + 0) / 2)
+    assert score_corpus(snap, seed=0, resamples=50) == score_corpus(con, seed=0, resamples=50)
+
+
+def test_corpus_files_of_older_releases_open_whole(tmp_path):
+    """One migration path: a runs-only or reactions-only file gains the tables it lacks
+    (connection-local when read-only, stored when writable), its rows kept."""
+    import duckdb
+
+    from labrecord.store.schema import RXN_FIGURES, TABLES
+
+    runs_only = tmp_path / "runs.duckdb"
+    ingest_runs(write_rollout(tmp_path / "r", RolloutSpec("a")).parent, runs_only)
+    raw = duckdb.connect(str(runs_only))
+    for spec in TABLES:
+        if spec.name.startswith("rxn_"):
+            raw.execute(f"DROP TABLE {spec.name}")
+    raw.close()
+    assert _count(connect(runs_only, read_only=True), "SELECT count(*) FROM rxn_figures") == 0
+    assert _count(connect(runs_only), "SELECT count(*) FROM runs") == 1
+
+    rxn_only = tmp_path / "rxn.duckdb"
+    raw = duckdb.connect(str(rxn_only))
+    raw.execute(RXN_FIGURES.ddl())
+    raw.execute("INSERT INTO rxn_figures (system, figure_id, gold, status, n_reactions, n_templates) "
+                "VALUES ('gold', 'f', true, 'ok', 0, 0)")
+    raw.close()
+    read = connect(rxn_only, read_only=True)
+    assert _count(read, "SELECT count(*) FROM events") == 0
+    assert _count(read, "SELECT count(*) FROM first_choices") == 0
+    read.close()
+    con = connect(rxn_only)
+    assert _count(con, "SELECT count(*) FROM rxn_figures") == 1
+    assert {t.name for t in TABLES} <= {r[0] for r in con.execute("SELECT table_name FROM duckdb_tables()").fetchall()}
+
+
+def test_validation_on_worker_processes_loads_the_same_corpus(tmp_path, monkeypatch):
+    """``jobs`` spreads validation over labrecord.parallel.map; the stored rows do not change."""
+    root = tmp_path / "runs"
+    for index, outcome in enumerate(["correct", "wrong", "none"]):
+        write_rollout(root, RolloutSpec(f"r{index}", decisions=[DecisionSpec(outcome=outcome)]))
+    (root / "r1" / "run.json").write_text("{")                 # one invalid run, skipped with findings
+    monkeypatch.setattr(ingest_module, "POOL_THRESHOLD", 1)
+    one, many = connect(None), connect(None)
+    first, second = ingest_runs(root, one), ingest_runs(root, many, jobs=2)
+    assert (first.added, list(first.skipped)) == (second.added, list(second.skipped)) == (["r0", "r2"], [str(root / "r1")])
+    query = "SELECT run_id, seq, type, t FROM events ORDER BY ALL"
+    assert one.execute(query).fetchall() == many.execute(query).fetchall()

@@ -11,7 +11,8 @@ from hypothesis import strategies as st
 
 from labrecord.errors import LabrecordError
 from labrecord.models.rxn import Condition
-from labrecord.scorers.reaction import FigureCounts, pooled, prf, reference_counts, score_documents, summarize
+from labrecord.chemdata.scoring import score_documents
+from labrecord.scorers.reaction import FigureCounts, pooled, prf, reference_counts, summarize
 
 from tests.chemdata.rxn_factories import figure, gold
 

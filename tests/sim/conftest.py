@@ -1,6 +1,5 @@
 import os
 
-import pytest
 
 from tests.support import require_module
 

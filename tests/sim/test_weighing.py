@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from labrecord.demo import DemoReader
+from labrecord.demos import DemoReader
 from labrecord.errors import LabrecordError
 from labrecord.models import Choice, EpisodeEnd, Opportunity
 from labrecord.rundir import read_events, read_manifest

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from tests.support import require_module
+from tests.support import require_module, require_programs
 
 from labrecord.chemdata.extract.runner import ExtractConfig, list_figures, run_extraction
 from labrecord.cli import main
@@ -40,8 +40,7 @@ def records(out: Path) -> dict[str, dict[str, Any]]:
 @pytest.fixture(scope="module")
 def baseline(rendered: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """``--workers 1`` records of the rendered figures (shared by the comparisons)."""
-    if shutil.which("osra") is None or shutil.which("tesseract") is None:
-        pytest.skip("needs osra and tesseract-ocr")
+    require_programs("osra", "tesseract", install="bash scripts/install-test-deps.sh (osra, tesseract-ocr)")
     out = tmp_path_factory.mktemp("baseline")
     printed = io.StringIO()
     with contextlib.redirect_stdout(printed), pytest.raises(SystemExit) as exited:

@@ -34,7 +34,7 @@ def test_hdf5_and_parquet_commands(runs: Path, tmp_path: Path, capsys: pytest.Ca
 
 
 def test_hdf5_images_command(runs: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    from labrecord.demo import DemoReader
+    from labrecord.demos import DemoReader
 
     out = tmp_path / "img.hdf5"
     code, _, _ = run(["export", "hdf5", str(runs), "--out", str(out), "--images", "--cameras", "front",

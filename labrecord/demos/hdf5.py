@@ -39,6 +39,7 @@ from typing import Any
 import numpy as np
 
 from labrecord.errors import LabrecordError, SchemaVersionError
+from labrecord.fileio import commit, discard, json_default, temp_beside
 
 DEMO_FORMAT = "labrecord.demo/1"
 SUPPORTED_MAJOR = 1
@@ -174,7 +175,7 @@ class DemoWriter:
             raise LabrecordError(f"{self.path}: already exists; pass overwrite=True to replace it")
         self.env_args = {**dict(env_args), "type": ENV_TYPE}
         self.block, self.compression = block, compression
-        self._tmp = self.path.with_name(f".{self.path.name}.tmp")
+        self._tmp = temp_beside(self.path)
         self._file = _h5py().File(self._tmp, "w")
         self._data = self._file.create_group("data")
         self._attempts: list[Attempt] = []
@@ -279,16 +280,16 @@ class DemoWriter:
             raise LabrecordError(f"{self.path}: close() while {self._episode['name']} is still open; call end() first")
         if accept not in RULES:
             raise LabrecordError(f"{self.path}: acceptance rule {accept!r} is not one of {', '.join(RULES)}")
-        demos = [a for a in self._attempts if a.demo is not None]
-        accepted = [a.demo for a in demos if accept == "all" or a.success]
-        train, valid = split_names(accepted, valid_ratio, seed)  # type: ignore[arg-type]
+        demos = [(a, a.demo) for a in self._attempts if a.demo is not None]
+        accepted = [name for a, name in demos if accept == "all" or a.success]
+        _, valid = split_names(accepted, valid_ratio, seed)
+        split = {name: "valid" if name in valid else "train" for name in accepted}
         rule = {"rule": accept, "valid_ratio": valid_ratio, "seed": seed}
-        masks = {"train": train, "valid": valid,
-                 "success": [a.demo for a in demos if a.success], "failed": [a.demo for a in demos if not a.success]}
+        masks = split_masks([(name, a.success, split.get(name)) for a, name in demos])
         masks.update({key: list(value) for key, value in (filters or {}).items()})
-        finish_file(self._file, self.env_args, len(demos), sum(a.num_samples for a in demos), masks, rule, self._attempts)
+        finish_file(self._file, self.env_args, len(demos), sum(a.num_samples for a, _ in demos), masks, rule, self._attempts)
         self._file.close()
-        os.replace(self._tmp, self.path)
+        commit(self._tmp, self.path)
         self.closed = True
         return self.path
 
@@ -296,7 +297,7 @@ class DemoWriter:
         """Drop the partial file."""
         if not self.closed:
             self._file.close()
-            self._tmp.unlink(missing_ok=True)
+            discard(self._tmp)
             self.closed = True
 
     def __enter__(self) -> DemoWriter:
@@ -353,20 +354,10 @@ class DemoWriter:
         group = self._file.require_group("diagnostics").create_group(name)
         group.attrs["run_id"] = episode["run_id"]
         group.attrs["episode"] = episode["episode"]
-        group.attrs["json"] = json.dumps({"success": success, **diagnostics}, sort_keys=True, default=_json_default)
-
-
-def _json_default(value: Any) -> Any:
-    if isinstance(value, np.generic):
-        return value.item()
-    if isinstance(value, np.ndarray):
-        return value.tolist()
-    try:
-        import msgspec
-
-        return msgspec.to_builtins(value)
-    except TypeError:
-        raise TypeError(f"cannot store {type(value).__name__} in diagnostics") from None
+        try:
+            group.attrs["json"] = json.dumps({"success": success, **diagnostics}, sort_keys=True, default=json_default)
+        except TypeError as error:
+            raise TypeError(f"cannot store diagnostics of {name}: {error}") from None
 
 
 def split_names(names: Sequence[str], valid_ratio: float, seed: int) -> tuple[list[str], list[str]]:
@@ -381,6 +372,20 @@ def split_names(names: Sequence[str], valid_ratio: float, seed: int) -> tuple[li
     train = [name for i, name in enumerate(names) if i not in chosen]
     valid = [name for i, name in enumerate(names) if i in chosen]
     return train, valid
+
+
+def split_masks(demos: Sequence[tuple[str, bool | None, str | None]]) -> dict[str, list[str]]:
+    """The ``mask/*`` lists of a demonstration file from ``(name, success, split)`` rows,
+    ``split`` being ``"train"``, ``"valid"`` or None (not accepted): ``train`` and ``valid``
+    by split, ``success`` and ``failed`` over every row; each keeps the row order.
+
+    >>> split_masks([("demo_0", True, "train"), ("demo_1", False, None), ("demo_2", True, "valid")])
+    {'train': ['demo_0'], 'valid': ['demo_2'], 'success': ['demo_0', 'demo_2'], 'failed': ['demo_1']}
+    """
+    return {"train": [name for name, _, split in demos if split == "train"],
+            "valid": [name for name, _, split in demos if split == "valid"],
+            "success": [name for name, success, _ in demos if success],
+            "failed": [name for name, success, _ in demos if not success]}
 
 
 def finish_file(handle: Any, env_args: Mapping[str, Any], total: int, num_samples: int,

@@ -1,4 +1,4 @@
-"""Tests for labrecord.demo: the robomimic-layout demonstration file."""
+"""Tests for labrecord/demos/hdf5.py: the robomimic-layout demonstration file."""
 from __future__ import annotations
 
 import json
@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from labrecord.demo import DemoReader, DemoWriter, read_demos, split_names
+from labrecord.demos import DemoReader, DemoWriter, read_demos, split_names
 from labrecord.errors import LabrecordError, SchemaVersionError
 
 

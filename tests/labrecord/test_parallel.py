@@ -1,0 +1,53 @@
+"""Tests for labrecord/parallel.py: one map, three ways to run it, the same results."""
+from __future__ import annotations
+
+import pytest
+
+from labrecord import parallel
+from labrecord.errors import LabrecordError
+from tests.support import require_module
+
+
+def square_of_sum(pair: tuple[int, int]) -> int:
+    """(a + b)²: (1, 2) -> 9, (3, 4) -> 49."""
+    a, b = pair
+    return (a + b) ** 2
+
+
+def refuse_negative(x: int) -> int:
+    if x < 0:
+        raise ValueError(f"negative: {x}")
+    return x
+
+
+ITEMS = [(1, 2), (3, 4), (0, 0), (-5, 2), (10, -1), (2, 2), (7, 0)]
+EXPECTED = [9, 49, 0, 9, 81, 16, 49]
+
+
+def test_one_worker_runs_in_order_in_this_process() -> None:
+    assert list(parallel.map(square_of_sum, ITEMS)) == EXPECTED
+
+
+def test_a_process_pool_keeps_the_input_order() -> None:
+    assert list(parallel.map(square_of_sum, ITEMS, workers=2, chunksize=2)) == EXPECTED
+    assert list(parallel.map(square_of_sum, [], workers=2)) == []
+
+
+def test_an_error_in_a_worker_is_raised_as_its_own_type() -> None:
+    with pytest.raises(ValueError, match="negative: -1"):
+        list(parallel.map(refuse_negative, [1, -1, 2], workers=2))
+
+
+def test_bad_arguments_are_one_error() -> None:
+    with pytest.raises(LabrecordError, match="workers must be at least 1, got 0"):
+        parallel.map(square_of_sum, ITEMS, workers=0)
+    with pytest.raises(LabrecordError, match="unknown executor 'dask'"):
+        parallel.map(square_of_sum, ITEMS, executor="dask")
+
+
+def test_a_local_ray_cluster_gives_the_same_results_as_one_worker() -> None:
+    ray = require_module("ray", 'pip install "labrecord[ray]"')
+    assert list(parallel.map(square_of_sum, ITEMS, workers=2, executor="ray")) == EXPECTED
+    assert not ray.is_initialized()          # the instance the map started is shut down again
+    with pytest.raises(ValueError, match="negative: -3"):
+        list(parallel.map(refuse_negative, [4, -3], workers=1, executor="ray"))
