@@ -241,7 +241,7 @@ def verify_answer(reference: str | os.PathLike[str], answer: str | os.PathLike[s
     """Score one answer file against one reference; write ``scores.json`` (the score
     document of ``rxn score --json``) and ``reward.json`` (strict reaction F1)."""
     from labrecord.chemdata.adapters import load_documents
-    from labrecord.scorers.reaction import score_documents
+    from labrecord.chemdata.scoring import score_documents
 
     gold = load_documents(reference, gold=True)
     if len(gold) != 1:

@@ -276,7 +276,7 @@ def prepare_tasks(gold_path: str, pred_path: str, figures_dir: str | None = None
     figure from the reaction scorer.  Images are looked up in ``figures_dir``, else beside
     the gold documents."""
     from labrecord.chemdata.adapters import load_documents
-    from labrecord.scorers.reaction import score_documents
+    from labrecord.chemdata.scoring import score_documents
 
     gold = load_documents(gold_path, gold=True)
     if not gold:
