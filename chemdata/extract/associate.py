@@ -135,8 +135,12 @@ def _stages(segments: list[Segment], assigned: dict[int, Reading], band: int,
             failures: list[dict[str, str]]) -> list[list[Reading]]:
     stages: list[list[Reading]] = [[]]
     row = sorted((i for i, s in enumerate(segments) if s.band == band), key=lambda i: segments[i].box[0])
+    arrows = [segments[i] for i in row if segments[i].kind == "arrow"]
+    axis = sum((a.box[1] + a.box[3]) / 2 for a in arrows) / len(arrows) if arrows else None
     for index in row:
         seg = segments[index]
+        if seg.kind == "structure" and axis is not None and not _on_axis(seg, axis, arrows):
+            continue  # drawn above or below the row's arrows (a catalyst, a footnote drawing)
         if seg.kind == "arrow":
             stages.append([])
         elif seg.kind == "structure":
@@ -146,6 +150,17 @@ def _stages(segments: list[Segment], assigned: dict[int, Reading], band: int,
                 failures.append({"kind": "unread_structure", "message": f"structure at {list(seg.box)} in row {band} was not read"})
                 stages[-1].append(Reading(f"unread@{seg.box[0]},{seg.box[1]}", "", 0.0, seg.box, "none"))
     return stages
+
+
+def _on_axis(seg: Segment, axis: float, arrows: list[Segment]) -> bool:
+    """A structure takes part in a row when it straddles the row's arrow axis and does not
+    stand over or under an arrow (that is a reagent drawn as a structure)."""
+    x0, y0, x1, y1 = seg.box
+    slack = 0.1 * (y1 - y0)
+    if not y0 - slack <= axis <= y1 + slack:
+        return False
+    centre = (x0 + x1) / 2
+    return not any(a.box[0] <= centre <= a.box[2] for a in arrows)
 
 
 def _arrow_texts(segments: list[Segment], band: int, lines: list[TextLine]) -> list[list[str]]:

@@ -60,6 +60,8 @@ class ExtractConfig:
     model_endpoint: str | None = None
     model: str | None = None
     api_key_env: str | None = None
+    #: crops are rescaled so a bond is about this many pixels before osra (None: as drawn)
+    target_bond: float | None = 45.0
 
 
 @dataclass
@@ -119,11 +121,31 @@ def extract_figure(image_path: str, config: ExtractConfig) -> FigureResult:
     except Exception as exc:  # a bug or an unreadable image must not drop the figure
         status, error, stage = "failed", f"{type(exc).__name__}: {exc}", state.get("stage")
         trajectory.add("error", traceback=traceback.format_exc(limit=8))
-    if status != "ok":
+    reason = None
+    if status == "ok" and not reactions:
+        stage, error = _empty_stage(state)
+        status, reason = "failed", "empty"
+        trajectory.failure(stage, "empty", error)
+    elif status != "ok":
         trajectory.failure(stage or "unknown", status, error or "")
+    state["reason"] = reason or (status if status != "ok" else None)
     document = _document(figure_id, path, config, status, error, stage, reactions, templates, timing, state, trajectory)
     trajectory.add("result", status=status, reactions=len(document.get("reactions", [])), error=error)
     return FigureResult(figure_id, document, trajectory.events)
+
+
+def _empty_stage(state: dict[str, Any]) -> tuple[str, str]:
+    """(stage, message) for a figure that ran through but gave no reaction: the first
+    stage that produced nothing usable."""
+    kinds = {f["kind"] for f in state["failures"]}
+    if "no_arrow" in kinds:
+        return "layout", "empty: no reaction arrow found"
+    if not state["readings"]:
+        return "recognition", "empty: no structure was read"
+    plan = state.get("plan") or {}
+    if not plan.get("reactions") and not any(scope.get("entries") for scope in plan.get("scopes") or []):
+        return "association", "empty: no step or scope entry could be formed from the readings"
+    return "assembly", "empty: every planned reaction or entry was refused"
 
 
 def _timed(timing: dict[str, float], state: dict[str, Any], name: str, work: Callable[[], Any]) -> Any:
@@ -145,10 +167,12 @@ def _stages(trajectory: Trajectory, path: Path, data: bytes, config: ExtractConf
     image = Image.open(BytesIO(data)).convert("L")
     lines = _timed(timing, state, "text", lambda: tesseract.read_text(
         trajectory, str(path), command=list(config.tesseract_command), limit_s=config.tool_timeout_s))
-    segments = _timed(timing, state, "layout", lambda: layout.segment(image, lines))
+    bond = layout.bond_length(lines)
+    segments = _timed(timing, state, "layout", lambda: layout.segment(image, lines, bond))
     segments, lines = _timed(timing, state, "text", lambda: _read_crops(trajectory, image, segments, lines, config))
-    trajectory.add("layout", segments=[{"kind": s.kind, "box": list(s.box), "band": s.band} for s in segments])
-    segments, readings = _timed(timing, state, "recognition", lambda: _recognize(trajectory, path, image, segments, config))
+    trajectory.add("layout", bond=bond, segments=[{"kind": s.kind, "box": list(s.box), "band": s.band} for s in segments])
+    segments, readings = _timed(timing, state, "recognition",
+                                lambda: _recognize(trajectory, path, image, segments, config, bond))
     state["readings"] = [r.to_json() for r in readings]
     plan, problems = _timed(timing, state, "association", lambda: associate.plan_from_rules(segments, readings, lines))
     for problem in problems:
@@ -170,12 +194,25 @@ def _stages(trajectory: Trajectory, path: Path, data: bytes, config: ExtractConf
     return reactions, templates
 
 
-def _crop_file(image: Any, box: tuple[int, int, int, int], folder: str, name: str) -> tuple[str, tuple[int, int]]:
-    """Save ``box`` of ``image`` with a white margin; return (path, offset into the figure)."""
-    from PIL import ImageOps
+def _crop_file(image: Any, box: tuple[int, int, int, int], folder: str, name: str,
+               parts: tuple[tuple[int, int, int, int], ...] = (), scale: float = 1.0) -> tuple[str, tuple[int, int]]:
+    """Save ``box`` of ``image`` with a white margin; return (path, offset into the figure).
+
+    With ``parts`` only those component boxes are copied (a neighbour's text or bonds
+    reaching into the box are left out); ``scale`` resizes the crop (boxes a tool reports
+    in the crop are then divided by it — see :func:`_scaled_offset`)."""
+    from PIL import Image, ImageOps
 
     x0, y0, x1, y1 = box
-    crop = ImageOps.expand(image.crop((x0, y0, x1 + 1, y1 + 1)), CROP_MARGIN, fill=255)
+    if parts:
+        crop = Image.new("L", (x1 - x0 + 1, y1 - y0 + 1), 255)
+        for a0, b0, a1, b1 in parts:
+            crop.paste(image.crop((a0, b0, a1 + 1, b1 + 1)), (a0 - x0, b0 - y0))
+    else:
+        crop = image.crop((x0, y0, x1 + 1, y1 + 1))
+    if abs(scale - 1.0) > 0.05:
+        crop = crop.resize((max(1, round(crop.width * scale)), max(1, round(crop.height * scale))), Image.LANCZOS)
+    crop = ImageOps.expand(crop, CROP_MARGIN, fill=255)
     path = os.path.join(folder, name)
     crop.save(path)
     return path, (x0 - CROP_MARGIN, y0 - CROP_MARGIN)
@@ -226,25 +263,55 @@ def _candidates(segments: list[layout.Segment]) -> list[int]:
     return picked
 
 
+def crop_scale(bond: float, target: float | None) -> float:
+    """The factor that brings a drawing's bond length to ``target`` px (1 when ``target``
+    is None, or the bond is already within 20 % of it)."""
+    if not target or bond <= 0:
+        return 1.0
+    factor = target / bond
+    return 1.0 if 0.8 <= factor <= 1.25 else max(0.25, min(4.0, factor))
+
+
+def _best(read: list[tuple[str, float, tuple[int, int, int, int]]]) -> tuple[str, float, tuple[int, int, int, int]] | None:
+    """One reading per region: the structure with the most atoms (ties: higher confidence);
+    osra's extra pieces in a crop are fragments of the same drawing or stray marks."""
+    if not read:
+        return None
+
+    def atoms(smiles: str) -> int:
+        return sum(1 for c in smiles if c.isalpha() and c.isupper()) + smiles.count("c") + smiles.count("n")
+
+    return max(read, key=lambda item: (atoms(item[0]), item[1]))
+
+
 def _recognize(trajectory: Trajectory, path: Path, image: Any, segments: list[layout.Segment],
-               config: ExtractConfig) -> tuple[list[layout.Segment], list[osra.Reading]]:
-    """Crop readings (one osra call per candidate blob) first, whole-figure readings after.
-    A "text" blob that osra reads as a structure becomes a structure segment."""
+               config: ExtractConfig, bond: float = layout.DEFAULT_BOND) -> tuple[list[layout.Segment], list[osra.Reading]]:
+    """One osra call per candidate blob, each crop rescaled so its bonds are about
+    ``config.target_bond`` px, keeping one reading per region (with osra's confidence).
+    The whole figure is read only when the layout found no candidate at all.  A "text"
+    blob that osra reads as a structure becomes a structure segment."""
     command = list(config.osra_command)
     found: list[tuple[str, float, tuple[int, int, int, int], str]] = []
     segments = list(segments)
+    scale = crop_scale(bond, config.target_bond)
+    candidates = _candidates(segments)
     with tempfile.TemporaryDirectory(prefix="labrecord-osra-") as scratch:
-        for index in _candidates(segments):
+        for index in candidates:
             seg = segments[index]
-            crop_path, offset = _crop_file(image, seg.box, scratch, f"crop{index}.png")
+            crop_path, offset = _crop_file(image, seg.box, scratch, f"crop{index}.png", seg.parts, scale)
             read = osra.read_structures(trajectory, crop_path, command=command, limit_s=config.tool_timeout_s,
-                                        offset=offset, region=",".join(map(str, seg.box)))
-            found.extend((smiles, confidence, box, "crop") for smiles, confidence, box in read)
-            if read and seg.kind == "text":
-                segments[index] = layout.Segment("structure", seg.box, seg.band)
-    for smiles, confidence, box in osra.read_structures(trajectory, str(path), command=command,
-                                                        limit_s=config.tool_timeout_s):
-        found.append((smiles, confidence, box, "full"))
+                                        offset=(0, 0), region=",".join(map(str, seg.box)))
+            best = _best(read)
+            if best is None:
+                continue
+            # one reading per region: its box is the region's own
+            found.append((best[0], best[1], seg.box, "crop"))
+            if seg.kind == "text":
+                segments[index] = layout.Segment("structure", seg.box, seg.band, seg.parts)
+    if not candidates:
+        for smiles, confidence, box in osra.read_structures(trajectory, str(path), command=command,
+                                                            limit_s=config.tool_timeout_s):
+            found.append((smiles, confidence, box, "full"))
     return segments, [osra.Reading(f"m{i + 1}", s, c, b, src) for i, (s, c, b, src) in enumerate(found)]
 
 
@@ -261,6 +328,7 @@ def _document(figure_id: str, path: Path, config: ExtractConfig, status: str, er
                              "plan_source": state["plan_source"], "trajectory": f"{TRAJECTORY_DIR}/{figure_id}{TRAJECTORY_SUFFIX}"}
     if stage and status != "ok":
         extra["failed_stage"] = stage
+        extra["failed_reason"] = state.get("reason") or status
     document = FigureDocument(figure_id=figure_id, system=config.system, status=status, error=error,  # type: ignore[arg-type]
                               reactions=reactions if status == "ok" else [], templates=templates if status == "ok" else [],
                               timing=Timing(wall_s=round(trajectory.elapsed(), 6), timeout_s=config.budget_s, steps=timing),
@@ -345,7 +413,8 @@ def summarize(documents: dict[str, dict[str, Any]], config: ExtractConfig, execu
         extra = document.get("extra", {})
         failures = list(extra.get("failures", []))
         if document.get("status", "ok") != "ok":
-            failures.append({"stage": extra.get("failed_stage") or "unknown", "kind": document["status"]})
+            failures.append({"stage": extra.get("failed_stage") or "unknown",
+                             "kind": extra.get("failed_reason") or document["status"]})
         for failure in failures:
             stages[failure["stage"]] += 1
             kinds[f"{failure['stage']}:{failure['kind']}"] += 1

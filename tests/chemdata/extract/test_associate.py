@@ -118,3 +118,14 @@ def test_text_over_an_arrow_is_that_steps_condition_and_percent_is_a_yield() -> 
     scope_plan, _ = plan_from_rules(table, [read("m1", "*c1ccc(I)cc1", 0), read("m2", "*c1ccccc1", 300)],
                                     [TextLine("1a R1 = Me 92 %", (0, 200, 200, 220), 90)])
     assert scope_plan["scopes"][0]["entries"] == [{"id": "1a", "bindings": {"R1": "Me"}, "yield": "92%"}]
+
+
+def test_a_structure_drawn_under_the_arrow_row_is_not_a_participant() -> None:
+    # reactant and product straddle the arrow's axis (y 50); a catalyst drawn below the
+    # reactant (y 150-250) and one under the arrow are left out of the step
+    segments = [seg("structure", 0), seg("arrow", 150, y=45, h=10), seg("structure", 300),
+                seg("structure", 0, y=150), seg("structure", 150, y=120, h=40)]
+    readings = [read("m1", "CCO", 0), read("m2", "CC=O", 300), read("m3", "c1ccccc1", 0, 150), read("m4", "O", 150, 110)]
+    plan, _ = plan_from_rules(segments, readings, [])
+    assert [([r["reading"] for r in x["reactants"]], [p["reading"] for p in x["products"]]) for x in plan["reactions"]] \
+        == [(["m1"], ["m2"])]
