@@ -51,10 +51,13 @@ def normalize_entry_id(token: str) -> str | None:
 
 
 def normalize_variable(token: str) -> str:
-    """``Rl``/``RI``/``Ri``/``R|`` -> ``R1``; other variable names unchanged (spaces removed)."""
+    """``Rl``/``RI``/``Ri``/``R|``/``R!``/``Rt`` -> ``R1``, ``R?``/``Rz`` -> ``R2`` (superscript
+    digits as OCR reads them); other variable names unchanged (spaces removed)."""
     text = token.replace(" ", "")
-    if text.startswith("R") and len(text) > 1 and text[1] in "lIi|":
+    if text.startswith("R") and len(text) > 1 and text[1] in "lIi|!t":
         text = "R1" + text[2:]
+    elif text.startswith("R") and len(text) > 1 and text[1] in "?zZo":
+        text = "R2" + text[2:]
     return text
 
 
@@ -81,6 +84,61 @@ def binding_lines(lines: list[TextLine]) -> list[tuple[str | None, dict[str, str
         entry = normalize_entry_id(first) if not _PAIR.match(line.text) else _id_left_of(line, lines)
         found.append((entry, {normalize_variable(k): repair_value(v) for k, v in pairs}, line))
     return found
+
+
+#: a column header or drawing label naming a variable: R, R1, R², R', Ar, Ar1, X, Y, Z
+_LABEL_WORD = re.compile(r"^(R\s?[0-9lIi|!t?zZo]?'*|Ar[0-9]?|X[0-9]?|Y|Z)[,=:]?$")
+#: formulas printed in tables for common groups -> the abbreviation the engine knows
+FORMULA_ALIASES = {"CH3": "Me", "CH3O": "OMe", "CH30": "OMe", "MeO": "OMe", "OCH3": "OMe", "C6H5": "Ph", "C2H5": "Et",
+                   "CH2OH": "CH2OH", "CO2CH3": "CO2Me", "4-MeOC6H4": "4-MeOC6H4"}
+
+
+def table_value(token: str) -> str:
+    """A table cell as a substituent: a known formula alias, else an OCR repair."""
+    text = token.strip().rstrip(",;")
+    if text in FORMULA_ALIASES:
+        return FORMULA_ALIASES[text]
+    for wrong, right in _OCR_SWAPS:
+        if text.replace(wrong, right) in FORMULA_ALIASES:
+            return FORMULA_ALIASES[text.replace(wrong, right)]
+    return repair_value(text)
+
+
+def table_entries(lines: list[TextLine], below: float = 0.0) -> list[tuple[str, dict[str, str], TextLine]]:
+    """Entries of a substrate table under ``below`` (y): a header line naming variables
+    (``entry R1 R2 conv. yield``), then rows that start with an entry id; each variable's
+    cell is the row's word nearest its header's column.  Rows repeating an earlier
+    row's bindings (an optimization table) are kept once."""
+    ordered = sorted((ln for ln in lines if ln.box[1] >= below and ln.words), key=lambda ln: (ln.box[1], ln.box[0]))
+    header, columns = None, []
+    for line in ordered:
+        found = [(normalize_variable(w.rstrip(",=:")), (b[0] + b[2]) / 2) for w, b in line.words if _LABEL_WORD.match(w)]
+        if found and not _PAIR.search(line.text):
+            header, columns = line, found
+            break
+    if header is None:
+        return []
+    entries: list[tuple[str, dict[str, str], TextLine]] = []
+    seen: set[tuple[tuple[str, str], ...]] = set()
+    for line in ordered:
+        if line.box[1] <= header.box[3] or not line.words:
+            continue
+        entry = normalize_entry_id(line.words[0][0])
+        if entry is None or len(line.words) < 2:
+            continue  # a stray cell read on its own, a footnote
+        cells = [(w, (b[0] + b[2]) / 2) for w, b in line.words[1:]]
+        bindings = {}
+        for index, (label, x) in enumerate(columns):
+            gaps = [abs(x - other) for j, (_, other) in enumerate(columns) if j != index]
+            reach = min(gaps) / 2 if gaps else float("inf")
+            near = [(abs(cx - x), w) for w, cx in cells if abs(cx - x) <= reach]
+            if near:
+                bindings[label] = table_value(min(near)[1])
+        key = tuple(sorted(bindings.items()))
+        if bindings and key not in seen:
+            seen.add(key)
+            entries.append((entry, bindings, line))
+    return entries
 
 
 def _id_left_of(line: TextLine, lines: list[TextLine]) -> str | None:
@@ -214,6 +272,9 @@ def _scope(band: int, stages: list[list[Reading]], segments: list[Segment], assi
                 entry["bindings"] = dict(figure_level)
             scope["entries"].append(entry)
     else:
+        if not any(entry for entry, _, _ in bound):
+            row_bottom = max(segments[i].box[3] for i in assigned if segments[i].band == band) if assigned else 0
+            bound = [(entry, {**figure_level, **pairs}, line) for entry, pairs, line in table_entries(lines, row_bottom)] or bound
         for number, (entry_id, pairs, line) in enumerate(bound):
             entry = {"id": entry_id or f"e{number + 1}", "bindings": pairs}
             found_yield = _YIELD.search(line.text)

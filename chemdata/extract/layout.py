@@ -129,10 +129,10 @@ def arrow_shape(mask: Any, bond: float) -> str | None:
     shaft = float(np.median(profile))
     if shaft > max(6.0, bond / 5):
         return None
-    # the middle half of the length is one straight line: few rows (columns) carry ink
+    # the middle half of the length is one straight line: few rows (columns) carry much ink
     lines = mask if width >= height else mask.T
     middle = lines[:, length // 4: length - length // 4]
-    if middle.any(axis=1).sum() > shaft + 3:
+    if (middle.mean(axis=1) > 0.3).sum() > shaft + 3:
         return None
     # the shaft: most positions along the length carry the thin line
     if (profile <= shaft + 2).mean() < 0.55 or (profile > 0).mean() < 0.9:
@@ -146,6 +146,27 @@ def arrow_shape(mask: Any, bond: float) -> str | None:
             if peak <= 0.8 * end and (tip.size == 0 or tip.min() <= segment[peak]):
                 return side
     return None
+
+
+def _arrow_with_touching_text(comp: _Comp, bond: float) -> tuple[str | None, Box]:
+    """An arrow whose shaft touches printed conditions (a ")" or a subscript on the line):
+    the band of ``0.35 b`` around the longest ink row is tested on its own."""
+    if comp.width < 1.4 * bond or comp.width < comp.height:
+        return None, comp.box
+    rows = comp.mask.sum(axis=1)
+    axis = int(rows.argmax())
+    if rows[axis] < 0.6 * comp.width:
+        return None, comp.box
+    reach = max(7, int(0.35 * bond))
+    top, bottom = max(0, axis - reach), min(comp.height, axis + reach + 1)
+    band = comp.mask[top:bottom]
+    if comp.pixels - int(band.sum()) > 0.5 * band.sum():
+        return None, comp.box  # most of the ink is elsewhere: a drawing, not a labelled arrow
+    filled = band.any(axis=1).nonzero()[0]
+    band = band[filled[0]:filled[-1] + 1]
+    direction = arrow_shape(band, bond)
+    box = (comp.box[0], comp.box[1] + top + int(filled[0]), comp.box[2], comp.box[1] + top + int(filled[-1]))
+    return direction, box
 
 
 def _is_rule(comp: _Comp, page_width: int, bond: float) -> bool:
@@ -204,9 +225,11 @@ def segment(image: Any, text_lines: list[TextLine], bond: float | None = None) -
         if _is_rule(comp, page_width, bond) and arrow_shape(comp.mask, bond) is None:
             items.append(("rule", comp.box))
             continue
-        direction = arrow_shape(comp.mask, bond)
+        direction, box = arrow_shape(comp.mask, bond), comp.box
+        if direction is None:
+            direction, box = _arrow_with_touching_text(comp, bond)
         if direction is not None:
-            items.append(("arrow" if direction in ("left", "right") else "arrow_v", comp.box))
+            items.append(("arrow" if direction in ("left", "right") else "arrow_v", box))
             continue
         if any(contains(box, comp.box, slack=2) for box in peeled_boxes):
             items.append(("peeled", comp.box))

@@ -172,7 +172,7 @@ def _stages(trajectory: Trajectory, path: Path, data: bytes, config: ExtractConf
     segments, lines = _timed(timing, state, "text", lambda: _read_crops(trajectory, image, segments, lines, config))
     trajectory.add("layout", bond=bond, segments=[{"kind": s.kind, "box": list(s.box), "band": s.band} for s in segments])
     segments, readings = _timed(timing, state, "recognition",
-                                lambda: _recognize(trajectory, path, image, segments, config, bond))
+                                lambda: _recognize(trajectory, path, image, segments, config, bond, lines))
     state["readings"] = [r.to_json() for r in readings]
     plan, problems = _timed(timing, state, "association", lambda: associate.plan_from_rules(segments, readings, lines))
     for problem in problems:
@@ -246,7 +246,27 @@ def _read_crops(trajectory: Trajectory, image: Any, segments: list[layout.Segmen
                 if found:
                     lines += found
                     segments[index] = layout.Segment("text", seg.box, seg.band)
+        table = _table_region(segments, ink.shape)
+        if table is not None:
+            path, offset = _crop_file(image, table, scratch, "table.png")
+            lines += tesseract.read_text(trajectory, path, command=list(config.tesseract_command),
+                                         limit_s=config.tool_timeout_s, psm=6, offset=offset,
+                                         region=",".join(map(str, table)))
     return segments, sorted(lines, key=lambda line: (line.box[1], line.box[0]))
+
+
+def _table_region(segments: list[layout.Segment], shape: tuple[int, int]) -> tuple[int, int, int, int] | None:
+    """The full-width area under the last arrow row, when it holds no drawn structure: a
+    substrate table, read again as one block (sparse-text reading drops lone cells such as
+    entry numbers and ``H``)."""
+    arrows = [s for s in segments if s.kind == "arrow"]
+    if not arrows:
+        return None
+    band = max(s.band for s in arrows)
+    top = max(s.box[3] for s in segments if s.band == band and s.kind in ("structure", "arrow")) + 3
+    if top >= shape[0] - 20 or any(s.kind == "structure" and s.box[1] > top for s in segments):
+        return None
+    return (0, top, shape[1] - 1, shape[0] - 1)
 
 
 def _candidates(segments: list[layout.Segment]) -> list[int]:
@@ -285,9 +305,12 @@ def _best(read: list[tuple[str, float, tuple[int, int, int, int]]]) -> tuple[str
 
 
 def _recognize(trajectory: Trajectory, path: Path, image: Any, segments: list[layout.Segment],
-               config: ExtractConfig, bond: float = layout.DEFAULT_BOND) -> tuple[list[layout.Segment], list[osra.Reading]]:
+               config: ExtractConfig, bond: float = layout.DEFAULT_BOND,
+               lines: list[tesseract.TextLine] | None = None) -> tuple[list[layout.Segment], list[osra.Reading]]:
     """One osra call per candidate blob, each crop rescaled so its bonds are about
     ``config.target_bond`` px, keeping one reading per region (with osra's confidence).
+    A reading with attachment points gets its labels from the printed text
+    (:func:`_label_template`).
     The whole figure is read only when the layout found no candidate at all.  A "text"
     blob that osra reads as a structure becomes a structure segment."""
     command = list(config.osra_command)
@@ -304,6 +327,10 @@ def _recognize(trajectory: Trajectory, path: Path, image: Any, segments: list[la
             best = _best(read)
             if best is None:
                 continue
+            if "*" in best[0] and lines:
+                labelled = _label_template(trajectory, crop_path, seg.box, lines, config)
+                if labelled:
+                    best = (labelled, best[1], best[2])
             # one reading per region: its box is the region's own
             found.append((best[0], best[1], seg.box, "crop"))
             if seg.kind == "text":
@@ -313,6 +340,69 @@ def _recognize(trajectory: Trajectory, path: Path, image: Any, segments: list[la
                                                             limit_s=config.tool_timeout_s):
             found.append((smiles, confidence, box, "full"))
     return segments, [osra.Reading(f"m{i + 1}", s, c, b, src) for i, (s, c, b, src) in enumerate(found)]
+
+
+def _label_template(trajectory: Trajectory, crop_path: str, box: tuple[int, int, int, int],
+                    lines: list[tesseract.TextLine], config: ExtractConfig) -> str | None:
+    """Name a template's attachment points after the labels printed at them.
+
+    osra writes every R label as a bare ``*``; its molfile output keeps 2-D atom
+    coordinates, so each ``*`` is matched (nearest, one to one) to the label words
+    printed inside the drawing (``R1``, ``R²``, ``Ar``, ``X`` …), both sides measured in
+    coordinates normalized to the drawing's extent.  Returns the labelled SMILES
+    (``[1*]`` for R1, ``[Ar]``…) or None when the labels cannot be placed."""
+    from rdkit import Chem
+
+    from labrecord.chemdata.extract.associate import _LABEL_WORD, normalize_variable
+
+    x0, y0, x1, y1 = box
+    words = [(normalize_variable(w.rstrip(",=:")), ((b[0] + b[2]) / 2, (b[1] + b[3]) / 2))
+             for line in lines for w, b in line.words
+             if _LABEL_WORD.match(w) and x0 - 10 <= (b[0] + b[2]) / 2 <= x1 + 10 and y0 - 10 <= (b[1] + b[3]) / 2 <= y1 + 10]
+    if not words:
+        return None
+    argv = [*config.osra_command, "-f", "sdf", crop_path]
+    block = trajectory.run_tool("osra", argv, limit_s=config.tool_timeout_s, note={"region": ",".join(map(str, box))})
+    mols = [m for m in (Chem.MolFromMolBlock(part + "M  END\n", sanitize=False)
+                        for part in block.split("M  END") if "V2000" in part) if m is not None]
+    if not mols:
+        return None
+    mol = max(mols, key=lambda m: m.GetNumAtoms())
+    conf = mol.GetConformer()
+    xs = [conf.GetAtomPosition(i).x for i in range(mol.GetNumAtoms())]
+    ys = [conf.GetAtomPosition(i).y for i in range(mol.GetNumAtoms())]
+    dummies = [a.GetIdx() for a in mol.GetAtoms() if a.GetAtomicNum() == 0]
+    if not dummies or len(dummies) > len(words) or max(xs) == min(xs) or max(ys) == min(ys):
+        return None
+
+    def atom_at(i: int) -> tuple[float, float]:  # molfile y grows upwards
+        return (xs[i] - min(xs)) / (max(xs) - min(xs)), (max(ys) - ys[i]) / (max(ys) - min(ys))
+
+    def word_at(centre: tuple[float, float]) -> tuple[float, float]:
+        return (centre[0] - x0) / max(1, x1 - x0), (centre[1] - y0) / max(1, y1 - y0)
+
+    pairs = sorted(((atom_at(i)[0] - word_at(c)[0]) ** 2 + (atom_at(i)[1] - word_at(c)[1]) ** 2, i, k)
+                   for i in dummies for k, (_, c) in enumerate(words))
+    chosen: dict[int, str] = {}
+    used: set[int] = set()
+    for _, atom, k in pairs:
+        if atom not in chosen and k not in used:
+            chosen[atom] = words[k][0]
+            used.add(k)
+    editable = Chem.RWMol(mol)
+    names: dict[int, str] = {}
+    for atom, label in chosen.items():
+        number = 900 + len(names)
+        names[number] = label
+        editable.GetAtomWithIdx(atom).SetIsotope(number)
+    try:
+        Chem.SanitizeMol(editable)
+        smiles = Chem.MolToSmiles(Chem.RemoveHs(editable))
+    except Exception:  # osra's molfile may not sanitize (it already failed the SMILES route)
+        return None
+    for number, label in names.items():
+        smiles = smiles.replace(f"[{number}*]", f"[{label}]")
+    return smiles
 
 
 def _config_json(config: ExtractConfig) -> dict[str, Any]:

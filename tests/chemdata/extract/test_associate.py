@@ -5,7 +5,7 @@ import pytest
 from hypothesis import given, strategies as st
 
 from labrecord.chemdata.extract.associate import (
-    binding_lines, normalize_entry_id, normalize_variable, plan_from_rules, repair_value,
+    binding_lines, normalize_entry_id, normalize_variable, plan_from_rules, repair_value, table_entries,
 )
 from labrecord.chemdata.extract.layout import Segment
 from labrecord.chemdata.extract.osra import Reading
@@ -129,3 +129,26 @@ def test_a_structure_drawn_under_the_arrow_row_is_not_a_participant() -> None:
     plan, _ = plan_from_rules(segments, readings, [])
     assert [([r["reading"] for r in x["reactants"]], [p["reading"] for p in x["products"]]) for x in plan["reactions"]] \
         == [(["m1"], ["m2"])]
+
+
+def words(*cells: tuple[str, int]) -> tuple[tuple[str, tuple[int, int, int, int]], ...]:
+    return tuple((text, (x, 0, x + 20, 10)) for text, x in cells)
+
+
+def test_table_entries_read_columns_under_their_headers() -> None:
+    # header "R1 R2 yield" (OCR'd superscripts), rows start with the entry number;
+    # a repeated row (an optimization table) is kept once, a stray cell is skipped
+    lines = [TextLine("Ri Ro conv.", (0, 100, 300, 110), 90, words(("Ri", 100), ("Ro", 200), ("conv.", 300))),
+             TextLine("1 H H 100", (0, 120, 300, 130), 90, words(("1", 0), ("H", 102), ("H", 198), ("100", 300))),
+             TextLine("Cl", (190, 135, 210, 145), 90, words(("Cl", 195))),
+             TextLine("2 CH30 Cl 90", (0, 150, 300, 160), 90, words(("2", 0), ("CH30", 95), ("Cl", 205), ("90", 300))),
+             TextLine("3 H H 80", (0, 170, 300, 180), 90, words(("3", 0), ("H", 102), ("H", 198), ("80", 300)))]
+    assert [(e, b) for e, b, _ in table_entries(lines, 50)] == [("1", {"R1": "H", "R2": "H"}),
+                                                                 ("2", {"R1": "OMe", "R2": "Cl"})]
+    assert table_entries(lines, 500) == []
+
+
+def test_readings_with_printed_labels_are_templates() -> None:
+    assert read("m1", "[R2]c1ccc(C=O)cc1[R1]", 0).is_template and read("m2", "*c1ccccc1", 0).is_template
+    assert read("m3", "c1ccccc1[Ar]", 0).is_template  # [Ar] at an attachment point is a label
+    assert not read("m4", "CCO", 0).is_template
