@@ -5,7 +5,9 @@ paths go through one assembly step.  Rules, in order:
 
 1. **Rows.** A band that holds an arrow is a reaction row.  Reading left to right, the
    structures before the first arrow are stage 0, those between arrow k and k+1 are
-   stage k+1.  Step k is stage k-1 -> stage k (a multi-step scheme gives one reaction per
+   stage k+1; only structures that straddle the row's arrow axis take part (a catalyst
+   drawn under the arrow or below a reactant does not).  A row that opens with an arrow
+   continues the previous row: its stage 0 is that row's last stage.  Step k is stage k-1 -> stage k (a multi-step scheme gives one reaction per
    arrow; the product of one step is a reactant of the next).
 2. **Templates.** A row in which any structure reads with an attachment point ``*`` is
    a template row: stage 0 gives the reactant templates and stage 1 the product
@@ -173,8 +175,13 @@ def plan_from_rules(segments: list[Segment], readings: list[Reading], lines: lis
     bands = sorted({s.band for s in segments if s.kind == "arrow"})
     if not bands:
         failures.append({"kind": "no_arrow", "message": "no reaction arrow found; nothing to associate"})
+    carried: list[Reading] = []
     for band in bands:
         stages = _stages(segments, assigned, band, failures)
+        if not stages[0] and carried and len(stages) > 1:
+            # a row that opens with an arrow continues the previous row's last product
+            stages[0] = list(carried)
+        carried = list(stages[-1]) if len(stages) > 1 and all(r.smiles for r in stages[-1]) else []
         readings_in_row = [r for stage in stages for r in stage]
         used.update(r.id for r in readings_in_row)
         if any(r.is_template for r in readings_in_row):

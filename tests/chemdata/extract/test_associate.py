@@ -152,3 +152,13 @@ def test_readings_with_printed_labels_are_templates() -> None:
     assert read("m1", "[R2]c1ccc(C=O)cc1[R1]", 0).is_template and read("m2", "*c1ccccc1", 0).is_template
     assert read("m3", "c1ccccc1[Ar]", 0).is_template  # [Ar] at an attachment point is a label
     assert not read("m4", "CCO", 0).is_template
+
+
+def test_a_row_opening_with_an_arrow_continues_the_previous_row() -> None:
+    # row 0: m1 -> m2 ; row 1: (arrow) -> m3 : the second step is m2 -> m3
+    segments = [seg("structure", 0), seg("arrow", 150, y=45, h=10), seg("structure", 300),
+                seg("arrow", 0, band=1, y=245, h=10), seg("structure", 150, band=1, y=200)]
+    readings = [read("m1", "CCO", 0), read("m2", "CC=O", 300), read("m3", "CC(=O)O", 150, 200)]
+    plan, _ = plan_from_rules(segments, readings, [])
+    assert [([r["reading"] for r in x["reactants"]], [p["reading"] for p in x["products"]]) for x in plan["reactions"]] \
+        == [(["m1"], ["m2"]), (["m2"], ["m3"])]
