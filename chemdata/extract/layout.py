@@ -137,13 +137,13 @@ def arrow_shape(mask: Any, bond: float) -> str | None:
     # the shaft: most positions along the length carry the thin line
     if (profile <= shaft + 2).mean() < 0.55 or (profile > 0).mean() < 0.9:
         return None
-    end = max(4, int(0.25 * length))
+    end = max(4, int(0.3 * length))
     for side, segment in ((directions[0], profile[:end]), (directions[1], profile[::-1][:end])):
         peak = int(segment.argmax())
         if segment[peak] >= max(2 * shaft, shaft + 4) and segment[peak] >= 0.25 * across:
             # the head tapers towards the tip: thicker inside than at the very end
             tip = segment[:max(1, peak)]
-            if peak <= 0.8 * end and (tip.size == 0 or tip.min() <= segment[peak]):
+            if peak <= 0.9 * end and (tip.size == 0 or tip.min() <= segment[peak]):
                 return side
     return None
 

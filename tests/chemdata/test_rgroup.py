@@ -194,3 +194,14 @@ def test_bare_star_reactant_template() -> None:
     # ... else an explicit refusal, never a guess
     refused = derive_reactants(["*", "Brc1ccccn1"], "*c1ccccn1", product)
     assert isinstance(refused, Failure) and refused.kind == "leaving_group_unknown"
+
+
+@settings(max_examples=20, deadline=None)
+@given(st.sampled_from(["Me", "Et", "Bn", "Ph", "iPr", "CF3", "OMe"]))
+def test_derivation_is_stereo_blind_whichever_way_the_template_writes_the_centre(value: str) -> None:
+    # the product is made with one configuration; the template may spell either
+    product = instantiate("[*:1][C@@H](N)C(=O)O", {"R1": value})
+    for template in ("[*:1][C@H](N)C(=O)O", "[*:1][C@@H](N)C(=O)O", "[*:1]C(N)C(=O)O"):
+        found = derive_bindings(template, product)
+        assert not isinstance(found, Failure) and canon(instantiate("[*:1]C(N)C(=O)O", found)) == \
+            canon(instantiate("[*:1]C(N)C(=O)O", {"R1": value}))

@@ -162,3 +162,19 @@ def test_a_row_opening_with_an_arrow_continues_the_previous_row() -> None:
     plan, _ = plan_from_rules(segments, readings, [])
     assert [([r["reading"] for r in x["reactants"]], [p["reading"] for p in x["products"]]) for x in plan["reactions"]] \
         == [(["m1"], ["m2"]), (["m2"], ["m3"])]
+
+
+@given(st.lists(st.tuples(st.sampled_from(["H", "Me", "OMe", "Cl", "Br", "Ph"]),
+                          st.sampled_from(["H", "Et", "F", "CF3", "tBu"])), min_size=1, max_size=8))
+def test_table_rows_round_trip(rows: list[tuple[str, str]]) -> None:
+    lines = [TextLine("entry R1 R2", (0, 0, 300, 10), 90, words(("entry", 0), ("R1", 100), ("R2", 200)))]
+    for number, (first, second) in enumerate(rows, start=1):
+        y = 20 * number
+        lines.append(TextLine(f"{number} {first} {second}", (0, y, 300, y + 10), 90,
+                              words((str(number), 0), (first, 95), (second, 205))))
+    expected, seen = [], set()
+    for number, (first, second) in enumerate(rows, start=1):
+        if (first, second) not in seen:  # repeated rows are kept once
+            seen.add((first, second))
+            expected.append((str(number), {"R1": first, "R2": second}))
+    assert [(e, b) for e, b, _ in table_entries(lines)] == expected

@@ -96,3 +96,23 @@ def test_separated_blocks_become_one_segment_each(widths: list[int]) -> None:
     segments = segment(image, [])
     assert len(segments) == len(widths)
     assert all(s.kind == "structure" and s.band == 0 for s in segments)
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.integers(90, 400), st.integers(1, 4), st.integers(4, 9), st.booleans())  # heads up to 2/3 of a 30 px bond
+def test_any_drawn_arrow_is_found_and_a_bar_never_is(length: int, shaft: int, head: int, leftwards: bool) -> None:
+    image = Image.new("L", (length + 40, 60), 255)
+    pen = ImageDraw.Draw(image)
+    x0, x1, y = 20, 20 + length, 30
+    if leftwards:
+        pen.line((x0 + 2 * head, y, x1, y), fill=0, width=shaft)
+        pen.polygon([(x0, y), (x0 + 2 * head, y - head), (x0 + 2 * head, y + head)], fill=0)
+    else:
+        pen.line((x0, y, x1 - 2 * head, y), fill=0, width=shaft)
+        pen.polygon([(x1, y), (x1 - 2 * head, y - head), (x1 - 2 * head, y + head)], fill=0)
+    ink = ink_mask(image)
+    rows, cols = ink.any(axis=1).nonzero()[0], ink.any(axis=0).nonzero()[0]
+    mask = ink[rows[0]:rows[-1] + 1, cols[0]:cols[-1] + 1]
+    assert arrow_shape(mask, 30) == ("left" if leftwards else "right")
+    bar = ink[y - shaft // 2 - 1:y + shaft // 2 + 2, x0 + 2 * head + 2:x1 - 2 * head - 2]
+    assert arrow_shape(bar[bar.any(axis=1)], 30) is None
