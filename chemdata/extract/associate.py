@@ -282,7 +282,12 @@ def _scope(band: int, stages: list[list[Reading]], segments: list[Segment], assi
         if not any(entry for entry, _, _ in bound):
             row_bottom = max(segments[i].box[3] for i in assigned if segments[i].band == band) if assigned else 0
             bound = [(entry, {**figure_level, **pairs}, line) for entry, pairs, line in table_entries(lines, row_bottom)] or bound
+        seen: set[tuple[Any, ...]] = set()
         for number, (entry_id, pairs, line) in enumerate(bound):
+            key = (entry_id, tuple(sorted(pairs.items())))
+            if key in seen:
+                continue  # the same printed line read twice (page pass and block pass)
+            seen.add(key)
             entry = {"id": entry_id or f"e{number + 1}", "bindings": pairs}
             found_yield = _YIELD.search(line.text)
             if found_yield:

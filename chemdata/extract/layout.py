@@ -18,7 +18,8 @@ printed text — :func:`bond_length`):
    ``text``, never merged into structures); so are the printed conditions over arrows.
 5. **Structures** — the remaining components (bond skeletons) with the characters within
    ``0.35 b`` of them (atom labels, wedge hashes); skeletons joined through a shared
-   label, or closer than ``0.25 b``, are one structure.  Tiny specks are dropped.
+   label, or closer than ``0.35 b`` (the outer lines of a triple bond), are one structure;
+   a small "+" against a drawing's ink is a charge and joins it.  Tiny specks are dropped.
 6. **Rows** — bands of the non-text items (structures, arrows, "+") separated by
    ``0.6 b`` of blank rows; within a band, items are read left to right.  A grid of drawn
    products under a template row is a stack of such bands.
@@ -56,13 +57,14 @@ def ink_mask(image: Any) -> Any:
 
 
 def bond_length(text_lines: list[TextLine]) -> float:
-    """Bond length estimate: 1.5 × the median height of short printed words (atom labels
+    """Bond length estimate: 1.5 × the lower-third height of short confident words (atom labels
     and identifiers are set in the figure's font, and chemistry style guides draw a bond
     about 1.4–1.6 × the font size); :data:`DEFAULT_BOND` without text."""
-    heights = sorted(ln.box[3] - ln.box[1] + 1 for ln in text_lines if 0 < len(ln.text) <= 12)
+    heights = sorted(ln.box[3] - ln.box[1] + 1 for ln in text_lines if 0 < len(ln.text) <= 12 and ln.confidence >= 50)
     if len(heights) < 3:
         return DEFAULT_BOND
-    return max(12.0, min(120.0, 1.5 * heights[len(heights) // 2]))
+    # the lower third: OCR sometimes reports a "word" as tall as a drawing it ran over
+    return max(12.0, min(120.0, 1.5 * heights[len(heights) // 3]))
 
 
 def _runs(mask: Any, min_gap: int) -> list[tuple[int, int]]:
@@ -221,6 +223,7 @@ def segment(image: Any, text_lines: list[TextLine], bond: float | None = None) -
     items: list[tuple[Any, ...]] = []
     skeletons: list[_Comp] = []
     small: list[_Comp] = []
+    pluses: list[_Comp] = []
     for comp in comps:
         if _is_rule(comp, page_width, bond) and arrow_shape(comp.mask, bond) is None:
             items.append(("rule", comp.box))
@@ -239,12 +242,18 @@ def segment(image: Any, text_lines: list[TextLine], bond: float | None = None) -
             items.append(("text", comp.box))  # a glyph-sized blob of a printed line
             continue
         if _is_plus(comp, bond):
-            items.append(("plus", comp.box))
+            pluses.append(comp)
             continue
         if comp.width <= char and comp.height <= char:
             small.append(comp)
         else:
             skeletons.append(comp)
+    # a small "+" against a drawing's ink is a charge; a reaction "+" stands apart
+    for comp in pluses:
+        if comp.width <= 0.5 * bond and any(_near_ink(comp.box, s, 0.3 * bond) for s in skeletons):
+            small.append(comp)
+        else:
+            items.append(("plus", comp.box))
     # a structure grows from each skeleton: nearby characters (labels, hashes) join it
     parent = list(range(len(skeletons)))
 
@@ -257,7 +266,7 @@ def segment(image: Any, text_lines: list[TextLine], bond: float | None = None) -
     boxes = [s.box for s in skeletons]
     for i in range(len(skeletons)):
         for j in range(i + 1, len(skeletons)):
-            if _gap(boxes[i], boxes[j]) <= 0.25 * bond and _touching(skeletons[i], skeletons[j], 0.25 * bond):
+            if _gap(boxes[i], boxes[j]) <= 0.35 * bond and _touching(skeletons[i], skeletons[j], 0.35 * bond):
                 parent[find(i)] = find(j)
     # characters join a drawing within reach of its ink, or of characters that already
     # joined it (the hashes of a hashed wedge carry the "HO" at their far end)
