@@ -8,6 +8,8 @@ import pytest
 from labrecord.chemdata.extract import devset
 from labrecord.errors import LabrecordError
 
+from .conftest import needs_tools
+
 
 def test_every_figure_has_gold_and_a_manifest_row() -> None:
     gold = {d.figure_id for d in devset.gold_documents()}
@@ -54,3 +56,29 @@ def test_bad_gold_lines_name_file_and_line(tmp_path, text: str, message: str) ->
     with pytest.raises(LabrecordError, match=message) as caught:
         devset.parse_gold(path)
     assert f"{path}:" in str(caught.value)
+
+
+@needs_tools
+def test_real_figures_end_to_end(tmp_path) -> None:
+    # two real figures of the set through the whole runner and the scorer: a substrate
+    # table (template labels placed from the printed R1/R2, five table rows) and a
+    # single scheme; both are read completely (stereo-blind)
+    import shutil
+
+    from labrecord.chemdata.extract.runner import ExtractConfig, run_extraction
+    from labrecord.scorers.reaction import score_paths
+
+    figures, gold = tmp_path / "figures", tmp_path / "gold"
+    figures.mkdir()
+    chosen = ("aldehyde-oxidation-table", "isochromanone-acetal")
+    for name in chosen:
+        shutil.copy(devset.image_paths()[name], figures)
+    for path in devset.write_gold(gold):
+        if path.stem not in chosen:
+            path.unlink()
+    summary = run_extraction(figures, tmp_path / "out", ExtractConfig())
+    assert summary["status"] == {"ok": 2}
+    (scores,) = score_paths(str(gold), [str(tmp_path / "out")]).values()
+    rows = {row["figure_id"]: row for row in scores["per_figure"]}
+    assert rows["aldehyde-oxidation-table"]["matched_nonstereo"] == 5 == rows["aldehyde-oxidation-table"]["n_pred"]
+    assert rows["isochromanone-acetal"]["matched_nonstereo"] == 1
