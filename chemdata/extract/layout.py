@@ -56,13 +56,13 @@ def ink_mask(image: Any) -> Any:
     return np.asarray(image.convert("L")) < INK_BELOW
 
 
-def bond_length(text_lines: list[TextLine]) -> float:
+def bond_length(text_lines: list[TextLine], default: float | None = DEFAULT_BOND) -> float | None:
     """Bond length estimate: 1.5 × the lower-third height of short confident words (atom labels
     and identifiers are set in the figure's font, and chemistry style guides draw a bond
-    about 1.4–1.6 × the font size); :data:`DEFAULT_BOND` without text."""
+    about 1.4–1.6 × the font size); ``default`` when fewer than three words are printed."""
     heights = sorted(ln.box[3] - ln.box[1] + 1 for ln in text_lines if 0 < len(ln.text) <= 12 and ln.confidence >= 50)
     if len(heights) < 3:
-        return DEFAULT_BOND
+        return default
     # the lower third: OCR sometimes reports a "word" as tall as a drawing it ran over
     return max(12.0, min(120.0, 1.5 * heights[len(heights) // 3]))
 

@@ -167,12 +167,13 @@ def _stages(trajectory: Trajectory, path: Path, data: bytes, config: ExtractConf
     image = Image.open(BytesIO(data)).convert("L")
     lines = _timed(timing, state, "text", lambda: tesseract.read_text(
         trajectory, str(path), command=list(config.tesseract_command), limit_s=config.tool_timeout_s))
-    bond = layout.bond_length(lines)
+    measured = layout.bond_length(lines, default=None)  # None: too little text to tell
+    bond = measured or layout.DEFAULT_BOND
     segments = _timed(timing, state, "layout", lambda: layout.segment(image, lines, bond))
     segments, lines = _timed(timing, state, "text", lambda: _read_crops(trajectory, image, segments, lines, config))
     trajectory.add("layout", bond=bond, segments=[{"kind": s.kind, "box": list(s.box), "band": s.band} for s in segments])
     segments, readings = _timed(timing, state, "recognition",
-                                lambda: _recognize(trajectory, path, image, segments, config, bond, lines))
+                                lambda: _recognize(trajectory, path, image, segments, config, measured or 0.0, lines))
     state["readings"] = [r.to_json() for r in readings]
     plan, problems = _timed(timing, state, "association", lambda: associate.plan_from_rules(segments, readings, lines))
     for problem in problems:
@@ -285,7 +286,7 @@ def _candidates(segments: list[layout.Segment]) -> list[int]:
 
 def crop_scale(bond: float, target: float | None) -> float:
     """The factor that brings a drawing's bond length to ``target`` px (1 when ``target``
-    is None, or the bond is already within 20 % of it)."""
+    is None, the bond is unknown (0), or it is already within 20 % of the target)."""
     if not target or bond <= 0:
         return 1.0
     factor = target / bond
