@@ -89,7 +89,7 @@ def binding_lines(lines: list[TextLine]) -> list[tuple[str | None, dict[str, str
 
 
 #: a column header or drawing label naming a variable: R, R1, R², R', Ar, Ar1, X, Y, Z
-_LABEL_WORD = re.compile(r"^(R\s?[0-9lIi|!t?zZo]?'*|Ar[0-9]?|X[0-9]?|Y|Z)[,=:]?$")
+LABEL_WORD = re.compile(r"^(R\s?[0-9lIi|!t?zZo]?'*|Ar[0-9]?|X[0-9]?|Y|Z)[,=:]?$")
 #: formulas printed in tables for common groups -> the abbreviation the engine knows
 FORMULA_ALIASES = {"CH3": "Me", "CH3O": "OMe", "CH30": "OMe", "MeO": "OMe", "OCH3": "OMe", "C6H5": "Ph", "C2H5": "Et",
                    "CH2OH": "CH2OH", "CO2CH3": "CO2Me", "4-MeOC6H4": "4-MeOC6H4"}
@@ -114,7 +114,7 @@ def table_entries(lines: list[TextLine], below: float = 0.0) -> list[tuple[str, 
     ordered = sorted((ln for ln in lines if ln.box[1] >= below and ln.words), key=lambda ln: (ln.box[1], ln.box[0]))
     header, columns = None, []
     for line in ordered:
-        found = [(normalize_variable(w.rstrip(",=:")), (b[0] + b[2]) / 2) for w, b in line.words if _LABEL_WORD.match(w)]
+        found = [(normalize_variable(w.rstrip(",=:")), (b[0] + b[2]) / 2) for w, b in line.words if LABEL_WORD.match(w)]
         if found and not _PAIR.search(line.text):
             header, columns = line, found
             break

@@ -3,16 +3,21 @@
 Per figure (:func:`extract_figure`, a pure function of the image and the config):
 
 1. **text** — ``tesseract`` over the whole figure (identifiers, binding lines), then on
-   crops it tends to miss: conditions over and under each arrow, and small unlabelled blobs;
-2. **layout** — white-space segmentation into rows, arrows, "+" signs and structure blobs;
-3. **recognition** — ``osra`` once per structure blob (cropped with a white margin; short
-   blobs beside an arrow are tried too, small molecules look like words), then over the
-   whole figure; a crop reading wins over a whole-figure one;
+   crops it tends to miss: conditions over and under each arrow, small unlabelled blobs,
+   and a substrate table under the last arrow row (one block);
+2. **layout** — ink components classified by shape into arrows, rules, "+" signs, text
+   and structures, and grouped into rows (:mod:`.layout`);
+3. **recognition** — ``osra`` once per structure (its own ink only, rescaled to a target
+   bond length; short blobs beside an arrow are tried too, small molecules look like
+   words), one reading per region; the whole figure only when no structure was found;
+   template attachment points are named after the labels printed at them;
 4. **association** — the rule-based plan (:mod:`.associate`), or, with a model endpoint,
    the plan the model returns from the figure plus the tool readings;
 5. **assembly** — readings and the R-group engine turn the plan into records.
 
 Tool errors and timeouts end the figure with status ``failed``/``timeout`` and a reason;
+a figure that gives no reaction is ``failed`` with reason ``empty`` and the first stage
+that produced nothing usable;
 an unexpected exception does the same (with its traceback in the trajectory).  No
 figure is ever dropped: each gets ``<out>/<figure_id>.json`` and its trajectory
 ``<out>/trajectories/<figure_id>.ndjson`` (one JSON event per line; the ``.ndjson``
@@ -354,12 +359,12 @@ def _label_template(trajectory: Trajectory, crop_path: str, box: tuple[int, int,
     (``[1*]`` for R1, ``[Ar]``…) or None when the labels cannot be placed."""
     from rdkit import Chem
 
-    from labrecord.chemdata.extract.associate import _LABEL_WORD, normalize_variable
+    from labrecord.chemdata.extract.associate import LABEL_WORD, normalize_variable
 
     x0, y0, x1, y1 = box
     words = [(normalize_variable(w.rstrip(",=:")), ((b[0] + b[2]) / 2, (b[1] + b[3]) / 2))
              for line in lines for w, b in line.words
-             if _LABEL_WORD.match(w) and x0 - 10 <= (b[0] + b[2]) / 2 <= x1 + 10 and y0 - 10 <= (b[1] + b[3]) / 2 <= y1 + 10]
+             if LABEL_WORD.match(w) and x0 - 10 <= (b[0] + b[2]) / 2 <= x1 + 10 and y0 - 10 <= (b[1] + b[3]) / 2 <= y1 + 10]
     if not words:
         return None
     argv = [*config.osra_command, "-f", "sdf", crop_path]
