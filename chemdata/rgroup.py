@@ -31,18 +31,23 @@ instantiating the template with the recovered bindings must give the product bac
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
 from labrecord.chemdata.abbreviations import lookup
 from labrecord.errors import LabrecordError
 
-FailureKind = Literal["bad_smiles", "bad_substituent", "no_match", "ambiguous_match", "unbound_label"]
+FailureKind = Literal["bad_smiles", "bad_substituent", "no_match", "ambiguous_match", "unbound_label",
+                      "leaving_group_unknown"]
 
-#: bracket labels RDKit cannot parse that name a variable position; element symbols such
-#: as [Ar] (argon) or [Y] (yttrium) are deliberately not in the list
+#: bracket labels RDKit cannot parse that name a variable position
 _BRACKET_LABEL = re.compile(r"\[(R\d*'*|X\d*|Z\d*|G\d*|Ar\d+|Q\d*|L\d*)\]")
+#: element symbols that figures use as labels ([Ar] aryl, [Y], [Rf] perfluoroalkyl, [X]…):
+#: read as a label only in context — at an attachment point (one bond) or named by the
+#: caller (printed in the figure text); an unbonded [Ar] stays argon
+LABEL_ELEMENTS = frozenset({"Ar", "Y", "Rf", "Rg"})
+_ELEMENT_LABEL = re.compile(r"\[([A-Z][a-z]?\d*'*)\]")
 _KEY_FORMS = (re.compile(r"^\[?\*?:?(\d+)\*?\]?$"), re.compile(r"^\[(\d+)\*\]$"))
 #: atom-map numbers at or above this value mark labels substituted in by the parser
 _HANDLE_BASE = 900_000
@@ -111,18 +116,36 @@ def _chem() -> Any:
     return Chem
 
 
-def _parse_template(smiles: str) -> tuple[Any, dict[int, str]]:
-    """Parse a template; return (mol, {dummy atom index: label})."""
+def _parse_template(smiles: str, names: frozenset[str] = frozenset()) -> tuple[Any, dict[int, str]]:
+    """Parse a template; return (mol, {dummy atom index: label}).
+
+    ``names`` are labels printed in the figure text: a bracket atom spelled like one of
+    them (``[Y]``, ``[Ar]``) is a label wherever it stands; a :data:`LABEL_ELEMENTS`
+    symbol is a label when it sits at an attachment point (exactly one bond)."""
     Chem = _chem()
     handles: dict[int, str] = {}
+    contextual: dict[int, str] = {}
 
     def substitute(found: re.Match[str]) -> str:
         number = _HANDLE_BASE + len(handles)
         handles[number] = found.group(1)
         return f"[*:{number}]"
 
-    text = _BRACKET_LABEL.sub(substitute, smiles.strip())
+    def maybe(found: re.Match[str]) -> str:
+        name = found.group(1)
+        base = name.rstrip("'").rstrip("0123456789")
+        if name in names or base in names or base in LABEL_ELEMENTS:
+            number = _HANDLE_BASE + len(handles)
+            handles[number] = name
+            if name not in names and base not in names:
+                contextual[number] = name
+            return f"[*:{number}]"
+        return found.group(0)
+
+    text = _ELEMENT_LABEL.sub(maybe, _BRACKET_LABEL.sub(substitute, smiles.strip()))
     mol = Chem.MolFromSmiles(text) if text else None
+    if mol is not None and contextual:
+        mol = _restore_elements(mol, contextual)
     if mol is None:
         raise RGroupError(Failure("bad_smiles", f"template {smiles!r}: RDKit cannot parse it", template=smiles))
     labels: dict[int, str] = {}
@@ -133,6 +156,29 @@ def _parse_template(smiles: str) -> tuple[Any, dict[int, str]]:
         atom.SetAtomMapNum(0)
         atom.SetIsotope(0)
     return mol, labels
+
+
+def _restore_elements(mol: Any, contextual: dict[int, str]) -> Any:
+    """A contextual label that is not at an attachment point is the element after all."""
+    Chem = _chem()
+    editable = Chem.RWMol(mol)
+    changed = False
+    for atom in editable.GetAtoms():
+        name = contextual.get(atom.GetAtomMapNum())
+        if name is not None and atom.GetDegree() != 1:
+            element = Chem.Atom(name.rstrip("'").rstrip("0123456789"))
+            atom.SetAtomicNum(element.GetAtomicNum())
+            atom.SetAtomMapNum(0)
+            atom.SetNoImplicit(True)
+            changed = True
+    if not changed:
+        return mol
+    result = editable.GetMol()
+    try:
+        Chem.SanitizeMol(result)
+    except Exception:  # an element in an impossible valence: the template is unusable
+        return None
+    return result
 
 
 def _atom_label(atom: Any, handles: dict[int, str]) -> str:
@@ -190,21 +236,22 @@ def _parse_substituent(label: str, text: str) -> Any | None:
 
 # --------------------------------------------------------------------------- instantiate
 
-def template_labels(template_smiles: str) -> list[str]:
+def template_labels(template_smiles: str, names: Collection[str] = ()) -> list[str]:
     """The distinct attachment labels of a template, in atom order."""
-    _, labels = _parse_template(template_smiles)
+    _, labels = _parse_template(template_smiles, frozenset(names))
     return list(dict.fromkeys(labels.values()))
 
 
-def instantiate(template_smiles: str, bindings: Mapping[str, str]) -> str:
+def instantiate(template_smiles: str, bindings: Mapping[str, str], names: Collection[str] = ()) -> str:
     """Fill every attachment point of ``template_smiles`` from ``bindings``.
 
     Returns the isomeric canonical SMILES of the concrete molecule.  Raises
     :class:`RGroupError` (kind ``bad_smiles``, ``bad_substituent`` or ``unbound_label``).
     A label that occurs several times takes the same substituent at each position.
+    ``names`` are labels printed in the figure (see :func:`_parse_template`).
     """
     Chem = _chem()
-    mol, labels = _parse_template(template_smiles)
+    mol, labels = _parse_template(template_smiles, frozenset(names))
     bound = {normalize_label(k): v for k, v in bindings.items()}
     missing = sorted({label for label in labels.values() if label not in bound})
     if missing:
@@ -320,19 +367,52 @@ def _touches_core_elsewhere(product: Any, component: set[int], core: set[int], a
     return False
 
 
-def derive_bindings(product_template: str, product: str,
-                    explicit: Mapping[str, str] | None = None) -> dict[str, str] | Failure:
+def _blind(smiles: str) -> str:
+    """Canonical SMILES without stereo (the stereo-blind comparison key)."""
+    Chem = _chem()
+    mol = Chem.MolFromSmiles(smiles)
+    if mol is None:
+        return smiles
+    Chem.RemoveStereochemistry(mol)
+    return Chem.MolToSmiles(mol)
+
+
+def _fits_label(label: str, value: str) -> bool:
+    """Context of a label's name: ``Ar…`` binds only a group attached through an aromatic
+    atom (it is an aryl); other labels take anything."""
+    if not label.startswith("Ar") or value == "H":
+        return not label.startswith("Ar")
+    Chem = _chem()
+    mol = Chem.MolFromSmiles(value)
+    if mol is None:
+        return False
+    return any(a.GetAtomicNum() == 0 and any(n.GetIsAromatic() for n in a.GetNeighbors()) for a in mol.GetAtoms())
+
+
+def derive_bindings(product_template: str, product: str, explicit: Mapping[str, str] | None = None,
+                    names: Collection[str] = ()) -> dict[str, str] | Failure:
     """Recover ``{label: fragment SMILES}`` by matching ``product`` to ``product_template``.
 
-    Every substructure match (atom order ignored, H allowed at an attachment point) is
-    decomposed into substituents; a decomposition is kept only if it covers every heavy
-    atom and re-instantiates to exactly ``product`` (stereo included).  Distinct
-    surviving binding sets are narrowed by ``explicit`` bindings; more than one left is
-    ``ambiguous_match``, none is ``no_match``.
+    Every substructure match (atom order and stereo ignored, H allowed at an attachment
+    point) is decomposed into substituents; a decomposition is kept only if it covers
+    every heavy atom, re-instantiates to ``product`` (compared stereo-blind: a template
+    whose stereo is written differently from the product's still matches; the
+    substituents keep the product's own stereo) and fits each label's context (``Ar``
+    binds an aryl).  Distinct surviving binding sets are narrowed by ``explicit``
+    bindings; more than one left is ``ambiguous_match``, none is ``no_match``.
     """
+    found = _candidates(product_template, product, names)
+    if isinstance(found, Failure):
+        return found
+    candidates, target = found
+    return _choose(candidates, explicit or {}, product_template, target)
+
+
+def _candidates(product_template: str, product: str,
+                names: Collection[str]) -> tuple[list[dict[str, str]], str] | Failure:
     Chem = _chem()
     try:
-        template_mol, labels = _parse_template(product_template)
+        template_mol, labels = _parse_template(product_template, frozenset(names))
     except RGroupError as error:
         return error.failure
     mol = Chem.MolFromSmiles(product) if product else None
@@ -340,41 +420,47 @@ def derive_bindings(product_template: str, product: str,
         return Failure("bad_smiles", f"product {product!r}: RDKit cannot parse it", template=product_template)
     target = Chem.MolToSmiles(mol)
     if not labels:
-        if target == Chem.MolToSmiles(template_mol):
-            return {}
+        if _blind(target) == _blind(Chem.MolToSmiles(template_mol)):
+            return [{}], target
         return Failure("no_match", f"product {target!r} is not the variable-free template {product_template!r}",
                        template=product_template)
     with_h = Chem.AddHs(mol)
     query = _match_query(template_mol, labels)
     matches = with_h.GetSubstructMatches(query, uniquify=False, useChirality=False, maxMatches=MAX_MATCHES)
     candidates: dict[tuple[tuple[str, str], ...], dict[str, str]] = {}
+    blind_target = _blind(target)
     for match in matches:
         found = _bindings_for_match(with_h, match, labels, template_mol)
-        if found is None:
+        if found is None or not all(_fits_label(k, v) for k, v in found.items()):
             continue
         key = tuple(sorted(found.items()))
         if key in candidates:
             continue
         try:
-            if instantiate(product_template, found) == target:
+            if _blind(instantiate(product_template, found, names)) == blind_target:
                 candidates[key] = found
         except RGroupError:
             continue
-    return _choose(list(candidates.values()), explicit or {}, product_template, target)
+    if not candidates:
+        return Failure("no_match", f"product {target!r} does not match template {product_template!r}",
+                       template=product_template)
+    return list(candidates.values()), target
 
 
 def _choose(candidates: list[dict[str, str]], explicit: Mapping[str, str], template: str,
             target: str) -> dict[str, str] | Failure:
-    if not candidates:
-        return Failure("no_match", f"product {target!r} does not match template {template!r}", template=template)
-    pinned = {normalize_label(k): _canonical_value(v) for k, v in explicit.items()}
-    agreeing = [c for c in candidates if all(_canonical_value(c[k]) == v for k, v in pinned.items() if k in c)]
-    if len(agreeing) == 1 or (len(candidates) == 1 and not agreeing):
-        return (agreeing or candidates)[0]
-    pool = agreeing or candidates
+    pool = _narrow(candidates, explicit)
+    if len(pool) == 1:
+        return pool[0]
     options = "; ".join(", ".join(f"{k}={v}" for k, v in sorted(c.items())) for c in pool[:3])
     return Failure("ambiguous_match", f"product {target!r} matches template {template!r} in "
                    f"{len(pool)} ways ({options})", template=template)
+
+
+def _narrow(candidates: list[dict[str, str]], explicit: Mapping[str, str]) -> list[dict[str, str]]:
+    pinned = {normalize_label(k): _canonical_value(v) for k, v in explicit.items()}
+    agreeing = [c for c in candidates if all(_canonical_value(c[k]) == v for k, v in pinned.items() if k in c)]
+    return agreeing or candidates
 
 
 def _canonical_value(text: str) -> str:
@@ -393,27 +479,160 @@ def _fragment_key(text: str) -> str:
     return Chem.MolToSmiles(mol)
 
 
-def derive_reactants(reactant_templates: list[str], product_template: str, product: str,
-                     explicit: Mapping[str, str] | None = None) -> list[str] | Failure:
-    """Concrete reactants for one entry of a product scope.
+#: binding keys under which an entry may print the leaving group of a bare ``*`` reactant
+LEAVING_GROUP_KEYS = ("LG", "X")
 
-    Bindings recovered from ``product`` against ``product_template`` are merged with the
-    ``explicit`` entry bindings; explicit ones win (a leaving group such as ``X = I``
-    cannot be read from the product).  Returns one :class:`DerivedSmiles` per reactant
-    template — each carrying its template and the bindings it used — or a
-    :class:`Failure` (``no_match``, ``ambiguous_match``, ``unbound_label``, ``bad_smiles``,
-    ``bad_substituent``).
-    """
-    derived = derive_bindings(product_template, product, explicit)
-    if isinstance(derived, Failure):
-        return derived
-    merged = {**derived, **{normalize_label(k): v for k, v in (explicit or {}).items()}}
+
+def _bare(template: str) -> bool:
+    """A reactant template that is nothing but one attachment point (``*``, ``[R1]``)."""
+    try:
+        mol, labels = _parse_template(template)
+    except RGroupError:
+        return False
+    return mol.GetNumAtoms() == 1 and len(labels) == 1
+
+
+def _bare_reactant(template: str, bindings: Mapping[str, str], explicit: Mapping[str, str],
+                   c_h: bool, names: Collection[str]) -> str | Failure:
+    """The reactant a bare ``*`` template stands for: the substituent bound to its label,
+    capped at the attachment point with H (a C–H functionalization) or with the leaving
+    group the entry itself prints (``LG``/``X``); anything else is refused."""
+    label = template_labels(template, names)[0]
+    value = bindings.get(label)
+    if value is None:
+        return Failure("unbound_label", f"bare template {template!r}: no binding for {label}", label=label,
+                       template=template)
+    printed = {normalize_label(k): v for k, v in explicit.items()}
+    leaving = next((printed[k] for k in LEAVING_GROUP_KEYS if k in printed and k != label), None)
+    cap = leaving if leaving is not None else ("H" if c_h else None)
+    if cap is None:
+        return Failure("leaving_group_unknown", f"bare template {template!r} ({label}={value}): the reactant's "
+                       "group at the attachment point is not in the product and the entry prints none "
+                       f"({'/'.join(LEAVING_GROUP_KEYS)})", label=label, template=template)
+    try:
+        return instantiate("[*:1][*:2]", {"R1": value, "R2": cap})
+    except RGroupError as error:
+        return error.failure
+
+
+def _instantiate_all(reactant_templates: list[str], merged: Mapping[str, str], explicit: Mapping[str, str],
+                     c_h: bool, names: Collection[str]) -> list[str] | Failure:
     reactants: list[str] = []
     for template in reactant_templates:
         try:
-            labels = template_labels(template)
-            smiles = instantiate(template, merged)
+            labels = template_labels(template, names)
+            if _bare(template):
+                smiles = _bare_reactant(template, merged, explicit, c_h, names)
+                if isinstance(smiles, Failure):
+                    return smiles
+            else:
+                smiles = instantiate(template, merged, names)
         except RGroupError as error:
             return error.failure
-        reactants.append(DerivedSmiles(smiles, template, {k: merged[k] for k in labels}))
+        reactants.append(DerivedSmiles(smiles, template, {k: merged[k] for k in labels if k in merged}))
     return reactants
+
+
+def derive_reactants(reactant_templates: list[str], product_template: str, product: str,
+                     explicit: Mapping[str, str] | None = None, *, c_h_functionalization: bool = False,
+                     names: Collection[str] = ()) -> list[str] | Failure:
+    """Concrete reactants for one entry of a product scope.
+
+    Bindings recovered from ``product`` against ``product_template`` (stereo-blind) are
+    merged with the ``explicit`` entry bindings; explicit ones win (a leaving group such
+    as ``X = I`` cannot be read from the product).  When the product matches in several
+    ways (a symmetric core), the reactant templates break the tie: the candidates are
+    kept if they all give the same reactants, else the result is ``ambiguous_match``.  A
+    bare ``*`` reactant template is the substituent-bearing reactant itself (H at the
+    attachment point for a C–H functionalization, else the leaving group the entry
+    prints, else ``leaving_group_unknown``).  Stereo centres of the product core are
+    carried onto the reactants where the reactant template embeds in the product
+    template (same CIP label).  Returns one :class:`DerivedSmiles` per reactant
+    template — each carrying its template and the bindings it used — or a
+    :class:`Failure`.
+    """
+    explicit = dict(explicit or {})
+    found = _candidates(product_template, product, names)
+    if isinstance(found, Failure):
+        return found
+    candidates, target = found
+    pool = _narrow(candidates, explicit)
+    results: dict[tuple[str, ...], list[str]] = {}
+    failure: Failure | None = None
+    for derived in pool:
+        merged = {**derived, **{normalize_label(k): v for k, v in explicit.items()}}
+        reactants = _instantiate_all(reactant_templates, merged, explicit, c_h_functionalization, names)
+        if isinstance(reactants, Failure):
+            failure = failure or reactants
+            continue
+        results.setdefault(tuple(sorted(reactants)), reactants)
+    if not results:
+        return failure  # type: ignore[return-value]  # pool is never empty, so a failure was kept
+    if len(results) > 1:
+        options = " | ".join(".".join(key) for key in list(results)[:3])
+        return Failure("ambiguous_match", f"product {target!r} matches template {product_template!r} in "
+                       f"{len(pool)} ways that the reactant templates do not reconcile ({options})",
+                       template=product_template)
+    reactants = next(iter(results.values()))
+    return [_carry_stereo(r, product_template, target, names) for r in reactants]
+
+
+def _carry_stereo(reactant: str, product_template: str, product: str, names: Collection[str]) -> str:
+    """Give ``reactant``'s core stereocentres the product's CIP labels, atom by atom, where
+    the reactant template embeds in the product template; otherwise leave it as derived."""
+    if not isinstance(reactant, DerivedSmiles):
+        return reactant
+    Chem = _chem()
+    product_mol = Chem.MolFromSmiles(product)
+    if product_mol is None or not Chem.FindMolChiralCenters(product_mol, useLegacyImplementation=False):
+        return reactant
+    try:
+        rt_mol, rt_labels = _parse_template(reactant.template, frozenset(names))
+        pt_mol, pt_labels = _parse_template(product_template, frozenset(names))
+    except RGroupError:
+        return reactant
+    rt_core = Chem.RWMol(rt_mol)
+    for index in sorted(rt_labels, reverse=True):
+        rt_core.RemoveAtom(index)
+    pt_core = Chem.RWMol(pt_mol)
+    for index in sorted(pt_labels, reverse=True):
+        pt_core.RemoveAtom(index)
+    rt_core, pt_core = rt_core.GetMol(), pt_core.GetMol()
+    if rt_core.GetNumAtoms() == 0 or pt_core.GetNumAtoms() == 0:
+        return reactant
+    for core in (rt_core, pt_core):
+        core.UpdatePropertyCache(strict=False)
+        Chem.FastFindRings(core)
+    from rdkit.Chem import rdCIPLabeler, rdFMCS
+
+    # the part of the core the reactant and product templates share (bonds may change order)
+    common = rdFMCS.FindMCS([rt_core, pt_core], timeout=2, ringMatchesRingOnly=True,
+                            bondCompare=rdFMCS.BondCompare.CompareAny)
+    shared = Chem.MolFromSmarts(common.smartsString) if common.numAtoms else None
+    pt_in_product = product_mol.GetSubstructMatch(pt_core, useChirality=False)
+    reactant_mol = Chem.MolFromSmiles(str(reactant))
+    if shared is None or reactant_mol is None or not pt_in_product:
+        return reactant
+    rt_in_reactant = reactant_mol.GetSubstructMatch(rt_core, useChirality=False)
+    in_rt, in_pt = rt_core.GetSubstructMatch(shared), pt_core.GetSubstructMatch(shared)
+    if not (rt_in_reactant and in_rt and in_pt):
+        return reactant
+    rdCIPLabeler.AssignCIPLabels(product_mol)
+    changed = False
+    for shared_index in range(shared.GetNumAtoms()):
+        source = product_mol.GetAtomWithIdx(pt_in_product[in_pt[shared_index]])
+        atom = reactant_mol.GetAtomWithIdx(rt_in_reactant[in_rt[shared_index]])
+        if not source.HasProp("_CIPCode"):
+            continue
+        wanted = source.GetProp("_CIPCode")
+        for tag in (Chem.ChiralType.CHI_TETRAHEDRAL_CW, Chem.ChiralType.CHI_TETRAHEDRAL_CCW):
+            atom.SetChiralTag(tag)
+            rdCIPLabeler.AssignCIPLabels(reactant_mol)
+            if atom.HasProp("_CIPCode") and atom.GetProp("_CIPCode") == wanted:
+                changed = True
+                break
+        else:
+            atom.SetChiralTag(Chem.ChiralType.CHI_UNSPECIFIED)
+    if not changed:
+        return reactant
+    return DerivedSmiles(Chem.MolToSmiles(reactant_mol), reactant.template, reactant.bindings)

@@ -5,13 +5,18 @@ so the dataset is whatever lerobot itself writes (parquet data, AV1 video via Py
 statistics, episode metadata).  lerobot is the ``[lerobot]`` extra and needs Python ≥ 3.12;
 it is imported only inside :func:`export_lerobot`.
 
-Features (from the runs' ActionSpec and the demo's observation keys):
+Features (from the runs' ActionSpec, the demo's observation keys and the run's cameras;
+which observation is proprioception and which is evaluator state is decided in
+:mod:`labrecord.exporters.observations`):
 
 * ``action``: float32 (A,), A = ActionSpec.dim
-* ``observation.state``: float32, the obs key ``state``, or else every low-dimensional
-  obs key concatenated in sorted order (``names`` lists where each element came from)
-* ``observation.images.<camera>``: video, from every (H, W, 3) uint8 obs key
-* ``observation.<key>``: float32, other low-dimensional keys when ``state`` exists
+* ``observation.state``: float32, the proprioceptive keys concatenated in sorted order
+  (``names`` lists where each element came from)
+* ``observation.images.<camera>``: video, one per camera (``videos/<camera>.mp4`` decoded
+  and matched to the steps by time, or images kept in ``demo.hdf5``), selectable and
+  resizable (:mod:`labrecord.exporters.frames`)
+* ``observation.environment_state``: float32, the evaluator state, only on request,
+  recorded as privileged
 
 Frames where the environment was in control (``control_mask`` false) follow a declared
 rule: ``split`` (default) cuts the demo there, so each stretch of policy control becomes
@@ -27,7 +32,7 @@ from __future__ import annotations
 import json
 import os
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -40,14 +45,17 @@ from labrecord.errors import LabrecordError
 from labrecord.fileio import atomic_path, atomic_write_bytes, dumps_pretty
 from labrecord.models import RunManifest
 
-from labrecord.exporters.hdf5 import ExportSummary
-from labrecord.exporters.selection import AttemptRow, Selection, check_output, check_same_obs, select
+from labrecord.exporters.frames import CameraPlan, FrameSource, parse_image_size, plan_cameras
+from labrecord.exporters.hdf5 import ACTION_CONVENTION, ExportSummary
+from labrecord.exporters.observations import ObsRoles, classify, demo_roles, element_names, stacked
+from labrecord.exporters.selection import AttemptRow, Selection, check_output, select
 
 INSTALL_HINT = 'pip install "labrecord[lerobot]" (lerobot needs Python >= 3.12)'
 EXPORT_FORMAT = "labrecord.lerobot-export/1"
 METADATA_FILE = "meta/labrecord.json"
 ENV_FRAME_RULES = ("split", "keep")
 DEFAULT_CODEC = "libsvtav1"
+ENV_STATE = "observation.environment_state"
 
 
 def require_lerobot() -> Any:
@@ -63,71 +71,76 @@ def require_lerobot() -> Any:
     return datasets
 
 
-def is_camera(shape: tuple[int, ...], dtype: Any) -> bool:
-    return len(shape) == 3 and shape[-1] == 3 and np.dtype(dtype) == np.uint8
-
-
 @dataclass
 class FeatureMap:
-    """How demo observation keys become LeRobot features.
+    """How a demo's observations become LeRobot features (roles from
+    :func:`labrecord.exporters.observations.classify`, the one place that decides them).
 
-    ``observation.state`` is the demo's ``state`` key when it has one; otherwise it is the
-    concatenation of every low-dimensional key in sorted order (robomimic-style demos keep
-    ``robot0_eef_pos``, ``robot0_gripper_qpos`` … apart), and its ``names`` say which
-    element came from which key.  Cameras become ``observation.images.<key>`` videos; with
-    an explicit ``state`` key the other low-dimensional keys keep their own
-    ``observation.<key>`` features.
+    * ``observation.state``: the proprioceptive keys concatenated in sorted order; its
+      ``names`` say which element came from which key (``robot0_eef_pos[0]`` …)
+    * ``observation.images.<camera>``: one video per exported camera
+    * ``observation.environment_state``: the evaluator keys concatenated, only when asked
+      for (``env_state``); it is recorded as privileged in ``meta/labrecord.json``
     """
 
-    cameras: dict[str, str]
-    state_keys: list[str]
+    roles: ObsRoles
+    cameras: list[CameraPlan]
     state_names: list[str]
-    separate: dict[str, str]
+    env_names: list[str]
+    env_state: bool
     shapes: dict[str, tuple[int, ...]]
 
     @classmethod
-    def from_obs(cls, obs: dict[str, tuple[tuple[int, ...], Any]]) -> FeatureMap:
-        cameras: dict[str, str] = {}
-        low_dim: dict[str, tuple[int, ...]] = {}
-        for key, (shape, dtype) in sorted(obs.items()):
-            if is_camera(shape, dtype):
-                cameras[key] = f"observation.images.{key}"
-            elif np.issubdtype(np.dtype(dtype), np.number) or np.dtype(dtype) == np.bool_:
-                low_dim[key] = tuple(shape)
-            else:
-                raise LabrecordError(f"observation {key!r} has dtype {dtype}; only numbers and (H, W, 3) uint8 images export")
-        state_keys = ["state"] if "state" in low_dim else sorted(low_dim)
-        separate = {k: f"observation.{k}" for k in low_dim if k not in state_keys}
-        names = [name for k in state_keys for name in _element_names(k, low_dim[k])]
-        return cls(cameras, state_keys, names, separate, {k: tuple(s) for k, (s, _) in obs.items()})
+    def from_obs(cls, obs: dict[str, tuple[tuple[int, ...], Any]], *, listed_privileged: list[str] | None = None,
+                 cameras: list[CameraPlan] | None = None, env_state: bool = False) -> FeatureMap:
+        roles = classify(obs, listed_privileged or [])
+        if cameras is None:  # every image kept in the demo, at its own size
+            cameras = [CameraPlan(c, "demo", tuple(obs[c][0][:2]), tuple(obs[c][0][:2])) for c in roles.cameras]  # type: ignore[arg-type]
+        shapes = {k: tuple(s) for k, (s, _) in obs.items()}
+        state_names = [name for k in roles.proprio for name in element_names(k, shapes[k])]
+        env_names = [name for k in roles.privileged for name in element_names(k, shapes[k])] if env_state else []
+        return cls(roles, cameras, state_names, env_names, env_state, shapes)
+
+    @property
+    def state_keys(self) -> list[str]:
+        return self.roles.proprio
 
     def features(self, action_dim: int, env_frames: str) -> dict[str, dict]:
         features: dict[str, dict] = {"action": {"dtype": "float32", "shape": (action_dim,), "names": None}}
-        if self.state_keys:
+        if self.state_names:
             features["observation.state"] = {"dtype": "float32", "shape": (len(self.state_names),),
                                              "names": self.state_names}
-        for key, name in self.separate.items():
-            features[name] = {"dtype": "float32", "shape": (int(np.prod(self.shapes[key], dtype=int)),), "names": None}
-        for key, name in self.cameras.items():
-            features[name] = {"dtype": "video", "shape": self.shapes[key], "names": ["height", "width", "channels"]}
+        if self.env_names:
+            features[ENV_STATE] = {"dtype": "float32", "shape": (len(self.env_names),), "names": self.env_names}
+        for camera in self.cameras:
+            features[image_feature(camera.name)] = {"dtype": "video", "shape": (*camera.size, 3),
+                                                    "names": ["height", "width", "channels"]}
         if env_frames == "keep":
             features["policy_in_control"] = {"dtype": "bool", "shape": (1,), "names": None}
         return features
 
     def state(self, demo: Demo) -> np.ndarray:
-        """(N, S) float32 state rows for a whole demo."""
-        parts = [demo.obs[k].reshape(demo.num_samples, -1) for k in self.state_keys]
-        return np.concatenate(parts, axis=1).astype(np.float32)
+        """(N, S) float32 proprioception rows for a whole demo."""
+        return stacked(demo.obs, self.roles.proprio, demo.num_samples)
+
+    def environment_state(self, demo: Demo) -> np.ndarray:
+        """(N, E) float32 evaluator-state rows (only exported when asked for)."""
+        return stacked(demo.obs, self.roles.privileged, demo.num_samples)
+
+    def metadata(self) -> dict[str, Any]:
+        return {**self.roles.to_json(), "state_names": self.state_names,
+                "environment_state": {"requested": self.env_state, "names": self.env_names,
+                                      "privileged": bool(self.env_names)}}
 
 
-def _element_names(key: str, shape: tuple[int, ...]) -> list[str]:
-    size = int(np.prod(shape, dtype=int))
-    return [key] if size == 1 else [f"{key}[{i}]" for i in range(size)]
+def image_feature(camera: str) -> str:
+    return f"observation.images.{camera}"
 
 
-def build_features(obs: dict[str, tuple[tuple[int, ...], Any]], action_dim: int, env_frames: str) -> dict[str, dict]:
+def build_features(obs: dict[str, tuple[tuple[int, ...], Any]], action_dim: int, env_frames: str,
+                   env_state: bool = False) -> dict[str, dict]:
     """LeRobot feature specs for the shared observation keys and the action."""
-    return FeatureMap.from_obs(obs).features(action_dim, env_frames)
+    return FeatureMap.from_obs(obs, env_state=env_state).features(action_dim, env_frames)
 
 
 def task_string(manifest: RunManifest, env_args: dict[str, Any] | None = None) -> str:
@@ -196,51 +209,79 @@ def plan_episodes(selection: Selection, env_frames: str) -> list[EpisodePlan]:
     return plans
 
 
-def iter_frames(demo: Demo, plan: EpisodePlan, features: FeatureMap, env_frames: str) -> Iterator[dict[str, Any]]:
-    """The ``add_frame`` dicts of one planned episode."""
-    state = features.state(demo) if features.state_keys else None
+def iter_frames(demo: Demo, plan: EpisodePlan, features: FeatureMap, env_frames: str,
+                images: dict[str, np.ndarray] | None = None) -> Iterator[dict[str, Any]]:
+    """The ``add_frame`` dicts of one planned episode; ``images`` holds each exported
+    camera's aligned (N, H, W, 3) frames for the whole demo (default: the demo's own)."""
+    if images is None:
+        images = {c.name: demo.obs[c.name] for c in features.cameras}
+    state = features.state(demo) if features.state_names else None
+    env = features.environment_state(demo) if features.env_names else None
     for i in range(plan.start, plan.end):
         frame: dict[str, Any] = {"action": demo.actions[i].astype(np.float32), "task": plan.task}
         if state is not None:
             frame["observation.state"] = state[i]
-        for key, name in features.separate.items():
-            frame[name] = np.ravel(demo.obs[key][i]).astype(np.float32)
-        for key, name in features.cameras.items():
-            frame[name] = demo.obs[key][i]
+        if env is not None:
+            frame[ENV_STATE] = env[i]
+        for camera in features.cameras:
+            frame[image_feature(camera.name)] = images[camera.name][i]
         if env_frames == "keep":
             frame["policy_in_control"] = np.array([bool(demo.control_mask[i])])
         yield frame
 
 
+@dataclass
+class LerobotSummary(ExportSummary):
+    """An :class:`ExportSummary` plus the camera frames written and the time spent decoding."""
+
+    cameras: tuple[str, ...] = ()
+    decode_s: float = 0.0
+
+    def to_json(self) -> dict[str, Any]:
+        return {**super().to_json(), "cameras": list(self.cameras), "decode_s": round(self.decode_s, 3)}
+
+
 def export_lerobot(runs_dir: str | os.PathLike[str], out: str | os.PathLike[str], *, repo_id: str = "local/labrecord",
                    accept: str = "success", valid_ratio: float = 0.1, seed: int = 0, env_frames: str = "split",
-                   overwrite: bool = False, codec: str = DEFAULT_CODEC) -> ExportSummary:
-    """Write a LeRobot dataset at ``out``; nothing is written when the selection is empty or refused."""
+                   overwrite: bool = False, codec: str = DEFAULT_CODEC, cameras: Sequence[str] | None = None,
+                   image_size: str | int | None = None, env_state: bool = False) -> LerobotSummary:
+    """Write a LeRobot dataset at ``out``; nothing is written when the selection is empty or refused.
+
+    ``cameras`` selects cameras by name (default: every camera of the runs), ``image_size``
+    (``96`` or ``96x128``) resizes them, ``env_state`` adds the evaluator state as the
+    privileged ``observation.environment_state``.
+    """
     datasets = require_lerobot()
     if env_frames not in ENV_FRAME_RULES:
         raise LabrecordError(f"env-frame rule {env_frames!r} is not one of {', '.join(ENV_FRAME_RULES)}")
+    size = parse_image_size(image_size)
     out = check_output(out, overwrite)
     selection = select(runs_dir, accept, valid_ratio=valid_ratio, seed=seed)
-    obs = check_same_obs(selection)
-    feature_map = FeatureMap.from_obs(obs)
+    obs, listed = demo_roles(selection)
+    roles = classify(obs, listed)
+    camera_plans = plan_cameras(selection, roles.cameras, list(cameras) if cameras is not None else None, size)
+    feature_map = FeatureMap.from_obs(obs, listed_privileged=listed, cameras=camera_plans, env_state=env_state)
     features = feature_map.features(selection.action_spec().dim, env_frames)
     fps = fps_of(selection)
     plans = plan_episodes(selection, env_frames)
     if not plans:
         raise LabrecordError(f"{selection.runs_dir}: the accepted demos have no frames under policy control; "
                              "nothing exported (try --env-frames keep)")
+    frame_source = FrameSource(selection, camera_plans, 1.0 / fps)
     out.parent.mkdir(parents=True, exist_ok=True)
     with atomic_path(out, folder=True) as tmp:
         tmp.rmdir()  # LeRobotDataset.create makes its root itself
         frames = _write_dataset(datasets, tmp, repo_id, fps, features, selection, plans, feature_map, env_frames,
-                                codec)
+                                codec, frame_source)
         n_train = sum(1 for p in plans if p.row.split == "train")
-        _write_metadata(tmp, selection, plans, n_train, accept, valid_ratio, seed, env_frames)
-    return ExportSummary(out, len(plans), frames, len(selection.attempts), n_train, len(plans) - n_train)
+        _write_metadata(tmp, selection, plans, n_train, accept, valid_ratio, seed, env_frames, feature_map)
+    return LerobotSummary(out, len(plans), frames, len(selection.attempts), n_train, len(plans) - n_train,
+                          tuple(c.name for c in camera_plans), frame_source.decode_s)
 
 
 def _write_dataset(datasets: Any, root: Path, repo_id: str, fps: int, features: dict[str, dict], selection: Selection,
-                   plans: list[EpisodePlan], feature_map: FeatureMap, env_frames: str, codec: str) -> int:
+                   plans: list[EpisodePlan], feature_map: FeatureMap, env_frames: str, codec: str,
+                   frame_source: FrameSource) -> int:
     from lerobot.configs.video import RGBEncoderConfig
 
     has_video = any(f["dtype"] == "video" for f in features.values())
@@ -251,14 +292,16 @@ def _write_dataset(datasets: Any, root: Path, repo_id: str, fps: int, features: 
         repo_id, fps=fps, features=features, root=root, use_videos=has_video, video_backend="pyav",
         rgb_encoder=RGBEncoderConfig(vcodec=codec), streaming_encoding=has_video, encoder_queue_maxsize=longest + 2)
     frames = 0
-    loaded: tuple[str, str, Demo] | None = None
+    loaded: tuple[str, str, Demo, dict[str, np.ndarray]] | None = None
     try:
         for plan in plans:
             row = plan.row
             if loaded is None or loaded[:2] != (row.run_id, row.demo):
                 with DemoReader(selection.runs[row.run_id].demo_path) as reader:  # type: ignore[arg-type]
-                    loaded = (row.run_id, row.demo, reader.demo(row.demo))  # type: ignore[arg-type]
-            for frame in iter_frames(loaded[2], plan, feature_map, env_frames):
+                    demo = reader.demo(row.demo)  # type: ignore[arg-type]
+                images = frame_source.frames(row.run_id, row.demo, demo.obs)  # type: ignore[arg-type]
+                loaded = (row.run_id, row.demo, demo, images)  # type: ignore[assignment]
+            for frame in iter_frames(loaded[2], plan, feature_map, env_frames, loaded[3]):
                 dataset.add_frame(frame)
             dataset.save_episode()
             frames += plan.end - plan.start
@@ -267,13 +310,27 @@ def _write_dataset(datasets: Any, root: Path, repo_id: str, fps: int, features: 
     return frames
 
 
+
+
 def _write_metadata(root: Path, selection: Selection, plans: list[EpisodePlan], n_train: int, accept: str,
-                    valid_ratio: float, seed: int, env_frames: str) -> None:
+                    valid_ratio: float, seed: int, env_frames: str, feature_map: FeatureMap) -> None:
     from lerobot.datasets.io_utils import load_info, write_info
 
     info = load_info(root)
     info.splits = {"train": f"0:{n_train}"} | ({"valid": f"{n_train}:{len(plans)}"} if len(plans) > n_train else {})
     write_info(info, root)
+    exported: dict[tuple[str, str | None], list[int]] = {}
+    for index, plan in enumerate(plans):
+        exported.setdefault((plan.row.run_id, plan.row.demo), []).append(index)
+    attempts = []
+    for row in selection.attempts:
+        record = row.to_json()
+        episodes = exported.get((row.run_id, row.demo), []) if row.accepted else []
+        record["exported_episodes"] = episodes
+        if row.accepted:
+            record["note"] = (f"exported ({row.split}) as episode(s) {', '.join(map(str, episodes))}" if episodes
+                              else "accepted, but no frame was under policy control (--env-frames split)")
+        attempts.append(record)
     document = {
         "format": EXPORT_FORMAT,
         "acceptance": {"rule": accept, "valid_ratio": valid_ratio, "seed": seed},
@@ -281,11 +338,16 @@ def _write_metadata(root: Path, selection: Selection, plans: list[EpisodePlan], 
                        "meaning": "each stretch of policy control is its own episode" if env_frames == "split"
                        else "all frames kept; policy_in_control marks who was in control"},
         "action_spec": msgspec.to_builtins(selection.action_spec()),
+        "action_convention": ACTION_CONVENTION.replace("actions[i]", "action[i]").replace("obs[i]", "frame i").replace("control_hz", "fps"),
+        "observations": feature_map.metadata(),
+        "privileged_features": [ENV_STATE] if feature_map.env_names else [],
+        "cameras": [c.to_json() for c in feature_map.cameras],
+        "source_runs": list(dict.fromkeys(r.run_id for r in selection.accepted)),
         "splits": info.splits,
         "episodes": [{"episode_index": i, "split": p.row.split, "run_id": p.row.run_id, "source_demo": p.row.demo,
                       "source_episode": p.row.episode, "source_frames": [p.start, p.end], "success": p.row.success,
                       "task": p.task} for i, p in enumerate(plans)],
-        "attempts": [row.to_json() for row in selection.attempts],
+        "attempts": attempts,
     }
     atomic_write_bytes(root / METADATA_FILE, dumps_pretty(document))
 

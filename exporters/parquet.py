@@ -10,7 +10,9 @@ The output directory holds:
 * ``events.parquet``: the events of the runs that contributed a demo (``fields`` is the
   event's own JSON)
 * ``measurements.parquet``: those runs' measurements with a ``run_id`` column
-* ``export.json``: the acceptance rule and the counts
+* ``export.json``: the acceptance rule, the counts and which observation keys are
+  proprioception and which evaluator state (the steps table keeps both: it is for
+  analysis; the training exports keep evaluator state out)
 
 Tables are built per demo as Arrow columns and written once, never row by row.
 """
@@ -30,7 +32,7 @@ from labrecord.fileio import atomic_path, dumps_pretty
 from labrecord.rundir import EVENTS_FILE, MEASUREMENTS_FILE, iter_events
 
 from labrecord.exporters.hdf5 import ExportSummary
-from labrecord.exporters.lerobot import is_camera
+from labrecord.exporters.observations import classify, demo_roles, is_camera
 from labrecord.exporters.selection import ATTEMPT_COLUMNS, AttemptRow, Selection, check_output, select
 
 
@@ -133,6 +135,7 @@ def export_parquet(runs_dir: str | os.PathLike[str], out: str | os.PathLike[str]
     out = check_output(out, overwrite)
     selection = select(runs_dir, accept)
     run_ids = list(dict.fromkeys(a.run_id for a in selection.accepted))
+    roles = classify(*demo_roles(selection))
     tables = {"attempts": attempts_table(selection), "steps": steps_table(selection),
               "events": events_table(selection, run_ids), "measurements": measurements_table(selection, run_ids)}
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -140,7 +143,7 @@ def export_parquet(runs_dir: str | os.PathLike[str], out: str | os.PathLike[str]
         for name, table in tables.items():
             if table is not None:
                 pq.write_table(table, tmp / f"{name}.parquet", compression="zstd")
-        summary = {"rule": accept, "runs": run_ids, "demos": len(selection.accepted),
+        summary = {"rule": accept, "runs": run_ids, "demos": len(selection.accepted), "observations": roles.to_json(),
                    "frames": tables["steps"].num_rows, "attempts": len(selection.attempts),
                    "files": sorted(f"{k}.parquet" for k, t in tables.items() if t is not None)}
         (tmp / "export.json").write_bytes(dumps_pretty(summary))

@@ -1,11 +1,15 @@
 #!/usr/bin/env bash
 # Builds (or refreshes) the Python >= 3.12 virtual environment that the LeRobot export and
-# its test use.  lerobot 0.6 needs Python >= 3.12, while the labrecord core runs on 3.11.
+# its tests use: lerobot with its dataset and training extras (lerobot-train), and robomimic
+# 0.3.0 for the BC training test (robomimic's networks need torchvision, and this
+# environment's torch and torchvision load together).  lerobot 0.6 needs Python >= 3.12,
+# while the labrecord core runs on 3.11.
 #
 #   scripts/install-lerobot-venv.sh [VENV_DIR]
 #
 # VENV_DIR defaults to $LABRECORD_LEROBOT_VENV or ~/.cache/labrecord/lerobot-venv.  An
-# existing venv with the right lerobot is kept (only labrecord itself is reinstalled).
+# existing venv with the right lerobot is kept (the trainers are added if missing, and
+# labrecord itself is reinstalled).
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 venv=${1:-${LABRECORD_LEROBOT_VENV:-$HOME/.cache/labrecord/lerobot-venv}}
@@ -26,6 +30,9 @@ if ! "$venv/bin/python" -c "import importlib.metadata as m, sys; sys.exit(m.vers
   "$py" -m venv "$venv"
   "$venv/bin/pip" install -q --upgrade pip
   "$venv/bin/pip" install -q "lerobot[dataset]==$want"
+fi
+if ! "$venv/bin/python" -c "import accelerate, wandb, robomimic, six" 2>/dev/null; then
+  "$venv/bin/pip" install -q "lerobot[dataset,training]==$want" "robomimic==0.3.0" six
 fi
 "$venv/bin/pip" install -q -e "$here"
 echo "$venv/bin/python"

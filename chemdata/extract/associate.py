@@ -5,7 +5,9 @@ paths go through one assembly step.  Rules, in order:
 
 1. **Rows.** A band that holds an arrow is a reaction row.  Reading left to right, the
    structures before the first arrow are stage 0, those between arrow k and k+1 are
-   stage k+1.  Step k is stage k-1 -> stage k (a multi-step scheme gives one reaction per
+   stage k+1; only structures that straddle the row's arrow axis take part (a catalyst
+   drawn under the arrow or below a reactant does not).  A row that opens with an arrow
+   continues the previous row: its stage 0 is that row's last stage.  Step k is stage k-1 -> stage k (a multi-step scheme gives one reaction per
    arrow; the product of one step is a reactant of the next).
 2. **Templates.** A row in which any structure reads with an attachment point ``*`` is
    a template row: stage 0 gives the reactant templates and stage 1 the product
@@ -51,10 +53,13 @@ def normalize_entry_id(token: str) -> str | None:
 
 
 def normalize_variable(token: str) -> str:
-    """``Rl``/``RI``/``Ri``/``R|`` -> ``R1``; other variable names unchanged (spaces removed)."""
+    """``Rl``/``RI``/``Ri``/``R|``/``R!``/``Rt`` -> ``R1``, ``R?``/``Rz`` -> ``R2`` (superscript
+    digits as OCR reads them); other variable names unchanged (spaces removed)."""
     text = token.replace(" ", "")
-    if text.startswith("R") and len(text) > 1 and text[1] in "lIi|":
+    if text.startswith("R") and len(text) > 1 and text[1] in "lIi|!t":
         text = "R1" + text[2:]
+    elif text.startswith("R") and len(text) > 1 and text[1] in "?zZo":
+        text = "R2" + text[2:]
     return text
 
 
@@ -81,6 +86,61 @@ def binding_lines(lines: list[TextLine]) -> list[tuple[str | None, dict[str, str
         entry = normalize_entry_id(first) if not _PAIR.match(line.text) else _id_left_of(line, lines)
         found.append((entry, {normalize_variable(k): repair_value(v) for k, v in pairs}, line))
     return found
+
+
+#: a column header or drawing label naming a variable: R, R1, R², R', Ar, Ar1, X, Y, Z
+LABEL_WORD = re.compile(r"^(R\s?[0-9lIi|!t?zZo]?'*|Ar[0-9]?|X[0-9]?|Y|Z)[,=:]?$")
+#: formulas printed in tables for common groups -> the abbreviation the engine knows
+FORMULA_ALIASES = {"CH3": "Me", "CH3O": "OMe", "CH30": "OMe", "MeO": "OMe", "OCH3": "OMe", "C6H5": "Ph", "C2H5": "Et",
+                   "CH2OH": "CH2OH", "CO2CH3": "CO2Me", "4-MeOC6H4": "4-MeOC6H4"}
+
+
+def table_value(token: str) -> str:
+    """A table cell as a substituent: a known formula alias, else an OCR repair."""
+    text = token.strip().rstrip(",;")
+    if text in FORMULA_ALIASES:
+        return FORMULA_ALIASES[text]
+    for wrong, right in _OCR_SWAPS:
+        if text.replace(wrong, right) in FORMULA_ALIASES:
+            return FORMULA_ALIASES[text.replace(wrong, right)]
+    return repair_value(text)
+
+
+def table_entries(lines: list[TextLine], below: float = 0.0) -> list[tuple[str, dict[str, str], TextLine]]:
+    """Entries of a substrate table under ``below`` (y): a header line naming variables
+    (``entry R1 R2 conv. yield``), then rows that start with an entry id; each variable's
+    cell is the row's word nearest its header's column.  Rows repeating an earlier
+    row's bindings (an optimization table) are kept once."""
+    ordered = sorted((ln for ln in lines if ln.box[1] >= below and ln.words), key=lambda ln: (ln.box[1], ln.box[0]))
+    header, columns = None, []
+    for line in ordered:
+        found = [(normalize_variable(w.rstrip(",=:")), (b[0] + b[2]) / 2) for w, b in line.words if LABEL_WORD.match(w)]
+        if found and not _PAIR.search(line.text):
+            header, columns = line, found
+            break
+    if header is None:
+        return []
+    entries: list[tuple[str, dict[str, str], TextLine]] = []
+    seen: set[tuple[tuple[str, str], ...]] = set()
+    for line in ordered:
+        if line.box[1] <= header.box[3] or not line.words:
+            continue
+        entry = normalize_entry_id(line.words[0][0])
+        if entry is None or len(line.words) < 2:
+            continue  # a stray cell read on its own, a footnote
+        cells = [(w, (b[0] + b[2]) / 2) for w, b in line.words[1:]]
+        bindings = {}
+        for index, (label, x) in enumerate(columns):
+            gaps = [abs(x - other) for j, (_, other) in enumerate(columns) if j != index]
+            reach = min(gaps) / 2 if gaps else float("inf")
+            near = [(abs(cx - x), w) for w, cx in cells if abs(cx - x) <= reach]
+            if near:
+                bindings[label] = table_value(min(near)[1])
+        key = tuple(sorted(bindings.items()))
+        if bindings and key not in seen:
+            seen.add(key)
+            entries.append((entry, bindings, line))
+    return entries
 
 
 def _id_left_of(line: TextLine, lines: list[TextLine]) -> str | None:
@@ -115,8 +175,13 @@ def plan_from_rules(segments: list[Segment], readings: list[Reading], lines: lis
     bands = sorted({s.band for s in segments if s.kind == "arrow"})
     if not bands:
         failures.append({"kind": "no_arrow", "message": "no reaction arrow found; nothing to associate"})
+    carried: list[Reading] = []
     for band in bands:
         stages = _stages(segments, assigned, band, failures)
+        if not stages[0] and carried and len(stages) > 1:
+            # a row that opens with an arrow continues the previous row's last product
+            stages[0] = list(carried)
+        carried = list(stages[-1]) if len(stages) > 1 and all(r.smiles for r in stages[-1]) else []
         readings_in_row = [r for stage in stages for r in stage]
         used.update(r.id for r in readings_in_row)
         if any(r.is_template for r in readings_in_row):
@@ -135,8 +200,12 @@ def _stages(segments: list[Segment], assigned: dict[int, Reading], band: int,
             failures: list[dict[str, str]]) -> list[list[Reading]]:
     stages: list[list[Reading]] = [[]]
     row = sorted((i for i, s in enumerate(segments) if s.band == band), key=lambda i: segments[i].box[0])
+    arrows = [segments[i] for i in row if segments[i].kind == "arrow"]
+    axis = sum((a.box[1] + a.box[3]) / 2 for a in arrows) / len(arrows) if arrows else None
     for index in row:
         seg = segments[index]
+        if seg.kind == "structure" and axis is not None and not _on_axis(seg, axis, arrows):
+            continue  # drawn above or below the row's arrows (a catalyst, a footnote drawing)
         if seg.kind == "arrow":
             stages.append([])
         elif seg.kind == "structure":
@@ -146,6 +215,17 @@ def _stages(segments: list[Segment], assigned: dict[int, Reading], band: int,
                 failures.append({"kind": "unread_structure", "message": f"structure at {list(seg.box)} in row {band} was not read"})
                 stages[-1].append(Reading(f"unread@{seg.box[0]},{seg.box[1]}", "", 0.0, seg.box, "none"))
     return stages
+
+
+def _on_axis(seg: Segment, axis: float, arrows: list[Segment]) -> bool:
+    """A structure takes part in a row when it straddles the row's arrow axis and does not
+    stand over or under an arrow (that is a reagent drawn as a structure)."""
+    x0, y0, x1, y1 = seg.box
+    slack = 0.1 * (y1 - y0)
+    if not y0 - slack <= axis <= y1 + slack:
+        return False
+    centre = (x0 + x1) / 2
+    return not any(a.box[0] <= centre <= a.box[2] for a in arrows)
 
 
 def _arrow_texts(segments: list[Segment], band: int, lines: list[TextLine]) -> list[list[str]]:
@@ -199,7 +279,15 @@ def _scope(band: int, stages: list[list[Reading]], segments: list[Segment], assi
                 entry["bindings"] = dict(figure_level)
             scope["entries"].append(entry)
     else:
+        if not any(entry for entry, _, _ in bound):
+            row_bottom = max(segments[i].box[3] for i in assigned if segments[i].band == band) if assigned else 0
+            bound = [(entry, {**figure_level, **pairs}, line) for entry, pairs, line in table_entries(lines, row_bottom)] or bound
+        seen: set[tuple[Any, ...]] = set()
         for number, (entry_id, pairs, line) in enumerate(bound):
+            key = (entry_id, tuple(sorted(pairs.items())))
+            if key in seen:
+                continue  # the same printed line read twice (page pass and block pass)
+            seen.add(key)
             entry = {"id": entry_id or f"e{number + 1}", "bindings": pairs}
             found_yield = _YIELD.search(line.text)
             if found_yield:

@@ -1,18 +1,30 @@
-"""Deterministic page layout: white-space segmentation into bands and blobs.
+"""Deterministic page layout for real figures: ink components, shapes, rows.
 
-The figure is binarized (grey < 128 is ink), cut into horizontal *bands* at runs of at
-least ``band_gap`` blank rows, and each band into *segments* at runs of at least
-``column_gap`` blank columns.  A segment is then classified by shape:
+Steps (all thresholds scale with the figure's *bond length* ``b``, estimated from the
+printed text — :func:`bond_length`):
 
-* ``arrow`` — a run of ink rows at most 24 px tall and ≥ 60 px wide, holding a row that
-  spans ≥ 60 % of the blob, separated by blank rows from anything else in the blob (printed
-  conditions within 70 px above or below); the segment's box is the arrow's own;
-* ``plus`` — small (both sides ≤ 40 px), its middle row and middle column mostly ink;
-* ``text`` — overlapped by a tesseract line and no taller than 40 px;
-* ``structure`` — everything else, a candidate for an osra crop.
+1. **Ink** — grey below 170 (coloured atoms and lines count, light table shading does
+   not); 8-connected components are labelled.
+2. **Rules** — a component at most ``max(4, b/6)`` px thick spanning ≥ 60 % of the
+   figure's width without a head is a table or footnote *rule*, never an arrow.
+3. **Arrows** — by shape: a straight shaft (one row, or column, carries the long run;
+   the shaft is thin) and a *head* — near one end the component is at least twice as
+   thick as the shaft and tapers.  One barb (half of an equilibrium pair) counts;
+   collinear dashes ending in a head join it (a dashed arrow).  Horizontal arrows drive
+   rows; vertical ones are kept (kind ``arrow_v``) but do not form rows.
+4. **Text** — a component inside a tesseract word box, or one no larger than a
+   character (``≤ 0.8 b``) that lies farther than ``0.35 b`` from any larger drawing,
+   is text.  Lines of text that are titles, captions or footnotes are *peeled* (kept as
+   ``text``, never merged into structures); so are the printed conditions over arrows.
+5. **Structures** — the remaining components (bond skeletons) with the characters within
+   ``0.35 b`` of them (atom labels, wedge hashes); skeletons joined through a shared
+   label, or closer than ``0.35 b`` (the outer lines of a triple bond), are one structure;
+   a small "+" against a drawing's ink is a charge and joins it.  Tiny specks are dropped.
+6. **Rows** — bands of the non-text items (structures, arrows, "+") separated by
+   ``0.6 b`` of blank rows; within a band, items are read left to right.  A grid of drawn
+   products under a template row is a stack of such bands.
 
-These thresholds fit figures drawn at roughly 40 px per bond (as ``labrecord rxn
-render`` draws them); they are the documented rule, not a learned detector.
+A ``plus`` is a small square component whose middle row and column are mostly ink.
 """
 from __future__ import annotations
 
@@ -22,15 +34,37 @@ from typing import Any
 from labrecord.chemdata.extract.tesseract import TextLine
 
 Box = tuple[int, int, int, int]
+INK_BELOW = 170
+DEFAULT_BOND = 30.0
 
 
 @dataclass(frozen=True)
 class Segment:
-    """A blob of ink: ``kind`` is arrow | plus | text | structure; box in figure pixels."""
+    """A laid-out item: ``kind`` is arrow | arrow_v | plus | text | structure | rule;
+    box in figure pixels; ``band`` is its row (-1 for peeled text and rules)."""
 
     kind: str
     box: Box
     band: int
+    parts: tuple[Box, ...] = ()  # a structure's own ink components (crops keep only these)
+
+
+def ink_mask(image: Any) -> Any:
+    """Boolean array (rows, cols): True where the grey image is darker than :data:`INK_BELOW`."""
+    import numpy as np
+
+    return np.asarray(image.convert("L")) < INK_BELOW
+
+
+def bond_length(text_lines: list[TextLine], default: float | None = DEFAULT_BOND) -> float | None:
+    """Bond length estimate: 1.5 × the lower-third height of short confident words (atom labels
+    and identifiers are set in the figure's font, and chemistry style guides draw a bond
+    about 1.4–1.6 × the font size); ``default`` when fewer than three words are printed."""
+    heights = sorted(ln.box[3] - ln.box[1] + 1 for ln in text_lines if 0 < len(ln.text) <= 12 and ln.confidence >= 50)
+    if len(heights) < 3:
+        return default
+    # the lower third: OCR sometimes reports a "word" as tall as a drawing it ran over
+    return max(12.0, min(120.0, 1.5 * heights[len(heights) // 3]))
 
 
 def _runs(mask: Any, min_gap: int) -> list[tuple[int, int]]:
@@ -51,64 +85,330 @@ def _runs(mask: Any, min_gap: int) -> list[tuple[int, int]]:
     return runs
 
 
-def ink_mask(image: Any) -> Any:
-    """Boolean array (rows, cols): True where the grey image is darker than 128."""
+@dataclass
+class _Comp:
+    box: Box
+    pixels: int
+    mask: Any  # the component's own ink inside its box
+
+    @property
+    def width(self) -> int:
+        return self.box[2] - self.box[0] + 1
+
+    @property
+    def height(self) -> int:
+        return self.box[3] - self.box[1] + 1
+
+
+def _components(ink: Any) -> list[_Comp]:
+    from scipy import ndimage
+
+    labels, count = ndimage.label(ink, structure=[[1, 1, 1], [1, 1, 1], [1, 1, 1]])
+    comps = []
+    for index, found in enumerate(ndimage.find_objects(labels), start=1):
+        if found is None:
+            continue
+        rows, cols = found
+        mask = labels[rows, cols] == index
+        comps.append(_Comp((cols.start, rows.start, cols.stop - 1, rows.stop - 1), int(mask.sum()), mask))
+    return comps
+
+
+def arrow_shape(mask: Any, bond: float) -> str | None:
+    """``"right"``/``"left"`` (or ``"down"``/``"up"``) if ``mask`` is an arrow: a long thin
+    shaft with a head at one end; None otherwise (a bare line, a bond drawing, text)."""
     import numpy as np
 
-    return np.asarray(image.convert("L")) < 128
+    height, width = mask.shape
+    if width >= height:
+        profile, length, across = mask.sum(axis=0), width, height
+        directions = ("left", "right")
+    else:
+        profile, length, across = mask.sum(axis=1), height, width
+        directions = ("up", "down")
+    if length < max(30, 1.4 * bond) or across > max(0.8 * bond, 14):
+        return None
+    shaft = float(np.median(profile))
+    if shaft > max(6.0, bond / 5):
+        return None
+    # the middle half of the length is one straight line: few rows (columns) carry much ink
+    lines = mask if width >= height else mask.T
+    middle = lines[:, length // 4: length - length // 4]
+    if (middle.mean(axis=1) > 0.3).sum() > shaft + 3:
+        return None
+    # the shaft: most positions along the length carry the thin line
+    if (profile <= shaft + 2).mean() < 0.55 or (profile > 0).mean() < 0.9:
+        return None
+    end = max(4, int(0.3 * length))
+    for side, segment in ((directions[0], profile[:end]), (directions[1], profile[::-1][:end])):
+        peak = int(segment.argmax())
+        if segment[peak] >= max(2 * shaft, shaft + 4) and segment[peak] >= 0.25 * across:
+            # the head tapers towards the tip: thicker inside than at the very end
+            tip = segment[:max(1, peak)]
+            if peak <= 0.9 * end and (tip.size == 0 or tip.min() <= segment[peak]):
+                return side
+    return None
 
 
-def segment(image: Any, text_lines: list[TextLine], band_gap: int = 20, column_gap: int = 25) -> list[Segment]:
-    """Bands top to bottom, segments left to right within each band."""
+def _arrow_with_touching_text(comp: _Comp, bond: float) -> tuple[str | None, Box]:
+    """An arrow whose shaft touches printed conditions (a ")" or a subscript on the line):
+    the band of ``0.35 b`` around the longest ink row is tested on its own."""
+    if comp.width < 1.4 * bond or comp.width < comp.height:
+        return None, comp.box
+    rows = comp.mask.sum(axis=1)
+    axis = int(rows.argmax())
+    if rows[axis] < 0.6 * comp.width:
+        return None, comp.box
+    reach = max(7, int(0.35 * bond))
+    top, bottom = max(0, axis - reach), min(comp.height, axis + reach + 1)
+    band = comp.mask[top:bottom]
+    if comp.pixels - int(band.sum()) > 0.5 * band.sum():
+        return None, comp.box  # most of the ink is elsewhere: a drawing, not a labelled arrow
+    filled = band.any(axis=1).nonzero()[0]
+    band = band[filled[0]:filled[-1] + 1]
+    direction = arrow_shape(band, bond)
+    box = (comp.box[0], comp.box[1] + top + int(filled[0]), comp.box[2], comp.box[1] + top + int(filled[-1]))
+    return direction, box
+
+
+def _is_rule(comp: _Comp, page_width: int, bond: float) -> bool:
+    thin = min(comp.width, comp.height) <= max(4, bond / 6)
+    return thin and comp.width >= 0.6 * page_width and comp.height <= max(4, bond / 6)
+
+
+def _is_plus(comp: _Comp, bond: float) -> bool:
+    h, w = comp.mask.shape
+    limit = max(12, 0.9 * bond)
+    if h > limit or w > limit or h < 5 or w < 5 or abs(h - w) > max(3, 0.3 * max(h, w)):
+        return False
+    return comp.mask[h // 2].mean() > 0.7 and comp.mask[:, w // 2].mean() > 0.7 and comp.mask.mean() < 0.6
+
+
+def _inside(inner: Box, outer: Box, slack: int = 2) -> bool:
+    return (outer[0] - slack <= inner[0] and inner[2] <= outer[2] + slack
+            and outer[1] - slack <= inner[1] and inner[3] <= outer[3] + slack)
+
+
+def _gap(a: Box, b: Box) -> float:
+    """Distance between two boxes (0 when they touch or overlap)."""
+    dx = max(0, max(a[0], b[0]) - min(a[2], b[2]))
+    dy = max(0, max(a[1], b[1]) - min(a[3], b[3]))
+    return (dx * dx + dy * dy) ** 0.5
+
+
+def _union(a: Box, b: Box) -> Box:
+    return (min(a[0], b[0]), min(a[1], b[1]), max(a[2], b[2]), max(a[3], b[3]))
+
+
+def _peeled(line: TextLine, page_width: int, bond: float) -> bool:
+    """A title, caption or footnote line: several words of running text, or a line as
+    wide as most of the figure."""
+    if line.box[3] - line.box[1] + 1 > bond:  # taller than a bond: OCR ran over a drawing
+        return False
+    words = line.text.split()
+    alphabetic = sum(1 for w in words if sum(c.isalpha() for c in w) >= 3)
+    wide = line.box[2] - line.box[0] >= 0.6 * page_width
+    return alphabetic >= 4 or (wide and len(words) >= 3)
+
+
+def segment(image: Any, text_lines: list[TextLine], bond: float | None = None) -> list[Segment]:
+    """The laid-out items of one figure, rows top to bottom and left to right within a row."""
     ink = ink_mask(image)
-    segments: list[Segment] = []
-    for band, (top, bottom) in enumerate(_runs(ink.any(axis=1), band_gap)):
-        rows = ink[top:bottom + 1]
-        for left, right in _runs(rows.any(axis=0), column_gap):
-            block = rows[:, left:right + 1]
-            filled = block.any(axis=1).nonzero()[0]
-            box = (left, top + int(filled[0]), right, top + int(filled[-1]))
-            block = block[filled[0]:filled[-1] + 1]
-            arrow = _arrow_rows(block)
-            if arrow is not None:  # the box of the arrow itself, without printed conditions
-                segments.append(Segment("arrow", (left, box[1] + arrow[0], right, box[1] + arrow[1]), band))
-                continue
-            segments.append(Segment(_classify(block, box, text_lines), box, band))
-    return segments
+    page_height, page_width = ink.shape
+    bond = bond or bond_length(text_lines)
+    comps = [c for c in _components(ink) if c.pixels >= 3]
+    char = 0.8 * bond
+    peeled_boxes = [ln.box for ln in text_lines if _peeled(ln, page_width, bond)]
+    word_boxes = [ln.box for ln in text_lines if ln.confidence >= 40]
+    items: list[tuple[Any, ...]] = []
+    skeletons: list[_Comp] = []
+    small: list[_Comp] = []
+    pluses: list[_Comp] = []
+    for comp in comps:
+        if _is_rule(comp, page_width, bond) and arrow_shape(comp.mask, bond) is None:
+            items.append(("rule", comp.box))
+            continue
+        direction, box = arrow_shape(comp.mask, bond), comp.box
+        if direction is None:
+            direction, box = _arrow_with_touching_text(comp, bond)
+        if direction is not None:
+            items.append(("arrow" if direction in ("left", "right") else "arrow_v", box))
+            continue
+        if any(contains(box, comp.box, slack=2) for box in peeled_boxes):
+            items.append(("peeled", comp.box))
+            continue
+        if any(_inside(comp.box, ln.box) and ln.box[3] - ln.box[1] + 1 <= bond and len(ln.text) > 3
+               for ln in text_lines if ln.confidence >= 40):
+            items.append(("text", comp.box))  # a glyph-sized blob of a printed line
+            continue
+        if _is_plus(comp, bond):
+            pluses.append(comp)
+            continue
+        if comp.width <= char and comp.height <= char:
+            small.append(comp)
+        else:
+            skeletons.append(comp)
+    # a small "+" against a drawing's ink is a charge; a reaction "+" stands apart
+    for comp in pluses:
+        if comp.width <= 0.5 * bond and any(_near_ink(comp.box, s, 0.3 * bond) for s in skeletons):
+            small.append(comp)
+        else:
+            items.append(("plus", comp.box))
+    # a structure grows from each skeleton: nearby characters (labels, hashes) join it
+    parent = list(range(len(skeletons)))
+
+    def find(i: int) -> int:
+        while parent[i] != i:
+            parent[i] = parent[parent[i]]
+            i = parent[i]
+        return i
+
+    boxes = [s.box for s in skeletons]
+    for i in range(len(skeletons)):
+        for j in range(i + 1, len(skeletons)):
+            if _gap(boxes[i], boxes[j]) <= 0.35 * bond and _touching(skeletons[i], skeletons[j], 0.35 * bond):
+                parent[find(i)] = find(j)
+    # characters join a drawing within reach of its ink, or of characters that already
+    # joined it (the hashes of a hashed wedge carry the "HO" at their far end)
+    attached: dict[int, int] = {}
+    pending = list(range(len(small)))
+    for _ in range(4):
+        still = []
+        for k in pending:
+            comp = small[k]
+            near = {find(i) for i, s in enumerate(skeletons) if _gap(comp.box, s.box) <= 0.35 * bond
+                    and _near_ink(comp.box, s, 0.35 * bond)}
+            near |= {find(attached[j]) for j in attached if _gap(comp.box, small[j].box) <= 0.3 * bond}
+            in_word = any(contains(box, comp.box, slack=1) for box in word_boxes)
+            if near and not (in_word and _word_far(comp.box, text_lines, skeletons, list(near), bond)):
+                root, *others = sorted(near)
+                for other in others:
+                    parent[find(other)] = find(root)
+                attached[k] = find(root)
+            else:
+                still.append(k)
+        if len(still) == len(pending):
+            break
+        pending = still
+    members: dict[int, list[Box]] = {}
+    for i, skeleton in enumerate(skeletons):
+        members.setdefault(find(i), []).append(skeleton.box)
+    for k, root in attached.items():
+        root = find(root)
+        boxes[root] = _union(boxes[root], small[k].box)
+        members.setdefault(root, []).append(small[k].box)
+    leftovers = [small[k] for k in pending]
+    # a printed label joins whole: every character of a short OCR'd word one of whose
+    # characters joined a drawing (NHBoc, •HBr) goes with it
+    for line in text_lines:
+        if len(line.text) > 12 or any(contains(box, line.box, slack=2) for box in peeled_boxes):
+            continue
+        inside = [c for c in leftovers if contains(line.box, c.box, slack=1)]
+        joined = [attached[k] for k in attached if contains(line.box, small[k].box, slack=1)]
+        if inside and joined:
+            root = find(joined[0])
+            for comp in inside:
+                boxes[root] = _union(boxes[root], comp.box)
+                members.setdefault(root, []).append(comp.box)
+                leftovers.remove(comp)
+    groups: dict[int, tuple[Box, list[Box]]] = {}
+    for i in range(len(skeletons)):
+        root = find(i)
+        box = _union(groups[root][0], boxes[i]) if root in groups else _union(boxes[root], boxes[i])
+        groups[root] = (box, members.get(root, []))
+    for box, parts in _merge_overlapping(list(groups.values())):
+        items.append(("structure", box, tuple(parts)))
+    for comp in leftovers:
+        items.append(("text", comp.box))
+    return _rows(_merge_text(items, text_lines), bond)
 
 
-def _arrow_rows(block: Any) -> tuple[int, int] | None:
-    """(first, last) block rows of an arrow, or None.
+def _merge_overlapping(groups: list[tuple[Box, list[Box]]]) -> list[tuple[Box, list[Box]]]:
+    """Structure boxes that overlap by ≥ 15 % of the smaller one are one structure (a
+    drawing split by a wedge or a bond through a printed atom)."""
+    merged = list(groups)
+    changed = True
+    while changed:
+        changed = False
+        for i in range(len(merged)):
+            for j in range(i + 1, len(merged)):
+                (a, pa), (b, pb) = merged[i], merged[j]
+                w = min(a[2], b[2]) - max(a[0], b[0])
+                h = min(a[3], b[3]) - max(a[1], b[1])
+                smaller = min((a[2] - a[0]) * (a[3] - a[1]), (b[2] - b[0]) * (b[3] - b[1])) or 1
+                if w > 0 and h > 0 and w * h >= 0.15 * smaller:
+                    merged[i] = (_union(a, b), pa + pb)
+                    del merged[j]
+                    changed = True
+                    break
+            if changed:
+                break
+    return merged
 
-    The arrow is the run of ink rows (split at blank rows) holding the row with the most
-    ink; it must be at most 24 px tall, span ≥ 60 px and ≥ 60 % of the blob's width, and be
-    less than half ink or at most 6 px tall (a bare line).  Other runs are printed
-    conditions and must lie within 70 px above or below it; a structure never splits
-    this way, because its bonds join its rows into one run.
-    """
-    height, width = block.shape
-    coverage = block.mean(axis=1)
-    peak = int(coverage.argmax())
-    if width < 60 or coverage[peak] < 0.6:
-        return None
-    runs = _runs(block.any(axis=1), 1)
-    first, last = next(run for run in runs if run[0] <= peak <= run[1])
-    core = block[first:last + 1]
-    if last - first + 1 > 24 or not (core.mean() < 0.5 or last - first + 1 <= 6):
-        return None
-    if first > 70 or height - 1 - last > 70:
-        return None
-    return first, last
+
+def _touching(a: _Comp, b: _Comp, reach: float) -> bool:
+    """Two skeletons whose ink comes within ``reach`` (a bond broken by a printed atom)."""
+    return _near_ink(a.box, b, reach) and _near_ink(b.box, a, reach)
 
 
-def _classify(block: Any, box: Box, text_lines: list[TextLine]) -> str:
-    height, width = block.shape
-    if height <= 40 and width <= 40 and block[height // 2].mean() > 0.6 and block[:, width // 2].mean() > 0.6 \
-            and block.mean() < 0.5:
-        return "plus"
-    if height <= 40 and any(overlaps(box, line.box) for line in text_lines):
-        return "text"
-    return "structure"
+def _near_ink(box: Box, comp: _Comp, reach: float) -> bool:
+    """Some ink of ``comp`` lies within ``reach`` of ``box``."""
+    r = int(reach)
+    x0 = max(box[0] - r, comp.box[0]) - comp.box[0]
+    x1 = min(box[2] + r, comp.box[2]) - comp.box[0]
+    y0 = max(box[1] - r, comp.box[1]) - comp.box[1]
+    y1 = min(box[3] + r, comp.box[3]) - comp.box[1]
+    if x1 < x0 or y1 < y0:
+        return False
+    return bool(comp.mask[y0:y1 + 1, x0:x1 + 1].any())
+
+
+def _word_far(box: Box, lines: list[TextLine], skeletons: list[_Comp], near: list[int], bond: float) -> bool:
+    """A character inside an OCR'd word of ≥ 4 letters (conditions, captions) stays text even
+    beside a drawing; short words (atom labels such as OH, NHBoc parts) join the drawing."""
+    for line in lines:
+        if contains(line.box, box, slack=1):
+            longest = max((sum(c.isalpha() for c in w) for w in line.text.split()), default=0)
+            return longest >= 5 and line.box[2] - line.box[0] > 2.5 * bond
+    return False
+
+
+def _merge_text(items: list[tuple[Any, ...]], lines: list[TextLine]) -> list[tuple[Any, ...]]:
+    """Character-level text components become one ``text`` item per printed line."""
+    text_boxes = [item[1] for item in items if item[0] in ("text", "peeled")]
+    others = [item for item in items if item[0] not in ("text", "peeled")]
+    merged: list[Box] = []
+    for line in lines:
+        if any(contains(line.box, box, slack=2) for box in text_boxes):
+            merged.append(line.box)
+    for box in text_boxes:
+        if not any(contains(m, box, slack=2) for m in merged):
+            merged.append(box)
+    return others + [("text", box) for box in merged]
+
+
+def _rows(items: list[tuple[Any, ...]], bond: float) -> list[Segment]:
+    """Bands of the non-text items (structures, arrows, plus signs); text keeps the band it
+    falls in (or -1), rules are -1."""
+    import numpy as np
+
+    drawn = [item for item in items if item[0] in ("structure", "arrow", "plus")]
+    if not drawn:
+        return [Segment(item[0], item[1], -1) for item in sorted(items, key=lambda it: (it[1][1], it[1][0]))]
+    height = max(item[1][3] for item in items) + 1
+    occupied = np.zeros(height, dtype=bool)
+    for item in drawn:
+        occupied[item[1][1]:item[1][3] + 1] = True
+    bands = _runs(occupied, max(2, int(0.6 * bond)))
+    segments = []
+    for item in items:
+        kind, box = item[0], item[1]
+        centre = (box[1] + box[3]) / 2
+        band = -1
+        if kind != "rule":
+            band = next((i for i, (top, bottom) in enumerate(bands) if top <= centre <= bottom), -1)
+        segments.append(Segment(kind, box, band, tuple(item[2]) if len(item) > 2 else ()))
+    return sorted(segments, key=lambda s: (s.band if s.band >= 0 else 10**6, s.box[0], s.box[1]))
 
 
 def overlaps(a: Box, b: Box) -> bool:
@@ -119,3 +419,23 @@ def contains(outer: Box, inner: Box, slack: int = 8) -> bool:
     """``inner``'s centre lies inside ``outer`` grown by ``slack`` pixels."""
     cx, cy = (inner[0] + inner[2]) / 2, (inner[1] + inner[3]) / 2
     return outer[0] - slack <= cx <= outer[2] + slack and outer[1] - slack <= cy <= outer[3] + slack
+
+
+#: outline colours of :func:`draw_layout`
+COLOURS = {"structure": (0, 110, 220), "arrow": (220, 0, 0), "arrow_v": (220, 120, 0), "plus": (0, 160, 0),
+           "text": (150, 150, 150), "rule": (160, 0, 160)}
+
+
+def draw_layout(image: Any, segments: list[Segment]) -> Any:
+    """An RGB copy of ``image`` with every segment outlined in its kind's colour and its
+    band written at the corner (the picture docs/extraction.md shows)."""
+    from PIL import ImageDraw
+
+    picture = image.convert("RGB")
+    pen = ImageDraw.Draw(picture)
+    for seg in segments:
+        colour = COLOURS.get(seg.kind, (0, 0, 0))
+        pen.rectangle(seg.box, outline=colour, width=2 if seg.kind != "text" else 1)
+        if seg.kind in ("structure", "arrow"):
+            pen.text((seg.box[0] + 2, seg.box[1] + 1), f"{seg.kind[0]}{seg.band}", fill=colour)
+    return picture

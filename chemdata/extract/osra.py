@@ -13,6 +13,7 @@ from typing import Any
 
 from labrecord.chemdata.extract.trajectory import Trajectory
 
+_LABELLED = re.compile(r"\[(R\d*'*|X\d*|Ar\d*|Y|Z|Rf)\]")
 _LINE = re.compile(r"^(?P<smiles>\S+)\s+(?P<conf>-?[0-9.eE+-]+)\s+(?P<x0>\d+)x(?P<y0>\d+)-(?P<x1>\d+)x(?P<y1>\d+)\s*$")
 
 
@@ -28,7 +29,8 @@ class Reading:
 
     @property
     def is_template(self) -> bool:
-        return "*" in self.smiles
+        """The reading has an attachment point: ``*`` or a printed label (``[R1]``, ``[Ar]``)."""
+        return "*" in self.smiles or bool(_LABELLED.search(self.smiles))
 
     def to_json(self) -> dict[str, Any]:
         return {"id": self.id, "smiles": self.smiles, "confidence": self.confidence,

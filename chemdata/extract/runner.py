@@ -3,16 +3,21 @@
 Per figure (:func:`extract_figure`, a pure function of the image and the config):
 
 1. **text** — ``tesseract`` over the whole figure (identifiers, binding lines), then on
-   crops it tends to miss: conditions over and under each arrow, and small unlabelled blobs;
-2. **layout** — white-space segmentation into rows, arrows, "+" signs and structure blobs;
-3. **recognition** — ``osra`` once per structure blob (cropped with a white margin; short
-   blobs beside an arrow are tried too, small molecules look like words), then over the
-   whole figure; a crop reading wins over a whole-figure one;
+   crops it tends to miss: conditions over and under each arrow, small unlabelled blobs,
+   and a substrate table under the last arrow row (one block);
+2. **layout** — ink components classified by shape into arrows, rules, "+" signs, text
+   and structures, and grouped into rows (:mod:`.layout`);
+3. **recognition** — ``osra`` once per structure (its own ink only, rescaled to a target
+   bond length; short blobs beside an arrow are tried too, small molecules look like
+   words), one reading per region; the whole figure only when no structure was found;
+   template attachment points are named after the labels printed at them;
 4. **association** — the rule-based plan (:mod:`.associate`), or, with a model endpoint,
    the plan the model returns from the figure plus the tool readings;
 5. **assembly** — readings and the R-group engine turn the plan into records.
 
 Tool errors and timeouts end the figure with status ``failed``/``timeout`` and a reason;
+a figure that gives no reaction is ``failed`` with reason ``empty`` and the first stage
+that produced nothing usable;
 an unexpected exception does the same (with its traceback in the trajectory).  No
 figure is ever dropped: each gets ``<out>/<figure_id>.json`` and its trajectory
 ``<out>/trajectories/<figure_id>.ndjson`` (one JSON event per line; the ``.ndjson``
@@ -61,6 +66,8 @@ class ExtractConfig:
     model_endpoint: str | None = None
     model: str | None = None
     api_key_env: str | None = None
+    #: crops are rescaled so a bond is about this many pixels before osra (None: as drawn)
+    target_bond: float | None = 45.0
 
 
 @dataclass
@@ -120,11 +127,31 @@ def extract_figure(image_path: str, config: ExtractConfig) -> FigureResult:
     except Exception as exc:  # a bug or an unreadable image must not drop the figure
         status, error, stage = "failed", f"{type(exc).__name__}: {exc}", state.get("stage")
         trajectory.add("error", traceback=traceback.format_exc(limit=8))
-    if status != "ok":
+    reason = None
+    if status == "ok" and not reactions:
+        stage, error = _empty_stage(state)
+        status, reason = "failed", "empty"
+        trajectory.failure(stage, "empty", error)
+    elif status != "ok":
         trajectory.failure(stage or "unknown", status, error or "")
+    state["reason"] = reason or (status if status != "ok" else None)
     document = _document(figure_id, path, config, status, error, stage, reactions, templates, timing, state, trajectory)
     trajectory.add("result", status=status, reactions=len(document.get("reactions", [])), error=error)
     return FigureResult(figure_id, document, trajectory.events)
+
+
+def _empty_stage(state: dict[str, Any]) -> tuple[str, str]:
+    """(stage, message) for a figure that ran through but gave no reaction: the first
+    stage that produced nothing usable."""
+    kinds = {f["kind"] for f in state["failures"]}
+    if "no_arrow" in kinds:
+        return "layout", "empty: no reaction arrow found"
+    if not state["readings"]:
+        return "recognition", "empty: no structure was read"
+    plan = state.get("plan") or {}
+    if not plan.get("reactions") and not any(scope.get("entries") for scope in plan.get("scopes") or []):
+        return "association", "empty: no step or scope entry could be formed from the readings"
+    return "assembly", "empty: every planned reaction or entry was refused"
 
 
 def _timed(timing: dict[str, float], state: dict[str, Any], name: str, work: Callable[[], Any]) -> Any:
@@ -146,10 +173,13 @@ def _stages(trajectory: Trajectory, path: Path, data: bytes, config: ExtractConf
     image = Image.open(BytesIO(data)).convert("L")
     lines = _timed(timing, state, "text", lambda: tesseract.read_text(
         trajectory, str(path), command=list(config.tesseract_command), limit_s=config.tool_timeout_s))
-    segments = _timed(timing, state, "layout", lambda: layout.segment(image, lines))
+    measured = layout.bond_length(lines, default=None)  # None: too little text to tell
+    bond = measured or layout.DEFAULT_BOND
+    segments = _timed(timing, state, "layout", lambda: layout.segment(image, lines, bond))
     segments, lines = _timed(timing, state, "text", lambda: _read_crops(trajectory, image, segments, lines, config))
-    trajectory.add("layout", segments=[{"kind": s.kind, "box": list(s.box), "band": s.band} for s in segments])
-    segments, readings = _timed(timing, state, "recognition", lambda: _recognize(trajectory, path, image, segments, config))
+    trajectory.add("layout", bond=bond, segments=[{"kind": s.kind, "box": list(s.box), "band": s.band} for s in segments])
+    segments, readings = _timed(timing, state, "recognition",
+                                lambda: _recognize(trajectory, path, image, segments, config, measured or 0.0, lines))
     state["readings"] = [r.to_json() for r in readings]
     plan, problems = _timed(timing, state, "association", lambda: associate.plan_from_rules(segments, readings, lines))
     for problem in problems:
@@ -171,12 +201,25 @@ def _stages(trajectory: Trajectory, path: Path, data: bytes, config: ExtractConf
     return reactions, templates
 
 
-def _crop_file(image: Any, box: tuple[int, int, int, int], folder: str, name: str) -> tuple[str, tuple[int, int]]:
-    """Save ``box`` of ``image`` with a white margin; return (path, offset into the figure)."""
-    from PIL import ImageOps
+def _crop_file(image: Any, box: tuple[int, int, int, int], folder: str, name: str,
+               parts: tuple[tuple[int, int, int, int], ...] = (), scale: float = 1.0) -> tuple[str, tuple[int, int]]:
+    """Save ``box`` of ``image`` with a white margin; return (path, offset into the figure).
+
+    With ``parts`` only those component boxes are copied (a neighbour's text or bonds
+    reaching into the box are left out); ``scale`` resizes the crop (boxes a tool reports
+    in the crop are then divided by it — see :func:`_scaled_offset`)."""
+    from PIL import Image, ImageOps
 
     x0, y0, x1, y1 = box
-    crop = ImageOps.expand(image.crop((x0, y0, x1 + 1, y1 + 1)), CROP_MARGIN, fill=255)
+    if parts:
+        crop = Image.new("L", (x1 - x0 + 1, y1 - y0 + 1), 255)
+        for a0, b0, a1, b1 in parts:
+            crop.paste(image.crop((a0, b0, a1 + 1, b1 + 1)), (a0 - x0, b0 - y0))
+    else:
+        crop = image.crop((x0, y0, x1 + 1, y1 + 1))
+    if abs(scale - 1.0) > 0.05:
+        crop = crop.resize((max(1, round(crop.width * scale)), max(1, round(crop.height * scale))), Image.LANCZOS)
+    crop = ImageOps.expand(crop, CROP_MARGIN, fill=255)
     path = os.path.join(folder, name)
     crop.save(path)
     return path, (x0 - CROP_MARGIN, y0 - CROP_MARGIN)
@@ -210,7 +253,27 @@ def _read_crops(trajectory: Trajectory, image: Any, segments: list[layout.Segmen
                 if found:
                     lines += found
                     segments[index] = layout.Segment("text", seg.box, seg.band)
+        table = _table_region(segments, ink.shape)
+        if table is not None:
+            path, offset = _crop_file(image, table, scratch, "table.png")
+            lines += tesseract.read_text(trajectory, path, command=list(config.tesseract_command),
+                                         limit_s=config.tool_timeout_s, psm=6, offset=offset,
+                                         region=",".join(map(str, table)))
     return segments, sorted(lines, key=lambda line: (line.box[1], line.box[0]))
+
+
+def _table_region(segments: list[layout.Segment], shape: tuple[int, int]) -> tuple[int, int, int, int] | None:
+    """The full-width area under the last arrow row, when it holds no drawn structure: a
+    substrate table, read again as one block (sparse-text reading drops lone cells such as
+    entry numbers and ``H``)."""
+    arrows = [s for s in segments if s.kind == "arrow"]
+    if not arrows:
+        return None
+    band = max(s.band for s in arrows)
+    top = max(s.box[3] for s in segments if s.band == band and s.kind in ("structure", "arrow")) + 3
+    if top >= shape[0] - 20 or any(s.kind == "structure" and s.box[1] > top for s in segments):
+        return None
+    return (0, top, shape[1] - 1, shape[0] - 1)
 
 
 def _candidates(segments: list[layout.Segment]) -> list[int]:
@@ -227,26 +290,126 @@ def _candidates(segments: list[layout.Segment]) -> list[int]:
     return picked
 
 
+def crop_scale(bond: float, target: float | None) -> float:
+    """The factor that brings a drawing's bond length to ``target`` px (1 when ``target``
+    is None, the bond is unknown (0), or it is already within 20 % of the target)."""
+    if not target or bond <= 0:
+        return 1.0
+    factor = target / bond
+    return 1.0 if 0.8 <= factor <= 1.25 else max(0.25, min(4.0, factor))
+
+
+def _best(read: list[tuple[str, float, tuple[int, int, int, int]]]) -> tuple[str, float, tuple[int, int, int, int]] | None:
+    """One reading per region: the structure with the most atoms (ties: higher confidence);
+    osra's extra pieces in a crop are fragments of the same drawing or stray marks."""
+    if not read:
+        return None
+
+    def atoms(smiles: str) -> int:
+        return sum(1 for c in smiles if c.isalpha() and c.isupper()) + smiles.count("c") + smiles.count("n")
+
+    return max(read, key=lambda item: (atoms(item[0]), item[1]))
+
+
 def _recognize(trajectory: Trajectory, path: Path, image: Any, segments: list[layout.Segment],
-               config: ExtractConfig) -> tuple[list[layout.Segment], list[osra.Reading]]:
-    """Crop readings (one osra call per candidate blob) first, whole-figure readings after.
-    A "text" blob that osra reads as a structure becomes a structure segment."""
+               config: ExtractConfig, bond: float = layout.DEFAULT_BOND,
+               lines: list[tesseract.TextLine] | None = None) -> tuple[list[layout.Segment], list[osra.Reading]]:
+    """One osra call per candidate blob, each crop rescaled so its bonds are about
+    ``config.target_bond`` px, keeping one reading per region (with osra's confidence).
+    A reading with attachment points gets its labels from the printed text
+    (:func:`_label_template`).
+    The whole figure is read only when the layout found no candidate at all.  A "text"
+    blob that osra reads as a structure becomes a structure segment."""
     command = list(config.osra_command)
     found: list[tuple[str, float, tuple[int, int, int, int], str]] = []
     segments = list(segments)
+    scale = crop_scale(bond, config.target_bond)
+    candidates = _candidates(segments)
     with tempfile.TemporaryDirectory(prefix="labrecord-osra-") as scratch:
-        for index in _candidates(segments):
+        for index in candidates:
             seg = segments[index]
-            crop_path, offset = _crop_file(image, seg.box, scratch, f"crop{index}.png")
+            crop_path, offset = _crop_file(image, seg.box, scratch, f"crop{index}.png", seg.parts, scale)
             read = osra.read_structures(trajectory, crop_path, command=command, limit_s=config.tool_timeout_s,
-                                        offset=offset, region=",".join(map(str, seg.box)))
-            found.extend((smiles, confidence, box, "crop") for smiles, confidence, box in read)
-            if read and seg.kind == "text":
-                segments[index] = layout.Segment("structure", seg.box, seg.band)
-    for smiles, confidence, box in osra.read_structures(trajectory, str(path), command=command,
-                                                        limit_s=config.tool_timeout_s):
-        found.append((smiles, confidence, box, "full"))
+                                        offset=(0, 0), region=",".join(map(str, seg.box)))
+            best = _best(read)
+            if best is None:
+                continue
+            if "*" in best[0] and lines:
+                labelled = _label_template(trajectory, crop_path, seg.box, lines, config)
+                if labelled:
+                    best = (labelled, best[1], best[2])
+            # one reading per region: its box is the region's own
+            found.append((best[0], best[1], seg.box, "crop"))
+            if seg.kind == "text":
+                segments[index] = layout.Segment("structure", seg.box, seg.band, seg.parts)
+    if not candidates:
+        for smiles, confidence, box in osra.read_structures(trajectory, str(path), command=command,
+                                                            limit_s=config.tool_timeout_s):
+            found.append((smiles, confidence, box, "full"))
     return segments, [osra.Reading(f"m{i + 1}", s, c, b, src) for i, (s, c, b, src) in enumerate(found)]
+
+
+def _label_template(trajectory: Trajectory, crop_path: str, box: tuple[int, int, int, int],
+                    lines: list[tesseract.TextLine], config: ExtractConfig) -> str | None:
+    """Name a template's attachment points after the labels printed at them.
+
+    osra writes every R label as a bare ``*``; its molfile output keeps 2-D atom
+    coordinates, so each ``*`` is matched (nearest, one to one) to the label words
+    printed inside the drawing (``R1``, ``R²``, ``Ar``, ``X`` …), both sides measured in
+    coordinates normalized to the drawing's extent.  Returns the labelled SMILES
+    (``[1*]`` for R1, ``[Ar]``…) or None when the labels cannot be placed."""
+    from rdkit import Chem
+
+    from labrecord.chemdata.extract.associate import LABEL_WORD, normalize_variable
+
+    x0, y0, x1, y1 = box
+    words = [(normalize_variable(w.rstrip(",=:")), ((b[0] + b[2]) / 2, (b[1] + b[3]) / 2))
+             for line in lines for w, b in line.words
+             if LABEL_WORD.match(w) and x0 - 10 <= (b[0] + b[2]) / 2 <= x1 + 10 and y0 - 10 <= (b[1] + b[3]) / 2 <= y1 + 10]
+    if not words:
+        return None
+    argv = [*config.osra_command, "-f", "sdf", crop_path]
+    block = trajectory.run_tool("osra", argv, limit_s=config.tool_timeout_s, note={"region": ",".join(map(str, box))})
+    mols = [m for m in (Chem.MolFromMolBlock(part + "M  END\n", sanitize=False)
+                        for part in block.split("M  END") if "V2000" in part) if m is not None]
+    if not mols:
+        return None
+    mol = max(mols, key=lambda m: m.GetNumAtoms())
+    conf = mol.GetConformer()
+    xs = [conf.GetAtomPosition(i).x for i in range(mol.GetNumAtoms())]
+    ys = [conf.GetAtomPosition(i).y for i in range(mol.GetNumAtoms())]
+    dummies = [a.GetIdx() for a in mol.GetAtoms() if a.GetAtomicNum() == 0]
+    if not dummies or len(dummies) > len(words) or max(xs) == min(xs) or max(ys) == min(ys):
+        return None
+
+    def atom_at(i: int) -> tuple[float, float]:  # molfile y grows upwards
+        return (xs[i] - min(xs)) / (max(xs) - min(xs)), (max(ys) - ys[i]) / (max(ys) - min(ys))
+
+    def word_at(centre: tuple[float, float]) -> tuple[float, float]:
+        return (centre[0] - x0) / max(1, x1 - x0), (centre[1] - y0) / max(1, y1 - y0)
+
+    pairs = sorted(((atom_at(i)[0] - word_at(c)[0]) ** 2 + (atom_at(i)[1] - word_at(c)[1]) ** 2, i, k)
+                   for i in dummies for k, (_, c) in enumerate(words))
+    chosen: dict[int, str] = {}
+    used: set[int] = set()
+    for _, atom, k in pairs:
+        if atom not in chosen and k not in used:
+            chosen[atom] = words[k][0]
+            used.add(k)
+    editable = Chem.RWMol(mol)
+    names: dict[int, str] = {}
+    for atom, label in chosen.items():
+        number = 900 + len(names)
+        names[number] = label
+        editable.GetAtomWithIdx(atom).SetIsotope(number)
+    try:
+        Chem.SanitizeMol(editable)
+        smiles = Chem.MolToSmiles(Chem.RemoveHs(editable))
+    except Exception:  # osra's molfile may not sanitize (it already failed the SMILES route)
+        return None
+    for number, label in names.items():
+        smiles = smiles.replace(f"[{number}*]", f"[{label}]")
+    return smiles
 
 
 def _config_json(config: ExtractConfig) -> dict[str, Any]:
@@ -262,6 +425,7 @@ def _document(figure_id: str, path: Path, config: ExtractConfig, status: str, er
                              "plan_source": state["plan_source"], "trajectory": f"{TRAJECTORY_DIR}/{figure_id}{TRAJECTORY_SUFFIX}"}
     if stage and status != "ok":
         extra["failed_stage"] = stage
+        extra["failed_reason"] = state.get("reason") or status
     document = FigureDocument(figure_id=figure_id, system=config.system, status=status, error=error,  # type: ignore[arg-type]
                               reactions=reactions if status == "ok" else [], templates=templates if status == "ok" else [],
                               timing=Timing(wall_s=round(trajectory.elapsed(), 6), timeout_s=config.budget_s, steps=timing),
@@ -315,7 +479,8 @@ def summarize(documents: dict[str, dict[str, Any]], config: ExtractConfig, execu
         extra = document.get("extra", {})
         failures = list(extra.get("failures", []))
         if document.get("status", "ok") != "ok":
-            failures.append({"stage": extra.get("failed_stage") or "unknown", "kind": document["status"]})
+            failures.append({"stage": extra.get("failed_stage") or "unknown",
+                             "kind": extra.get("failed_reason") or document["status"]})
         for failure in failures:
             stages[failure["stage"]] += 1
             kinds[f"{failure['stage']}:{failure['kind']}"] += 1

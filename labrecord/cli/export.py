@@ -52,6 +52,21 @@ def parse_split(text: str) -> float:
     return valid
 
 
+def camera_options(func: F) -> F:
+    """--cameras and --image-size, shared by the exports that carry images."""
+    func = click.option("--image-size", default=None, metavar="N|HxW",
+                        help="Resize every exported camera to N x N (or H x W) pixels.")(func)
+    func = click.option("--cameras", default=None, metavar="NAME,NAME",
+                        help="Cameras to export (default: every camera the runs recorded).")(func)
+    func = click.option("--env-state", is_flag=True,
+                        help="Also export the evaluator state (object poses, display reading), marked privileged.")(func)
+    return func
+
+
+def camera_list(text: str | None) -> list[str] | None:
+    return None if text is None else [c.strip() for c in text.split(",") if c.strip()]
+
+
 def report(summary: Any, as_json: bool, unit: str) -> None:
     if as_json:
         echo_json(summary.to_json())
@@ -82,14 +97,16 @@ def export() -> None:
               help="Frames where the environment was in control: 'split' cuts episodes there, "
                    "'keep' keeps them with a policy_in_control feature.")
 @click.option("--codec", default="libsvtav1", show_default=True, help="Video codec (one lerobot accepts).")
+@camera_options
 def lerobot(runs_dir: str, accept: str, overwrite: bool, as_json: bool, out: str, repo_id: str | None, split: str,
-            seed: int, env_frames: str, codec: str) -> None:
+            seed: int, env_frames: str, codec: str, cameras: str | None, image_size: str | None,
+            env_state: bool) -> None:
     """Write a LeRobot v3 dataset through lerobot's own API (needs the [lerobot] extra, Python >= 3.12).
 
     \b
     Example:
       labrecord export lerobot runs/ --out datasets/weighing --repo-id local/weighing \\
-          --accept success --split train=0.9
+          --accept success --split train=0.9 --cameras front,wrist --image-size 96
       python -c "from lerobot.datasets import LeRobotDataset; \\
           print(LeRobotDataset('local/weighing', root='datasets/weighing'))"
     """
@@ -99,7 +116,7 @@ def lerobot(runs_dir: str, accept: str, overwrite: bool, as_json: bool, out: str
 
     summary = export_lerobot(runs_dir, out, repo_id=repo_id or f"local/{Path(out).name}", accept=accept,
                              valid_ratio=parse_split(split), seed=seed, env_frames=env_frames, overwrite=overwrite,
-                             codec=codec)
+                             codec=codec, cameras=camera_list(cameras), image_size=image_size, env_state=env_state)
     report(summary, as_json, "episodes")
 
 
@@ -108,17 +125,22 @@ def lerobot(runs_dir: str, accept: str, overwrite: bool, as_json: bool, out: str
 @click.option("--out", required=True, type=click.Path(dir_okay=False), help="HDF5 file to create.")
 @click.option("--valid-ratio", default=0.1, show_default=True, type=float, help="Share of accepted demos in mask/valid.")
 @click.option("--seed", default=0, show_default=True, help="Seed of the train/valid assignment.")
-def hdf5(runs_dir: str, accept: str, overwrite: bool, as_json: bool, out: str, valid_ratio: float, seed: int) -> None:
+@click.option("--images", is_flag=True, help="Add camera images as robomimic obs keys <camera>_image (uint8 N x H x W x 3).")
+@camera_options
+def hdf5(runs_dir: str, accept: str, overwrite: bool, as_json: bool, out: str, valid_ratio: float, seed: int,
+         images: bool, cameras: str | None, image_size: str | None, env_state: bool) -> None:
     """Merge the runs' demo.hdf5 files into one robomimic-layout file.
 
     \b
     Example:
       labrecord export hdf5 runs/ --out demos.hdf5 --accept success --valid-ratio 0.1 --seed 0
       labrecord export hdf5 runs/ --out weighing.hdf5 --accept "family = 'weighing' AND num_samples > 50"
+      labrecord export hdf5 runs/ --out images.hdf5 --images --cameras front,wrist --image-size 84
     """
     from labrecord.exporters.hdf5 import export_hdf5
 
-    summary = export_hdf5(runs_dir, out, accept=accept, valid_ratio=valid_ratio, seed=seed, overwrite=overwrite)
+    summary = export_hdf5(runs_dir, out, accept=accept, valid_ratio=valid_ratio, seed=seed, overwrite=overwrite,
+                          images=images, cameras=camera_list(cameras), image_size=image_size, env_state=env_state)
     report(summary, as_json, "demos")
 
 

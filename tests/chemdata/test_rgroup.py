@@ -75,9 +75,15 @@ def test_derive_bindings_recovers_substituents() -> None:
     assert derive_bindings("[*:1][C@H](N)C(=O)O", "N[C@@H](Cc1ccccc1)C(=O)O") == {"R1": "*Cc1ccccc1"}
 
 
-def test_derive_bindings_stereo_mismatch_is_no_match() -> None:
+def test_derive_bindings_is_stereo_blind_and_reactants_take_the_product_stereo() -> None:
+    # the template says L (S), the drawn product is D (R): the match is made stereo-blind
     found = derive_bindings("[*:1][C@H](N)C(=O)O", "N[C@H](Cc1ccccc1)C(=O)O")
-    assert isinstance(found, Failure) and found.kind == "no_match"
+    assert found == {"R1": "*Cc1ccccc1"}
+    # the reactant's core centre takes the product's CIP label (R), not the template's
+    (reactant,) = derive_reactants(["[*:1][C@H](N)C(=O)OC"], "[*:1][C@H](N)C(=O)O", "N[C@H](Cc1ccccc1)C(=O)O")
+    assert reactant == canon("N[C@H](Cc1ccccc1)C(=O)OC")
+    # a different skeleton still fails
+    assert derive_bindings("[*:1][C@H](N)C(=O)O", "NCCC(=O)O").kind == "no_match"
 
 
 def test_ambiguous_match_and_its_resolution_by_explicit_binding() -> None:
@@ -146,3 +152,56 @@ def test_instantiate_then_derive_round_trips(abbreviation: str, template: str) -
     assert instantiate(template, found) == concrete
     assert Chem.MolToSmiles(Chem.MolFromSmiles(found["R1"])) == Chem.MolToSmiles(
         Chem.MolFromSmiles(ABBREVIATIONS[abbreviation]))
+
+
+@pytest.mark.parametrize(("template", "label"), [
+    ("[Ar]C=O", "Ar"), ("[Y]c1ccccc1", "Y"), ("[Rf]C(=O)O", "Rf"), ("[X]c1ccccc1", "X"),
+])
+def test_element_like_labels_at_attachment_points(template: str, label: str) -> None:
+    assert template_labels(template) == [label]
+    assert instantiate(template, {label: "Me"}) == canon(template.replace(f"[{label}]", "C"))
+
+
+def test_element_label_in_context() -> None:
+    # an unbonded [Ar] is argon, not a label; a name printed in the figure makes one a label
+    assert template_labels("[Ar].c1ccccc1") == []
+    assert template_labels("[Ni]C", names={"Ni"}) == ["Ni"]
+
+
+def test_ar_label_binds_only_an_aryl() -> None:
+    # Ar and R on one carbon: without the Ar context the match is ambiguous (Ph/Et either way)
+    found = derive_bindings("O=C1OCC([Ar])([R])N1", "O=C1OCC(CC)(c2ccccc2)N1")
+    assert found == {"Ar": "*c1ccccc1", "R": "*CC"}
+
+
+def test_symmetric_core_tie_broken_by_reactant_templates() -> None:
+    # [1*]SS[2*] matches an unsymmetric disulfide two ways; both give the same two thiols
+    reactants = derive_reactants(["[1*]S", "[2*]S"], "[1*]SS[2*]", "CSSc1ccccc1")
+    assert sorted(reactants) == sorted([canon("CS"), canon("Sc1ccccc1")])
+    # where the reactant templates differ per label, the tie stands
+    tie = derive_reactants(["[1*]S", "[2*]O"], "[1*]SS[2*]", "CSSc1ccccc1")
+    assert isinstance(tie, Failure) and tie.kind == "ambiguous_match"
+
+
+def test_bare_star_reactant_template() -> None:
+    # C–H functionalization: the bare * reactant is the arene itself (H at the attachment point)
+    product = "Cc1ccc(-c2ccccn2)cc1"
+    (arene, pyridine) = derive_reactants(["*", "Brc1ccccn1"], "*c1ccccn1", product, c_h_functionalization=True)
+    assert arene == canon("Cc1ccccc1") and pyridine == canon("Brc1ccccn1")
+    # a leaving group only from the entry's own evidence ...
+    (halide, _) = derive_reactants(["*", "Brc1ccccn1"], "*c1ccccn1", product, {"LG": "I"})
+    assert halide == canon("Cc1ccc(I)cc1")
+    # ... else an explicit refusal, never a guess
+    refused = derive_reactants(["*", "Brc1ccccn1"], "*c1ccccn1", product)
+    assert isinstance(refused, Failure) and refused.kind == "leaving_group_unknown"
+
+
+@settings(max_examples=20, deadline=None)
+@given(st.sampled_from(["Me", "Et", "Bn", "Ph", "iPr", "CF3", "OMe"]))
+def test_derivation_is_stereo_blind_whichever_way_the_template_writes_the_centre(value: str) -> None:
+    # the product is made with one configuration; the template may spell either
+    product = instantiate("[*:1][C@@H](N)C(=O)O", {"R1": value})
+    for template in ("[*:1][C@H](N)C(=O)O", "[*:1][C@@H](N)C(=O)O", "[*:1]C(N)C(=O)O"):
+        found = derive_bindings(template, product)
+        assert not isinstance(found, Failure) and canon(instantiate("[*:1]C(N)C(=O)O", found)) == \
+            canon(instantiate("[*:1]C(N)C(=O)O", {"R1": value}))

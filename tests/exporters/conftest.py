@@ -14,9 +14,10 @@ require_reader = require
 
 @pytest.fixture(scope="module")
 def demo_runs(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """Two runs, three episodes each (success, failure, success), 64x64 frames, one
+    """Two runs, three episodes each (success, failure, success), 64x64 frames of camera
+    ``front`` kept in demo.hdf5 and of camera ``wrist`` in videos/wrist.mp4, one
     environment-controlled stretch per episode."""
     root = tmp_path_factory.mktemp("runs")
     write_demo_runs(root, runs=2, episodes=3, steps=12, successes=(True, False, True), image_size=64,
-                    env_control=True)
+                    env_control=True, video_cameras=("wrist",))
     return root

@@ -24,6 +24,8 @@ def main(repo_id: str, root: str) -> None:
         episode["frame_index"].append(int(item["frame_index"]))
         episode["state"].append(item["observation.state"].numpy().tolist())
         episode["action"].append(item["action"].numpy().tolist())
+        if "observation.environment_state" in item:
+            episode.setdefault("env", []).append(item["observation.environment_state"].numpy().tolist())
         if "policy_in_control" in item:
             episode["control"].append(bool(item["policy_in_control"].item()))
         for key in dataset.meta.video_keys:

@@ -12,10 +12,13 @@ from hypothesis import strategies as st
 
 from labrecord.demos import DemoReader, read_demos
 from labrecord.errors import LabrecordError
-from labrecord.exporters.examples import write_demo_runs
+from labrecord.exporters.examples import camera_frame, write_demo_runs
 from labrecord.exporters.hdf5 import export_hdf5
 
 from tests.exporters.conftest import require_reader
+
+#: mean absolute error (0-255 scale) of a frame decoded from the run's H.264 video
+H264_TOLERANCE = 6.0
 
 
 def _sources(runs: Path) -> dict[tuple[str, int], object]:
@@ -41,11 +44,16 @@ def test_merge_by_hand(demo_runs: Path, tmp_path: Path) -> None:
         assert [(a.run_id, a.episode, a.demo, a.extra["note"]) for a in rejected] == [
             ("demo-run-0000", 1, None, "rejected by rule 'success'"),
             ("demo-run-0001", 1, None, "rejected by rule 'success'")]
+        exported = [a for a in manifest if a.extra["accepted"]]
+        assert [a.extra["note"] for a in exported][:1] == [f"exported as {exported[0].demo} ({exported[0].extra['split']})"]
         for name in reader.demo_names:
             demo = reader.demo(name)
             source = sources[(demo.run_id, demo.episode)]
             np.testing.assert_array_equal(demo.actions, source.actions)
-            np.testing.assert_array_equal(demo.obs["front"], source.obs["front"])
+            assert sorted(demo.obs) == ["robot0_eef_pos", "robot0_gripper_qpos"]  # no images, no evaluator state
+            for key in demo.obs:
+                np.testing.assert_array_equal(demo.obs[key], source.obs[key])
+                np.testing.assert_array_equal(demo.next_obs[key], source.next_obs[key])
             np.testing.assert_array_equal(demo.control_mask, source.control_mask)
             assert not demo.control_mask.all()  # the environment-controlled stretch survives
             assert "hidden_mass_g" in reader.diagnostics(name)
@@ -109,13 +117,15 @@ def test_robomimic_sequence_dataset(demo_runs: Path, tmp_path: Path) -> None:
     except ImportError:
         require_reader(False, "robomimic", 'pip install robomimic==0.3.0 six torch==2.13.0')
     out = tmp_path / "robomimic.hdf5"
-    export_hdf5(demo_runs, out, valid_ratio=0.25, seed=1)
-    obs_utils.initialize_obs_utils_with_obs_specs({"obs": {"low_dim": ["state"], "rgb": ["front"]}})
-    dataset = SequenceDataset(hdf5_path=str(out), obs_keys=("state", "front"), dataset_keys=("actions", "rewards", "dones"),
+    export_hdf5(demo_runs, out, valid_ratio=0.25, seed=1, images=True)
+    keys = ("robot0_eef_pos", "robot0_gripper_qpos", "front_image", "wrist_image")
+    obs_utils.initialize_obs_utils_with_obs_specs({"obs": {"low_dim": list(keys[:2]), "rgb": list(keys[2:])}})
+    dataset = SequenceDataset(hdf5_path=str(out), obs_keys=keys, dataset_keys=("actions", "rewards", "dones"),
                               filter_by_attribute="train")
     with DemoReader(out) as reader:
         train = reader.mask("train")
         demos = {name: reader.demo(name) for name in train}
+        assert "object" not in reader.obs_shapes(train[0])  # evaluator state stays out without env_state
     assert dataset.n_demos == len(train) == 3
     assert len(dataset) == sum(d.num_samples for d in demos.values()) == 36
     index = 0
@@ -124,14 +134,46 @@ def test_robomimic_sequence_dataset(demo_runs: Path, tmp_path: Path) -> None:
         for step in range(demo.num_samples):
             item = dataset[index]
             np.testing.assert_allclose(item["actions"][0], demo.actions[step], rtol=1e-6)
-            np.testing.assert_allclose(item["obs"]["state"][0], demo.obs["state"][step], rtol=1e-6)
-            np.testing.assert_allclose(item["next_obs"]["state"][0], demo.next_obs["state"][step], rtol=1e-6)
-            np.testing.assert_array_equal(item["obs"]["front"][0], demo.obs["front"][step])
+            for key in keys[:2]:
+                np.testing.assert_allclose(item["obs"][key][0], demo.obs[key][step], rtol=1e-6)
+                np.testing.assert_allclose(item["next_obs"][key][0], demo.next_obs[key][step], rtol=1e-6)
+            np.testing.assert_array_equal(item["obs"]["front_image"][0], demo.obs["front_image"][step])
+            assert item["obs"]["wrist_image"][0].shape == (64, 64, 3)
             assert item["rewards"][0] == demo.rewards[step] and item["dones"][0] == demo.dones[step]
             index += 1
+    sources = _sources(demo_runs)
+    for demo in demos.values():
+        source = sources[(demo.run_id, demo.episode)]
+        np.testing.assert_array_equal(demo.obs["front_image"], source.obs["front"])  # kept frames: lossless
+        wrist = np.stack([camera_frame(i, demo.episode, 64) for i in range(demo.num_samples)]).astype(float)
+        assert np.abs(demo.obs["wrist_image"] - wrist).mean(axis=(1, 2, 3)).max() < H264_TOLERANCE
+        np.testing.assert_array_equal(demo.next_obs["wrist_image"][:-1], demo.obs["wrist_image"][1:])
+        np.testing.assert_array_equal(demo.next_obs["wrist_image"][-1], demo.obs["wrist_image"][-1])
     # next_obs of step i is obs of step i + 1 inside a demo
     first = demos[train[0]]
-    np.testing.assert_array_equal(first.next_obs["state"][:-1], first.obs["state"][1:])
+    np.testing.assert_array_equal(first.next_obs["robot0_eef_pos"][:-1], first.obs["robot0_eef_pos"][1:])
+
+
+def test_images_selected_resized_and_env_state(demo_runs: Path, tmp_path: Path) -> None:
+    out = tmp_path / "small.hdf5"
+    export_hdf5(demo_runs, out, images=True, cameras=["wrist"], image_size="16x24", env_state=True)
+    with DemoReader(out) as reader:
+        shapes = reader.obs_shapes("demo_0")
+        demo = reader.demo("demo_0", keys=[])
+        labrecord = reader.env_args["labrecord"]
+    assert shapes["wrist_image"] == ((16, 24, 3), np.dtype("uint8")) and "front_image" not in shapes
+    assert shapes["object"][0] == (3,)
+    assert json.loads(demo.attrs["privileged_obs"]) == ["object"]
+    assert labrecord["cameras"] == [{"name": "wrist", "source": "video", "recorded_size": [64, 64],
+                                     "exported_size": [16, 24], "obs_key": "wrist_image"}]
+    assert labrecord["observations"]["privileged_obs"] == ["object"] and labrecord["runs"] == ["demo-run-0000",
+                                                                                               "demo-run-0001"]
+    assert labrecord["rule"] == "success" and "held for one control period" in labrecord["action_convention"]
+    with pytest.raises(LabrecordError, match=r"has no camera 'side' \(it has: front, wrist"):
+        export_hdf5(demo_runs, tmp_path / "x.hdf5", images=True, cameras=["side"])
+    with pytest.raises(LabrecordError, match="pass --images too"):
+        export_hdf5(demo_runs, tmp_path / "x.hdf5", cameras=["front"])
+    assert not (tmp_path / "x.hdf5").exists()
 
 
 @settings(max_examples=8, deadline=None)

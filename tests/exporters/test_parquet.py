@@ -26,14 +26,15 @@ def test_tables_by_hand(demo_runs: Path, tmp_path: Path) -> None:
                                                       "measurements.parquet", "steps.parquet"]
     steps = pq.read_table(out / "steps.parquet")
     assert steps.num_rows == 48
-    assert "obs.front" not in steps.column_names and "obs.state" in steps.column_names
+    assert "obs.front" not in steps.column_names and "obs.robot0_eef_pos" in steps.column_names
     assert not any("hidden" in c or "score" in c for c in steps.column_names)
     sources = {(d.run_id, d.episode): d for run in sorted(demo_runs.iterdir()) for d in read_demos(run / "demo.hdf5")}
     rows = steps.to_pylist()
     for row in rows:
         demo = sources[(row["run_id"], row["episode"])]
         np.testing.assert_array_equal(np.array(row["action"], dtype=np.float32), demo.actions[row["frame"]])
-        np.testing.assert_array_equal(np.array(row["obs.state"], dtype=np.float32), demo.obs["state"][row["frame"]])
+        np.testing.assert_array_equal(np.array(row["obs.robot0_eef_pos"], dtype=np.float32),
+                                      demo.obs["robot0_eef_pos"][row["frame"]])
         assert row["policy_in_control"] == bool(demo.control_mask[row["frame"]])
     attempts = pq.read_table(out / "attempts.parquet").to_pylist()
     assert len(attempts) == 6 and sum(a["accepted"] for a in attempts) == 4
@@ -44,7 +45,8 @@ def test_tables_by_hand(demo_runs: Path, tmp_path: Path) -> None:
     assert counts == [("demo-run-0000", 36), ("demo-run-0001", 36)]
     first = con.execute(f"SELECT type, fields FROM '{out}/events.parquet' ORDER BY run_id, seq LIMIT 1").fetchone()
     assert first[0] == "episode_start" and json.loads(first[1]) == {"episode": 0}
-    assert json.loads((out / "export.json").read_text())["frames"] == 48
+    document = json.loads((out / "export.json").read_text())
+    assert document["frames"] == 48 and document["observations"]["evaluator"] == ["object"]
 
 
 def test_refusals_write_nothing(demo_runs: Path, tmp_path: Path) -> None:

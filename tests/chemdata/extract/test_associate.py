@@ -5,7 +5,7 @@ import pytest
 from hypothesis import given, strategies as st
 
 from labrecord.chemdata.extract.associate import (
-    binding_lines, normalize_entry_id, normalize_variable, plan_from_rules, repair_value,
+    binding_lines, normalize_entry_id, normalize_variable, plan_from_rules, repair_value, table_entries,
 )
 from labrecord.chemdata.extract.layout import Segment
 from labrecord.chemdata.extract.osra import Reading
@@ -118,3 +118,63 @@ def test_text_over_an_arrow_is_that_steps_condition_and_percent_is_a_yield() -> 
     scope_plan, _ = plan_from_rules(table, [read("m1", "*c1ccc(I)cc1", 0), read("m2", "*c1ccccc1", 300)],
                                     [TextLine("1a R1 = Me 92 %", (0, 200, 200, 220), 90)])
     assert scope_plan["scopes"][0]["entries"] == [{"id": "1a", "bindings": {"R1": "Me"}, "yield": "92%"}]
+
+
+def test_a_structure_drawn_under_the_arrow_row_is_not_a_participant() -> None:
+    # reactant and product straddle the arrow's axis (y 50); a catalyst drawn below the
+    # reactant (y 150-250) and one under the arrow are left out of the step
+    segments = [seg("structure", 0), seg("arrow", 150, y=45, h=10), seg("structure", 300),
+                seg("structure", 0, y=150), seg("structure", 150, y=120, h=40)]
+    readings = [read("m1", "CCO", 0), read("m2", "CC=O", 300), read("m3", "c1ccccc1", 0, 150), read("m4", "O", 150, 110)]
+    plan, _ = plan_from_rules(segments, readings, [])
+    assert [([r["reading"] for r in x["reactants"]], [p["reading"] for p in x["products"]]) for x in plan["reactions"]] \
+        == [(["m1"], ["m2"])]
+
+
+def words(*cells: tuple[str, int]) -> tuple[tuple[str, tuple[int, int, int, int]], ...]:
+    return tuple((text, (x, 0, x + 20, 10)) for text, x in cells)
+
+
+def test_table_entries_read_columns_under_their_headers() -> None:
+    # header "R1 R2 yield" (OCR'd superscripts), rows start with the entry number;
+    # a repeated row (an optimization table) is kept once, a stray cell is skipped
+    lines = [TextLine("Ri Ro conv.", (0, 100, 300, 110), 90, words(("Ri", 100), ("Ro", 200), ("conv.", 300))),
+             TextLine("1 H H 100", (0, 120, 300, 130), 90, words(("1", 0), ("H", 102), ("H", 198), ("100", 300))),
+             TextLine("Cl", (190, 135, 210, 145), 90, words(("Cl", 195))),
+             TextLine("2 CH30 Cl 90", (0, 150, 300, 160), 90, words(("2", 0), ("CH30", 95), ("Cl", 205), ("90", 300))),
+             TextLine("3 H H 80", (0, 170, 300, 180), 90, words(("3", 0), ("H", 102), ("H", 198), ("80", 300)))]
+    assert [(e, b) for e, b, _ in table_entries(lines, 50)] == [("1", {"R1": "H", "R2": "H"}),
+                                                                 ("2", {"R1": "OMe", "R2": "Cl"})]
+    assert table_entries(lines, 500) == []
+
+
+def test_readings_with_printed_labels_are_templates() -> None:
+    assert read("m1", "[R2]c1ccc(C=O)cc1[R1]", 0).is_template and read("m2", "*c1ccccc1", 0).is_template
+    assert read("m3", "c1ccccc1[Ar]", 0).is_template  # [Ar] at an attachment point is a label
+    assert not read("m4", "CCO", 0).is_template
+
+
+def test_a_row_opening_with_an_arrow_continues_the_previous_row() -> None:
+    # row 0: m1 -> m2 ; row 1: (arrow) -> m3 : the second step is m2 -> m3
+    segments = [seg("structure", 0), seg("arrow", 150, y=45, h=10), seg("structure", 300),
+                seg("arrow", 0, band=1, y=245, h=10), seg("structure", 150, band=1, y=200)]
+    readings = [read("m1", "CCO", 0), read("m2", "CC=O", 300), read("m3", "CC(=O)O", 150, 200)]
+    plan, _ = plan_from_rules(segments, readings, [])
+    assert [([r["reading"] for r in x["reactants"]], [p["reading"] for p in x["products"]]) for x in plan["reactions"]] \
+        == [(["m1"], ["m2"]), (["m2"], ["m3"])]
+
+
+@given(st.lists(st.tuples(st.sampled_from(["H", "Me", "OMe", "Cl", "Br", "Ph"]),
+                          st.sampled_from(["H", "Et", "F", "CF3", "tBu"])), min_size=1, max_size=8))
+def test_table_rows_round_trip(rows: list[tuple[str, str]]) -> None:
+    lines = [TextLine("entry R1 R2", (0, 0, 300, 10), 90, words(("entry", 0), ("R1", 100), ("R2", 200)))]
+    for number, (first, second) in enumerate(rows, start=1):
+        y = 20 * number
+        lines.append(TextLine(f"{number} {first} {second}", (0, y, 300, y + 10), 90,
+                              words((str(number), 0), (first, 95), (second, 205))))
+    expected, seen = [], set()
+    for number, (first, second) in enumerate(rows, start=1):
+        if (first, second) not in seen:  # repeated rows are kept once
+            seen.add((first, second))
+            expected.append((str(number), {"R1": first, "R2": second}))
+    assert [(e, b) for e, b, _ in table_entries(lines)] == expected

@@ -1,16 +1,21 @@
-"""Tests for chemdata/extract/layout.py: white-space segmentation and shape rules."""
+"""Tests for chemdata/extract/layout.py: ink components, arrow and rule shapes, rows."""
 from __future__ import annotations
 
 from hypothesis import given, settings, strategies as st
 from PIL import Image, ImageDraw
 
-from labrecord.chemdata.extract.layout import contains, overlaps, segment
+from labrecord.chemdata.extract.layout import arrow_shape, bond_length, contains, ink_mask, overlaps, segment
 from labrecord.chemdata.extract.tesseract import TextLine
 
 
-def canvas() -> tuple[Image.Image, ImageDraw.ImageDraw]:
-    image = Image.new("L", (700, 300), 255)
+def canvas(width: int = 700, height: int = 300) -> tuple[Image.Image, ImageDraw.ImageDraw]:
+    image = Image.new("L", (width, height), 255)
     return image, ImageDraw.Draw(image)
+
+
+def arrow(pen: ImageDraw.ImageDraw, x0: int, x1: int, y: int) -> None:
+    pen.line((x0, y, x1 - 14, y), fill=0, width=3)
+    pen.polygon([(x1, y), (x1 - 16, y - 8), (x1 - 16, y + 8)], fill=0)
 
 
 def test_row_with_structure_plus_arrow_and_a_text_line_below() -> None:
@@ -19,18 +24,59 @@ def test_row_with_structure_plus_arrow_and_a_text_line_below() -> None:
     pen.line((160, 70, 180, 70), fill=0, width=3)                   # "+"
     pen.line((170, 60, 170, 80), fill=0, width=3)
     pen.rectangle((220, 30, 320, 110), outline=0, width=2)
-    pen.line((360, 70, 500, 70), fill=0, width=3)                   # arrow
+    arrow(pen, 360, 500, 70)
     pen.rectangle((540, 20, 640, 120), outline=0, width=2)
     pen.rectangle((20, 200, 140, 220), fill=0)                      # a printed line
     segments = segment(image, [TextLine("1a R1 = Me", (20, 200, 140, 220), 90.0)])
     assert [(s.kind, s.band) for s in segments] == [("structure", 0), ("plus", 0), ("structure", 0), ("arrow", 0),
-                                                    ("structure", 0), ("text", 1)]
-    assert segments[3].box == (360, 69, 500, 71)
+                                                    ("structure", 0), ("text", -1)]
+    assert segments[3].box[0] == 360 and segments[3].box[2] == 500
+
+
+def test_a_headless_line_is_not_an_arrow_and_a_full_width_one_is_a_rule() -> None:
+    image, pen = canvas()
+    pen.rectangle((20, 20, 120, 120), outline=0, width=2)
+    pen.line((160, 70, 300, 70), fill=0, width=3)                   # no head: not an arrow
+    pen.line((5, 200, 695, 200), fill=0, width=1)                   # a table rule
+    kinds = sorted(s.kind for s in segment(image, []))
+    assert "arrow" not in kinds and kinds.count("rule") == 1
+
+
+def test_arrow_shapes() -> None:
+    import numpy as np
+
+    image, pen = canvas(300, 60)
+    arrow(pen, 20, 200, 30)
+    assert arrow_shape(ink_mask(image)[20:41, 20:201], 30) == "right"
+    half, pen = canvas(300, 60)                                      # one barb of an equilibrium pair
+    pen.line((20, 30, 200, 30), fill=0, width=2)
+    pen.polygon([(200, 30), (184, 20), (184, 30)], fill=0)
+    assert arrow_shape(ink_mask(half)[18:33, 20:201], 30) == "right"
+    assert arrow_shape(np.ones((5, 100), dtype=bool), 30) is None     # a bare bar
+    assert arrow_shape(np.ones((40, 40), dtype=bool), 30) is None     # a blob
 
 
 def test_blank_image_has_no_segments() -> None:
     image, _ = canvas()
     assert segment(image, []) == []
+
+
+def test_caption_lines_are_peeled_and_labels_join_their_drawing() -> None:
+    image, pen = canvas(700, 300)
+    pen.rectangle((100, 40, 200, 140), outline=0, width=2)          # a ring
+    pen.rectangle((204, 80, 214, 92), fill=0)                       # an atom label glyph beside it
+    pen.rectangle((20, 250, 680, 262), fill=0)                      # a caption line
+    caption = TextLine("Scheme 1. Synthesis of the compounds", (20, 250, 680, 262), 95.0)
+    segments = segment(image, [caption], bond=30)
+    structures = [s for s in segments if s.kind == "structure"]
+    assert len(structures) == 1 and structures[0].box[2] == 214
+    assert [s.kind for s in segments if s.box[1] == 250] == ["text"]
+
+
+def test_bond_length_from_text() -> None:
+    lines = [TextLine(t, (0, 0, 20, 19), 90.0) for t in ("OH", "3a", "Br", "N")]
+    assert bond_length(lines) == 30.0
+    assert bond_length([]) == 30.0
 
 
 def test_box_helpers() -> None:
@@ -52,20 +98,21 @@ def test_separated_blocks_become_one_segment_each(widths: list[int]) -> None:
     assert all(s.kind == "structure" and s.band == 0 for s in segments)
 
 
-def test_conditions_over_an_arrow_leave_the_arrow_box_alone() -> None:
-    image = Image.new("L", (400, 200), 255)
+@settings(max_examples=30, deadline=None)
+@given(st.integers(90, 400), st.integers(1, 4), st.integers(4, 9), st.booleans())  # heads up to 2/3 of a 30 px bond
+def test_any_drawn_arrow_is_found_and_a_bar_never_is(length: int, shaft: int, head: int, leftwards: bool) -> None:
+    image = Image.new("L", (length + 40, 60), 255)
     pen = ImageDraw.Draw(image)
-    pen.rectangle((120, 70, 260, 90), fill=0)                       # printed conditions
-    pen.line((100, 110, 280, 110), fill=0, width=3)                 # the arrow shaft
-    pen.polygon([(290, 110), (274, 102), (274, 118)], fill=0)       # and its head
-    (arrow,) = segment(image, [])
-    assert arrow.kind == "arrow" and arrow.box == (100, 102, 290, 118)
-
-
-def test_a_blob_whose_long_row_is_joined_to_the_rest_is_not_an_arrow() -> None:
-    image = Image.new("L", (400, 200), 255)
-    pen = ImageDraw.Draw(image)
-    pen.line((100, 110, 280, 110), fill=0, width=3)
-    pen.line((150, 110, 150, 40), fill=0, width=3)                  # a bond joins it to more ink
-    pen.line((150, 40, 200, 40), fill=0, width=3)
-    assert [s.kind for s in segment(image, [])] == ["structure"]
+    x0, x1, y = 20, 20 + length, 30
+    if leftwards:
+        pen.line((x0 + 2 * head, y, x1, y), fill=0, width=shaft)
+        pen.polygon([(x0, y), (x0 + 2 * head, y - head), (x0 + 2 * head, y + head)], fill=0)
+    else:
+        pen.line((x0, y, x1 - 2 * head, y), fill=0, width=shaft)
+        pen.polygon([(x1, y), (x1 - 2 * head, y - head), (x1 - 2 * head, y + head)], fill=0)
+    ink = ink_mask(image)
+    rows, cols = ink.any(axis=1).nonzero()[0], ink.any(axis=0).nonzero()[0]
+    mask = ink[rows[0]:rows[-1] + 1, cols[0]:cols[-1] + 1]
+    assert arrow_shape(mask, 30) == ("left" if leftwards else "right")
+    bar = ink[y - shaft // 2 - 1:y + shaft // 2 + 2, x0 + 2 * head + 2:x1 - 2 * head - 2]
+    assert arrow_shape(bar[bar.any(axis=1)], 30) is None

@@ -181,3 +181,22 @@ def test_cli_errors_are_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[s
     assert code == 1 and err.strip() == "Error: --workers must be at least 1, got 0"
     code, _, err = cli(capsys, "rxn", "extract", str(tmp_path), "--out", str(tmp_path / "o"), "--model", "x")
     assert code == 1 and "go together" in err
+
+
+def test_nothing_extracted_is_failed_empty_with_its_stage(rendered: Path, tmp_path: Path) -> None:
+    # osra reads nothing: the figures run through every stage but give no reaction
+    silent = fake_tool(tmp_path, "osra", "exit 0")
+    summary = run_extraction(rendered, tmp_path / "out", ExtractConfig(osra_command=(silent,)))
+    assert summary["status"] == {"failed": 3}
+    assert summary["failure_kinds"]["recognition:empty"] == 3
+    document = json.loads((tmp_path / "out" / "suzuki-1.json").read_text())
+    assert document["extra"]["failed_stage"] == "recognition" and document["extra"]["failed_reason"] == "empty"
+    assert document["error"].startswith("empty:")
+
+
+@pytest.mark.parametrize(("bond", "target", "expected"), [(15, 45, 3.0), (45, 45, 1.0), (40, 45, 1.0), (200, 45, 0.25),
+                                                          (5, 45, 4.0), (30, None, 1.0)])
+def test_crop_scale(bond: float, target: float | None, expected: float) -> None:
+    from labrecord.chemdata.extract.runner import crop_scale
+
+    assert crop_scale(bond, target) == expected

@@ -20,7 +20,10 @@ def word(block: int, line: int, left: int, top: int, text: str, conf: float = 90
 def test_words_group_into_lines_in_reading_order() -> None:
     tsv = (HEADER + "1\t1\t0\t0\t0\t0\t0\t0\t100\t100\t-1\t\n" + word(2, 1, 100, 50, "OMe") + word(2, 1, 40, 50, "R1")
            + word(2, 1, 70, 50, "=") + word(1, 1, 40, 10, "1a"))
-    assert parse_tsv(tsv) == [TextLine("1a", (40, 10, 60, 20), 90.0), TextLine("R1 = OMe", (40, 50, 120, 60), 90.0)]
+    assert parse_tsv(tsv) == [
+        TextLine("1a", (40, 10, 60, 20), 90.0, (("1a", (40, 10, 60, 20)),)),
+        TextLine("R1 = OMe", (40, 50, 120, 60), 90.0,
+                 (("R1", (40, 50, 60, 60)), ("=", (70, 50, 90, 60)), ("OMe", (100, 50, 120, 60))))]
 
 
 def test_malformed_rows_are_skipped() -> None:

@@ -33,6 +33,24 @@ def test_hdf5_and_parquet_commands(runs: Path, tmp_path: Path, capsys: pytest.Ca
     assert code == 0 and out.startswith("wrote 4 demos (16 frames)")
 
 
+def test_hdf5_images_command(runs: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from labrecord.demos import DemoReader
+
+    out = tmp_path / "img.hdf5"
+    code, _, _ = run(["export", "hdf5", str(runs), "--out", str(out), "--images", "--cameras", "front",
+                      "--image-size", "4x6", "--env-state"], capsys)
+    assert code == 0
+    with DemoReader(out) as reader:
+        shapes = reader.obs_shapes(reader.demo_names[0])
+    assert shapes["front_image"][0] == (4, 6, 3) and "object" in shapes
+    code, _, err = run(["export", "hdf5", str(runs), "--out", str(tmp_path / "x.hdf5"), "--images", "--cameras",
+                        "side"], capsys)
+    assert code == 1 and err.startswith("Error: ") and "has no camera 'side'" in err and err.count("\n") == 1
+    code, _, err = run(["export", "hdf5", str(runs), "--out", str(tmp_path / "x.hdf5"), "--images", "--image-size",
+                        "big"], capsys)
+    assert code == 1 and "'big' is not N or HxW" in err
+
+
 def test_errors_are_one_line(runs: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     (tmp_path / "d.hdf5").write_bytes(b"keep me")
     code, _, err = run(["export", "hdf5", str(runs), "--out", str(tmp_path / "d.hdf5")], capsys)
