@@ -30,10 +30,10 @@ class Unruly:
         self.calls += 1
         kind = self.calls % 3
         if kind == 1:
-            return ActionChunk(np.array([[0.25, 0.0, 0.9, 2.0]]))  # z and grip above their bounds
+            return ActionChunk(np.array([[0.0, 0.0, 0.9, 0.0, 0.0, 0.0, 2.0]]))  # z step and grip above their bounds
         if kind == 2:
-            return ActionChunk(np.zeros((9, 4)))  # longer than max_chunk
-        return ActionChunk(np.array([[np.nan, 0.0, 0.2, 0.0]]))
+            return ActionChunk(np.zeros((9, 7)))  # longer than max_chunk
+        return ActionChunk(np.array([[np.nan, 0.0, 0.02, 0.0, 0.0, 0.0, 0.0]]))
 
 
 def test_clipping_and_rejection_are_logged(tmp_path):
@@ -54,11 +54,11 @@ def test_clipping_and_rejection_are_logged(tmp_path):
     receipts = [json.loads(line) for line in (writer.dir / "observations.jsonl").read_text().splitlines()]
     clipped = [r for r in receipts if r["clipped"]]
     rejected = [r for r in receipts if r["rejected"]]
-    assert clipped and clipped[0]["requested"] == [[0.25, 0.0, 0.9, 2.0]] and clipped[0]["chunk_len"] == 1
+    assert clipped and clipped[0]["requested"] == [[0.0, 0.0, 0.9, 0.0, 0.0, 0.0, 2.0]] and clipped[0]["chunk_len"] == 1
     assert {r["rejected"].split(" ")[0] for r in rejected} == {"chunk", "non-finite"}
     assert log.rejected == len(rejected) and log.clipped == len(clipped)
-    # the clipped command is what was held: z at the upper bound, grip fully closed
+    # the clipped command is what was applied: the z step at its upper bound, grip fully closed
     applied = np.stack(log.actions)
-    assert applied[:, 2].max() <= ACTION_SPEC.high[2] and applied[:, 3].max() <= 1.0
+    assert applied[:, 2].max() == ACTION_SPEC.high[2] and applied[:, 6].max() <= 1.0
     assert np.isfinite(applied).all()
     env.close()

@@ -95,7 +95,7 @@ def test_demo_pairs_obs_action_next_obs(reference_runs):
         name = reader.demo_names[0]
         demo = reader.demo(name)
         n = demo.num_samples
-        assert demo.actions.shape == (n, 4)
+        assert demo.actions.shape == (n, 7)
         assert np.allclose(demo.obs["robot0_eef_pos"][1:], demo.next_obs["robot0_eef_pos"][:-1])
         assert not demo.control_mask[0] and demo.control_mask[1:].all()
         assert reader.manifest()[0].run_id == read_manifest(reference_runs[0]).manifest.run_id
