@@ -22,6 +22,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from labrecord.errors import LabrecordError
 from labrecord.models import EpisodeEnd, EpisodeStart, FinalScores, ObservationReceipt, OnlineScore, Operation
 from labrecord.recorders.actions import ChunkCheck, check_chunk
 from labrecord.recorders.policy import Capabilities, Observation, Policy, project_observation
@@ -154,6 +155,21 @@ def privileged_keys(keys: Any) -> list[str]:
     return sorted(k for k in keys if k not in native and not k.endswith("_image"))
 
 
+def check_channels(caps: Capabilities, privileged: tuple[str, ...]) -> None:
+    """Refuse evaluator-state channels to anything but a scripted system.
+
+    Native observations are camera images, proprioception, the instruction and authorized
+    history.  A privileged channel (the numeric display reading, object poses) reaches a
+    policy only when a *scripted* system declares it — the declaration is then part of
+    its observation condition, so its scores never pool with native systems.  Semantic
+    support for other systems goes through a registered Oracle intervention instead.
+    """
+    declared = sorted(set(caps.channels) & set(privileged))
+    if declared and caps.kind != "scripted":
+        raise LabrecordError(f"system {caps.name!r} ({caps.kind}) declares evaluator-state channel(s) "
+                             f"{', '.join(declared)}; only scripted systems may read them")
+
+
 class StepOwner:
     """Runs episodes of one policy in one environment into one run directory."""
 
@@ -161,6 +177,7 @@ class StepOwner:
                  instruction: str, max_time_s: float, video: bool = True, snapshot_every_s: float = 1.0) -> None:
         self.env, self.policy, self.scorer, self.writer = env, policy, scorer, writer
         self.caps: Capabilities = policy.capabilities
+        check_channels(self.caps, tuple(getattr(env, "privileged_channels", ())))
         self.instruction = instruction
         self.max_time_s = max_time_s
         self.steps_per_control = int(round(env.physics_hz / env.control_hz))

@@ -35,6 +35,7 @@ class WeighingEnv:
     """Scene + raw step recording; ``display`` supplies the public readout."""
 
     physics_hz = PHYSICS_HZ
+    privileged_channels = PRIVILEGED_CHANNELS
 
     def __init__(self, action_spec: ActionSpec | None = None, cameras: tuple[str, ...] = CAMERAS,
                  size: int = DEFAULT_SIZE) -> None:
