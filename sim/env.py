@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from labrecord.recorders.contacts import found_matrix, hand_on_pan, robot_touch, supported_by_pan
+from labrecord.recorders.contacts import OBJECT0, TABLE, found_matrix, hand_on_pan, robot_touch, supported_by_pan
 from labrecord.models import ActionSpec
 from labrecord.sim.scene import (
     FINGER_OPEN_M, OBJECTS, PAN_RADIUS, PHYSICS_HZ, STANDARDS, Placement, WeighingScene, contact_pairs,
@@ -153,6 +153,7 @@ class WeighingEnv:
             columns[f"{name}_speed"] = speed[:, index]
             # over the pan's footprint: a release there that does not land is a miss
             columns[f"{name}_over_pan"] = np.hypot(pos[:, index, 0], pos[:, index, 1]) < PAN_RADIUS
+            columns[f"{name}_on_table"] = touch[:, OBJECT0 + index, TABLE]
             for axis, coordinate in zip("xyz", range(3)):
                 columns[f"{name}_{axis}"] = pos[:, index, coordinate].copy()
         self._step += n
