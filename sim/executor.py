@@ -71,11 +71,11 @@ def closing_yaw(x: float, y: float) -> float:
     return yaw
 
 
-def transfer_plan(name: str, poses: dict[str, list[float]], to_pan: bool, *, release_z: float | None = None) -> list[Waypoint]:
+def transfer_plan(name: str, poses: dict[str, list[float]], to_pan: bool, *, drop_lift: float | None = None) -> list[Waypoint]:
     """Waypoints that carry standard ``name`` onto the pan (``to_pan``) or back to the table.
 
-    ``release_z`` (m) opens the gripper at that tool-centre height above the destination
-    instead of placing (a drop in free air, used by the ``clumsy`` policy).
+    ``drop_lift`` (m): lift the standard that far above where it was grasped and open the
+    gripper there, in free air above the table (the ``clumsy`` policy's drop), then go home.
     """
     x, y, z = poses[name]
     half = HALF_HEIGHT[name]
@@ -92,9 +92,10 @@ def transfer_plan(name: str, poses: dict[str, list[float]], to_pan: bool, *, rel
         Waypoint((x, y, grasp_z), 1.0, hold=0.5, yaw=yaw),
         Waypoint((x, y, SAFE_Z), 1.0, speed=0.15, yaw=yaw),
     ]
-    if release_z is not None:
-        return plan + [Waypoint((dx, dy, release_z), 1.0, speed=0.2, yaw=place_yaw),
-                       Waypoint((dx, dy, release_z), 0.0, hold=0.8, yaw=place_yaw)]
+    if drop_lift is not None:
+        return plan[:3] + [Waypoint((x, y, grasp_z + drop_lift), 1.0, speed=0.15, hold=0.3, yaw=yaw),
+                           Waypoint((x, y, grasp_z + drop_lift), 0.0, hold=0.5, yaw=yaw),
+                           Waypoint((x, y, SAFE_Z), 0.0, speed=0.15, yaw=yaw), Waypoint(HOME, 0.0)]
     return plan + [
         Waypoint((dx, dy, SAFE_Z), 1.0, speed=0.2, yaw=place_yaw),
         Waypoint((dx, dy, place_z), 1.0, speed=0.08, hold=0.3, yaw=place_yaw),

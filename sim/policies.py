@@ -38,6 +38,8 @@ CONTROL_HZ = 10.0
 ACTION_SPEC: ActionSpec = action_spec("eef_delta", CONTROL_HZ)
 #: cameras and proprioception (native) plus the two declared privileged channels
 CHANNELS = ("front", "wrist", "display", "robot", "display_reading", "object_poses")
+#: how far above its grasp the clumsy policy lets its first standard go (m; the drop rule needs > 0.03)
+DROP_LIFT_M = 0.07
 #: largest rotation per action row the scripted policies command (rad)
 TURN_STEP = 0.3
 #: pause after a transfer so the reading reflects the released load before deciding again
@@ -168,6 +170,19 @@ class ReferencePolicy(ScriptedWeighingPolicy):
         return Operation("stop")
 
 
+class ClumsyPolicy(ReferencePolicy):
+    """The reference policy that drops the first standard it carries: it lifts it
+    :data:`DROP_LIFT_M` above where it grasped it and opens the gripper in free air above
+    the table, then picks it up again and carries on as the reference does."""
+
+    name = "clumsy"
+
+    def plan_for(self, op: Operation, poses: dict[str, list[float]]) -> list[Any]:
+        if self.transfers == 0 and op.kind == "add":
+            return transfer_plan(op.object, poses, True, drop_lift=DROP_LIFT_M)
+        return super().plan_for(op, poses)
+
+
 class FixedPreferencePolicy(ScriptedWeighingPolicy):
     """Always transfers its one preferred denomination onto the pan, then stops."""
 
@@ -202,12 +217,13 @@ class RandomPolicy(ScriptedWeighingPolicy):
 
 
 POLICIES: dict[str, type[ScriptedWeighingPolicy]] = {
-    "reference": ReferencePolicy, "fixed-preference": FixedPreferencePolicy, "random": RandomPolicy,
+    "reference": ReferencePolicy, "clumsy": ClumsyPolicy, "fixed-preference": FixedPreferencePolicy,
+    "random": RandomPolicy,
 }
 
 
 def make_policy(name: str, seed: int = 0, **options: Any) -> ScriptedWeighingPolicy:
-    """Build a baseline policy by name (``reference``, ``fixed-preference``, ``random``)."""
+    """Build a baseline policy by name (``reference``, ``clumsy``, ``fixed-preference``, ``random``)."""
     cls = POLICIES.get(name)
     if cls is None:
         raise LabrecordError(f"policy {name!r}: expected one of {', '.join(POLICIES)}")

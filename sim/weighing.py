@@ -30,6 +30,8 @@ from labrecord.rundir import DEMO_FILE, RunWriter, utc_now
 CONDITIONS = ("basic", "extended")
 #: simulated-time budget per episode (s): reading, transfers, settling and the 3 s dwell
 MAX_TIME_S = {"basic": 20.0, "extended": 45.0}
+#: extra simulated time for a policy that fails on purpose and recovers (s)
+EXTRA_TIME_S = {"clumsy": 15.0}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -237,7 +239,7 @@ def run_episode(spec: EpisodeSpec) -> Path:
     layout = random_layout(instance.start, np.random.default_rng(instance.layout_seed))
     env.reset(Placement(sample_g=instance.sample_g, initially_on_pan=instance.start, layout=layout))
     manifest = _manifest(spec, instance, policy, contract, layout)
-    max_time = spec.max_time_s or MAX_TIME_S[spec.condition]
+    max_time = spec.max_time_s or MAX_TIME_S[spec.condition] + EXTRA_TIME_S.get(spec.policy, 0.0)
     scorer = ContractScorer(contract, instance, columns=contract_columns())
     env.display = scorer.display
     writer = RunWriter.create(spec.out_dir, manifest)

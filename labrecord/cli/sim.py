@@ -18,7 +18,8 @@ def sim() -> None:
 
 @sim.command(context_settings=CONTEXT_SETTINGS)
 @click.option("--condition", type=click.Choice(["basic", "extended"]), default="basic", show_default=True)
-@click.option("--policy", type=click.Choice(["reference", "fixed-preference", "random"]), default="reference", show_default=True)
+@click.option("--policy", type=click.Choice(["reference", "clumsy", "fixed-preference", "random"]), default="reference",
+              show_default=True, help="clumsy: the reference policy that drops its first carried standard and recovers it.")
 @click.option("--denomination", type=click.Choice(["w10", "w20", "w50", "w100"]), default=None,
               help="Standard the fixed-preference policy always transfers (default w50).")
 @click.option("--episodes", type=click.IntRange(min=1), default=20, show_default=True)

@@ -249,3 +249,19 @@ def test_two_policies_on_one_seed_share_the_instances(tmp_path):
     # the reference ran one of the two registered instances: the other is missing, not dropped
     assert reference["coverage"]["missing"] == [{"population": "weighing-basic-s0", "instance_id": "i001"}]
     assert reference["metrics"]["B_next"]["den"] == 2
+
+
+def test_clumsy_drops_its_first_standard_and_recovers(tmp_path):
+    """The drop is recognized from the measurements (grasp lost in free air, then a fall
+    of more than 3 cm), and placing the same standard later resolves it."""
+    run = run_weighing(tmp_path, "basic", "clumsy", episodes=1, seed=0, cameras=False)[0]
+    check_run(run)
+    events = read_events(run)
+    failures = [e for e in events if e.__struct_config__.tag == "failure"]
+    recoveries = [e for e in events if e.__struct_config__.tag == "recovery"]
+    assert [f.reason for f in failures] == ["drop"] and failures[0].recoverable
+    assert [(r.of_seq, r.resolved) for r in recoveries] == [(failures[0].seq, True)]
+    assert episode_end(run).physical_complete
+    (group,) = score_corpus(tmp_path, resamples=0)["groups"]
+    assert group["metrics"]["completion.recovered"]["value"] == 1.0
+    assert group["metrics"]["completion.clean"]["value"] == 0.0
