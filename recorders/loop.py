@@ -118,7 +118,9 @@ class EpisodeLog:
     queries: int = 0
     inference_s: float = 0.0
     rejected: int = 0
+    late: int = 0
     clipped: int = 0
+    wall_s: float = 0.0
 
 
 #: proprioception fields of the ``robot`` channel -> robomimic observation keys
@@ -174,12 +176,20 @@ class StepOwner:
     """Runs episodes of one policy in one environment into one run directory."""
 
     def __init__(self, env: Environment, policy: Policy, scorer: OnlineScorer, writer: RunWriter, *,
-                 instruction: str, max_time_s: float, video: bool = True, snapshot_every_s: float = 1.0) -> None:
+                 instruction: str, max_time_s: float, video: bool = True, snapshot_every_s: float = 1.0,
+                 deadline_s: float | None = None, deadline_clock: str = "sim") -> None:
         self.env, self.policy, self.scorer, self.writer = env, policy, scorer, writer
         self.caps: Capabilities = policy.capabilities
         check_channels(self.caps, tuple(getattr(env, "privileged_channels", ())))
         self.instruction = instruction
         self.max_time_s = max_time_s
+        if deadline_clock not in ("sim", "wall"):
+            raise LabrecordError(f"deadline clock {deadline_clock!r}: expected sim or wall")
+        #: response deadline (s) from an observation's delivery; on the wall clock a chunk
+        #: returned later is not executed (physics pauses during inference, so only the
+        #: wall clock sees a slow policy); on both clocks the opportunity carries it as its
+        #: window, and a choice after it is not identified
+        self.deadline_s, self.deadline_clock = deadline_s, deadline_clock
         self.steps_per_control = int(round(env.physics_hz / env.control_hz))
         self.snapshot_every_s = snapshot_every_s
         self.videos: dict[str, VideoStream] = {}
@@ -197,6 +207,7 @@ class StepOwner:
         env, writer = self.env, self.writer
         log = EpisodeLog()
         queue: deque[np.ndarray] = deque()
+        started = time.perf_counter()
         self.policy.reset(episode)
         writer.emit(EpisodeStart, t=env.time, episode=episode)
         self.scorer.start(self._emit, env.time)
@@ -232,6 +243,7 @@ class StepOwner:
                 break
         writer.online_score(self.scorer.snapshot(env.time))
         writer.emit(EpisodeEnd, t=env.time, episode=episode, **self.scorer.episode_end())
+        log.wall_s = time.perf_counter() - started
         self.logs.append(log)
         return log
 
@@ -268,9 +280,13 @@ class StepOwner:
         chunk = self.policy.act(observation)
         latency = time.perf_counter() - wall
         check: ChunkCheck = check_chunk(chunk.actions, self.caps.action_spec)
+        if self.deadline_clock == "wall" and self.deadline_s is not None and latency > self.deadline_s:
+            check = ChunkCheck(check.requested, check.applied[:0], check.clipped[:0],
+                               f"late: answered {latency:.3f} s after delivery, deadline {self.deadline_s:g} s (wall)")
         log.queries += 1
         log.inference_s += latency
         log.rejected += check.rejected is not None
+        log.late += check.rejected is not None and check.rejected.startswith("late")
         log.clipped += check.clipped_count
         self.writer.observation(DeliveryReceipt(
             obs_id=observation.obs_id, step=observation.step, t_acquired=observation.t, t_delivered=observation.t,
@@ -312,7 +328,8 @@ class StepOwner:
         for entry, log in zip(scores.episodes, self.logs):
             # inference is a cost of its own: physics was paused while the policy ran
             entry["policy"] = {"queries": log.queries, "inference_s": round(log.inference_s, 6),
-                               "rejected_chunks": log.rejected, "clipped_actions": log.clipped}
+                               "rejected_chunks": log.rejected, "late_chunks": log.late, "clipped_actions": log.clipped,
+                               "episode_wall_s": round(log.wall_s, 6)}
         self.writer.write_scores(scores)
         for stream in self.videos.values():
             stream.close()

@@ -48,6 +48,8 @@ class EpisodeSpec:
     size: int = 224
     max_time_s: float | None = None
     policy_options: tuple[tuple[str, Any], ...] = ()
+    deadline_s: float | None = None
+    deadline_clock: str = "sim"
 
 
 def instances(condition: str, episodes: int, seed: int) -> list[Any]:
@@ -174,7 +176,7 @@ def _record_key(record: Any) -> tuple[str, str]:
 def run_weighing(out_dir: str | os.PathLike[str], condition: str = "basic", policy: str = "reference",
                  episodes: int = 20, seed: int = 0, workers: int = 1, *, cameras: bool = True, size: int = 224,
                  max_time_s: float | None = None, progress: Callable[[int], None] | None = None,
-                 **policy_options: Any) -> list[Path]:
+                 deadline_s: float | None = None, deadline_clock: str = "sim", **policy_options: Any) -> list[Path]:
     """Run ``episodes`` weighing episodes; returns the run directories in episode order.
 
     Example::
@@ -184,10 +186,14 @@ def run_weighing(out_dir: str | os.PathLike[str], condition: str = "basic", poli
     from labrecord.sim.policies import make_policy
 
     make_policy(policy, seed, **policy_options)  # fail fast on a bad name or option
+    if deadline_clock not in ("sim", "wall"):
+        raise LabrecordError(f"deadline clock {deadline_clock!r}: expected sim or wall")
+    if deadline_s is not None and not deadline_s > 0:
+        raise LabrecordError(f"deadline {deadline_s!r} s: expected a positive number of seconds")
     Path(out_dir).mkdir(parents=True, exist_ok=True)
     drawn = instances(condition, episodes, seed)
     specs = [EpisodeSpec(str(out_dir), condition, policy, i, seed, inst, cameras, size, max_time_s,
-                         tuple(sorted(policy_options.items())))
+                         tuple(sorted(policy_options.items())), deadline_s, deadline_clock)
              for i, inst in enumerate(drawn)]
     for spec in specs:
         target = Path(out_dir) / run_id_of(spec)
@@ -240,12 +246,12 @@ def run_episode(spec: EpisodeSpec) -> Path:
     env.reset(Placement(sample_g=instance.sample_g, initially_on_pan=instance.start, layout=layout))
     manifest = _manifest(spec, instance, policy, contract, layout)
     max_time = spec.max_time_s or MAX_TIME_S[spec.condition] + EXTRA_TIME_S.get(spec.policy, 0.0)
-    scorer = ContractScorer(contract, instance, columns=contract_columns())
+    scorer = ContractScorer(contract, instance, columns=contract_columns(), window_s=spec.deadline_s)
     env.display = scorer.display
     writer = RunWriter.create(spec.out_dir, manifest)
     try:
         owner = StepOwner(env, policy, scorer, writer, instruction=instruction_of(instance), max_time_s=max_time,
-                          video=spec.cameras)
+                          video=spec.cameras, deadline_s=spec.deadline_s, deadline_clock=spec.deadline_clock)
         log = owner.run_episode(0)
         scores = owner.finish()
         _write_demo(writer, owner, log, spec, scores)
@@ -300,7 +306,8 @@ def _manifest(spec: EpisodeSpec, instance: Any, policy: Any, contract: Any, layo
                       observation=ObservationSpec(channels=list(caps.channels)), memory=caps.memory),
         evaluation=Evaluation(version="1", population=Population(name=population_name(spec.condition, spec.seed),
                                                                  instance_id=instance_id_of(spec.index)),
-                              budget=Budget(clock="sim", max_steps=None)),
+                              budget=Budget(clock=spec.deadline_clock, max_steps=None,  # type: ignore[arg-type]
+                                            response_deadline_s=spec.deadline_s)),
         seeds=Seeds(task_state=instance.task_seed, layout=instance.layout_seed, appearance=None,
                     policy=spec.seed * 100003 + spec.index),
         assets=Assets(scene="labrecord.sim.assets/weighing.xml",

@@ -46,13 +46,24 @@ def score(source: str | None, parquet_dir: str | None, seed: int, resamples: int
     result = score_corpus(con, seed=seed, resamples=resamples, decisions=decisions or None, one_group=one_group, where=where)
     if not result["groups"]:
         raise LabrecordError(f"{parquet_dir or source}: no valid runs to score")
+    from labrecord.scorers.latency import latency_summary
+
+    result["latency"] = latency_summary(con, system=system)
     target = Path(out) if out else _default_out(Path(parquet_dir or source))
     atomic_write_bytes(target, dumps_pretty(result))
     if as_json:
         echo_json(result)
         return
     _print_tables(result)
+    _print_latency(result["latency"])
     click.echo(f"wrote {target}", err=True)
+
+
+def _print_latency(summary: list) -> None:
+    from labrecord.scorers.latency import LATENCY_HEADER, latency_rows
+
+    if summary:
+        echo_table(list(LATENCY_HEADER), latency_rows(summary), title="policy latency per decision, wall time per episode")
 
 
 def _default_out(source: Path) -> Path:

@@ -28,19 +28,24 @@ def sim() -> None:
 @click.option("--workers", type=click.IntRange(min=1), default=1, show_default=True, help="Episodes in parallel processes.")
 @click.option("--no-cameras", is_flag=True, help="Skip rendering and videos (faster).")
 @click.option("--size", type=click.IntRange(min=16), default=224, show_default=True, help="Camera width and height (px).")
+@click.option("--deadline-s", type=click.FloatRange(min=0, min_open=True), default=None,
+              help="Response deadline from an observation's delivery (s); a later choice is not identified.")
+@click.option("--deadline-clock", type=click.Choice(["sim", "wall"]), default="sim", show_default=True,
+              help="Clock of the deadline: wall also refuses chunks whose inference outlasts it (physics pauses meanwhile).")
 def weighing(condition: str, policy: str, denomination: str | None, episodes: int, seed: int, out_dir: str,
-             workers: int, no_cameras: bool, size: int) -> None:
+             workers: int, no_cameras: bool, size: int, deadline_s: float | None, deadline_clock: str) -> None:
     """Feedback weighing: one run directory per episode under --out.
 
     \b
     Example:
       labrecord sim weighing --condition basic --policy reference --episodes 20 --seed 0 --out runs/
       labrecord sim weighing --policy fixed-preference --denomination w20 --episodes 8 --out runs/ --workers 2
+      labrecord sim weighing --policy clumsy --episodes 8 --deadline-s 5 --deadline-clock wall --out runs/
     """
     from labrecord.sim import run_weighing
 
     options = {"denomination": denomination} if denomination and policy == "fixed-preference" else {}
     with progress(episodes, f"weighing {condition} / {policy}") as advance:
         paths = run_weighing(out_dir, condition, policy, episodes, seed, workers, cameras=not no_cameras, size=size,
-                             progress=advance, **options)
+                             progress=advance, deadline_s=deadline_s, deadline_clock=deadline_clock, **options)
     click.echo(f"wrote {len(paths)} run(s) under {out_dir}")

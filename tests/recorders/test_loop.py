@@ -81,7 +81,7 @@ class NativeVla:
         return ActionChunk(np.array([[0.0, 0.0, -0.01, 0.0, 0.0, 0.0, 0.0]]))
 
 
-def run_native(tmp_path, policy, seconds=0.5, size=32):
+def run_native(tmp_path, policy, seconds=0.5, size=32, **deadline):
     from labrecord.examples import example_manifest
     from labrecord.recorders.loop import StepOwner
     from labrecord.recorders.online import ContractScorer
@@ -95,7 +95,7 @@ def run_native(tmp_path, policy, seconds=0.5, size=32):
     try:
         with RunWriter.create(tmp_path, example_manifest("native-0001")) as writer:
             owner = StepOwner(env, policy, scorer, writer, instruction="Bring the balance to 180 g", max_time_s=seconds,
-                              video=False)
+                              video=False, **deadline)
             owner.run_episode(0)
             owner.finish()
     finally:
@@ -120,3 +120,26 @@ def test_only_scripted_systems_may_declare_evaluator_state(tmp_path):
 
     with pytest.raises(LabrecordError, match=r"system 'native' \(vla\) declares evaluator-state channel\(s\) display_reading"):
         run_native(tmp_path, NativeVla(("front", "robot", "display_reading")))
+
+
+class Slow(NativeVla):
+    """Answers no sooner than 20 ms after delivery (a lower bound, whatever the machine)."""
+
+    def act(self, observation):
+        import time
+
+        time.sleep(0.02)
+        return super().act(observation)
+
+
+def test_a_chunk_answered_after_the_wall_deadline_is_not_executed(tmp_path):
+    receipts = run_native(tmp_path, Slow(), deadline_s=0.01, deadline_clock="wall")
+    assert receipts and all(r["rejected"].startswith("late: answered") and r["chunk_len"] == 0 for r in receipts)
+    assert all(r["inference_s"] >= 0.02 for r in receipts)
+    scores = json.loads((tmp_path / "native-0001" / "scores.json").read_text())
+    assert scores["episodes"][0]["policy"]["late_chunks"] == len(receipts)
+
+
+def test_the_sim_clock_ignores_inference_time(tmp_path):
+    receipts = run_native(tmp_path, Slow(), deadline_s=0.01, deadline_clock="sim")
+    assert receipts and not any(r["rejected"] for r in receipts)
