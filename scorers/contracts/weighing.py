@@ -594,24 +594,66 @@ def _timed_features(th: WeighingThresholds, instance: WeighingInstance, step: np
 # -- instance generators (task-state and layout seeds kept apart) ------------------------
 
 def _balanced(outer: Sequence[Any], inner: Sequence[Any], n: int, rng: np.random.Generator) -> list[tuple[Any, Any]]:
-    """``n`` (outer, inner) strata balanced at every prefix: outer values cycle in
-    shuffled blocks, and each outer value cycles through its own shuffled inner values,
-    so counts differ by at most one within every outer value and across outer values."""
-    queues: dict[Any, list[Any]] = {o: [] for o in outer}
+    """``n`` (outer, inner) strata in blocks of ``len(outer) · len(inner)``: every block
+    holds each pair once, and at every prefix the outer values' counts differ by at most
+    one, and so do the inner values' (both marginals balanced, not only their product).
+
+    Each block is drawn by a depth-first search over the remaining pairs in ``rng``'s
+    order; if it needs too many steps, the block is the pair ``(O[k mod |O|], I[k mod |I|])``
+    for shuffled O and I (every pair once when the sizes are coprime, as 3 × 4 and 3 × 10).
+    """
     out: list[tuple[Any, Any]] = []
     while len(out) < n:
-        for i in rng.permutation(len(outer)).tolist():
-            o = outer[i]
-            if not queues[o]:
-                queues[o] = [inner[j] for j in rng.permutation(len(inner)).tolist()]
-            out.append((o, queues[o].pop()))
+        out += _balanced_block(list(outer), list(inner), rng)
     return out[:n]
+
+
+def _balanced_block(outer: list[Any], inner: list[Any], rng: np.random.Generator,
+                    budget: int = 20000) -> list[tuple[Any, Any]]:
+    pairs = [(o, i) for o in range(len(outer)) for i in range(len(inner))]
+    order = [pairs[k] for k in rng.permutation(len(pairs)).tolist()]
+    count_o, count_i = [0] * len(outer), [0] * len(inner)
+    used = [False] * len(order)
+    seq: list[tuple[int, int]] = []
+    steps = 0
+
+    def fits(o: int, i: int) -> bool:
+        return count_o[o] == min(count_o) and count_i[i] == min(count_i)
+
+    def search() -> bool:
+        nonlocal steps
+        if len(seq) == len(order):
+            return True
+        for k, (o, i) in enumerate(order):
+            steps += 1
+            if steps > budget:
+                return False
+            if used[k] or not fits(o, i):
+                continue
+            used[k] = True
+            count_o[o] += 1
+            count_i[i] += 1
+            seq.append((o, i))
+            if search():
+                return True
+            seq.pop()
+            used[k] = False
+            count_o[o] -= 1
+            count_i[i] -= 1
+        return False
+
+    if not search():
+        perm_o, perm_i = rng.permutation(len(outer)).tolist(), rng.permutation(len(inner)).tolist()
+        seq = [(perm_o[k % len(outer)], perm_i[k % len(inner)]) for k in range(len(order))]
+    return [(outer[o], inner[i]) for o, i in seq]
 
 
 def generate_basic(n: int, rng_task: np.random.Generator, rng_layout: np.random.Generator) -> list[WeighingInstance]:
     """Basic instances: all standards on the table, exactly one standard completes the target.
 
-    Balanced over target (160/180/200 g) × answer standard strata; ``sample_g = target − w``.
+    Every block of 12 holds each target (160/180/200 g) × answer standard pair once; at
+    every prefix each target and each answer occur equally often up to one (so every 4
+    consecutive instances of a block hold each answer once).  ``sample_g = target − w``.
     """
     layout = rng_layout.integers(0, 2**31 - 1, size=n).tolist()
     task = rng_task.integers(0, 2**31 - 1, size=n).tolist()
@@ -630,8 +672,9 @@ def generate_extended(n: int, rng_task: np.random.Generator, rng_layout: np.rand
     """Extended instances: targets 200/220/240 g, goal subset of 2–3 standards, the start
     subset differing from the goal by at least two additions or removals.
 
-    Balanced over target × goal-subset strata; the start is drawn uniformly among the
-    subsets at distance ≥ 2.
+    Every block of 30 holds each target × goal-subset pair once, and at every prefix the
+    targets and the goal subsets each occur equally often up to one; the start is drawn
+    uniformly among the subsets at distance ≥ 2.
     """
     layout = rng_layout.integers(0, 2**31 - 1, size=n).tolist()
     task = rng_task.integers(0, 2**31 - 1, size=n).tolist()
