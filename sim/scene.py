@@ -61,11 +61,12 @@ def arm_path() -> str:
     return str(importlib.resources.files("labrecord.sim.assets").joinpath("panda", "panda.xml"))
 
 
-def build_model() -> Any:
-    """The compiled scene: the bench with the Panda attached at :data:`ARM_BASE`."""
+def build_model(text: str | None = None) -> Any:
+    """The compiled scene: the bench (``text``, default :func:`scene_xml`) with the Panda
+    attached at :data:`ARM_BASE`."""
     import mujoco
 
-    spec = mujoco.MjSpec.from_string(scene_xml())
+    spec = mujoco.MjSpec.from_string(text if text is not None else scene_xml())
     arm = mujoco.MjSpec.from_file(arm_path())
     frame = spec.worldbody.add_frame(pos=list(ARM_BASE))
     with warnings.catch_warnings():
