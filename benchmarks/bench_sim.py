@@ -144,9 +144,10 @@ def main() -> None:
     parser.add_argument("--size", type=int, default=224, help="camera width and height")
     parser.add_argument("--repeat", type=int, default=3, help="interleaved repetitions; the fastest of each counts")
     parser.add_argument("--display-configs", type=int, default=10)
+    parser.add_argument("--skip-cameras", action="store_true", help="leave out the camera configuration")
     args = parser.parse_args()
 
-    recorded(1, args.seed + 1, cameras=True, size=args.size)  # warm-up: imports, renderer, encoder
+    recorded(1, args.seed + 1, cameras=not args.skip_cameras, size=args.size)  # warm-up: imports, renderer, encoder
     # the machine is shared: interleave the configurations and keep each one's fastest pass
     rec_wall = loop_wall = bare_wall = plain_wall = cam_wall = float("inf")
     *_, controls = recorded(args.episodes, args.seed, cameras=False, size=args.size, record_controls=True)
@@ -157,14 +158,16 @@ def main() -> None:
         bare_wall = min(bare_wall, wall)
         _, wall = bare(controls, args.seed, contact_sensors=False)
         plain_wall = min(plain_wall, wall)
-        cam_sim, wall, _, _ = recorded(args.episodes, args.seed, cameras=True, size=args.size)
-        cam_wall = min(cam_wall, wall)
+        if not args.skip_cameras:
+            cam_sim, wall, _, _ = recorded(args.episodes, args.seed, cameras=True, size=args.size)
+            cam_wall = min(cam_wall, wall)
     base = bare_sim / bare_wall
     rows = [("bare physics (baseline)", bare_sim, bare_wall),
             ("bare physics without the contact sensors", bare_sim, plain_wall),
             ("physics + recorder, no cameras: control loop", rec_sim, loop_wall),
-            ("physics + recorder, no cameras: whole runs", rec_sim, rec_wall),
-            (f"physics + recorder, 3 cameras {args.size}x{args.size}", cam_sim, cam_wall)]
+            ("physics + recorder, no cameras: whole runs", rec_sim, rec_wall)]
+    if not args.skip_cameras:
+        rows.append((f"physics + recorder, 3 cameras {args.size}x{args.size}", cam_sim, cam_wall))
     print(f"{'configuration':50s} {'sim s':>8s} {'wall s':>8s} {'sim s / wall s':>15s} {'vs bare':>8s}")
     for name, sim_s, wall in rows:
         print(f"{name:50s} {sim_s:8.2f} {wall:8.2f} {sim_s / wall:15.1f} {sim_s / wall / base:8.2f}")

@@ -64,7 +64,8 @@ class Environment(Protocol):
         """Measurement columns (one row per physics step) since the previous call."""
 
     def public_state(self) -> dict[str, Any]:
-        """Public state channels (robot, display, object poses) at this instant."""
+        """State channels at this instant: proprioception (``robot``) and the evaluator
+        state a declared privileged channel may read (``display_reading``, ``object_poses``)."""
 
     def render(self, camera: str) -> np.ndarray:
         """An (H, W, 3) uint8 frame of a registered camera."""

@@ -13,7 +13,8 @@ over one control period:
   in the world frame and relative to the measured pose at the control boundary, + gripper,
   as LIBERO policies emit; the goal pose goes through differential inverse kinematics
   (``mink``: a frame task on the ``tcp`` site and a light posture task, joint limits as
-  constraints, two solver iterations from the measured configuration).
+  constraints, one solver step from the measured configuration per row; more with
+  ``iterations``).
 """
 from __future__ import annotations
 
@@ -91,7 +92,7 @@ def matrix_to_rotvec(rot: np.ndarray) -> np.ndarray:
 class ArmController:
     """Turns action rows of one convention into the scene's joint-space command."""
 
-    def __init__(self, scene: Any, spec: ActionSpec, iterations: int = 2) -> None:
+    def __init__(self, scene: Any, spec: ActionSpec, iterations: int = 1) -> None:
         self.scene = scene
         self.convention = convention_of(spec)
         self.period = 1.0 / spec.control_hz

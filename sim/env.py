@@ -130,9 +130,14 @@ class WeighingEnv:
     def end_block(self) -> dict[str, np.ndarray]:
         """Weighing measurement columns for the steps since the last call (n rows)."""
         n = self._k
-        touch = found_matrix(self._sensor_rows[:n, self.scene.touch_adr:], self._pairs, len(OBJECTS))
-        on_pan = supported_by_pan(touch)
-        contact, bilateral = robot_touch(touch)
+        # contacts change rarely within a control period: derive the graph once per distinct row
+        found, row_of = np.unique(self._sensor_rows[:n, self.scene.touch_adr:] > 0, axis=0, return_inverse=True)
+        row_of = row_of.reshape(-1)
+        touch_u = found_matrix(found, self._pairs, len(OBJECTS))
+        on_pan = supported_by_pan(touch_u)[row_of]
+        contact_u, bilateral_u = robot_touch(touch_u)
+        contact, bilateral = contact_u[row_of], bilateral_u[row_of]
+        on_table = touch_u[:, OBJECT0:, TABLE][row_of]
         closed = float(self._data.ctrl[self.scene.grip_ctrl]) < 0.5 * FINGER_OPEN_M  # command toward closed
         lin = self._qvel_rows[:n].reshape(n, len(OBJECTS), 6)[:, :, :3]
         speed = np.sqrt((lin * lin).sum(axis=2))
@@ -144,7 +149,7 @@ class WeighingEnv:
             "pan_force_n": force,
             "sensor_ok": np.isfinite(force) & (np.abs(force) <= CAPACITY_N),
             "pan_speed": np.zeros(n),  # the pan is welded to the balance base
-            "hand_pan_contact": hand_on_pan(touch),
+            "hand_pan_contact": hand_on_pan(touch_u)[row_of],
         }
         for name, index in zip(STANDARDS, _STANDARD_INDEX):
             columns[f"{name}_on_pan"] = on_pan[:, index]
@@ -153,7 +158,7 @@ class WeighingEnv:
             columns[f"{name}_speed"] = speed[:, index]
             # over the pan's footprint: a release there that does not land is a miss
             columns[f"{name}_over_pan"] = np.hypot(pos[:, index, 0], pos[:, index, 1]) < PAN_RADIUS
-            columns[f"{name}_on_table"] = touch[:, OBJECT0 + index, TABLE]
+            columns[f"{name}_on_table"] = on_table[:, index]
             for axis, coordinate in zip("xyz", range(3)):
                 columns[f"{name}_{axis}"] = pos[:, index, coordinate].copy()
         self._step += n
