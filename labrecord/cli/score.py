@@ -48,14 +48,14 @@ def score(source: str | None, parquet_dir: str | None, seed: int, resamples: int
         raise LabrecordError(f"{parquet_dir or source}: no valid runs to score")
     from labrecord.scorers.latency import latency_summary
 
-    latency = latency_summary(con, system=system)  # a cost of this machine: printed, not in scores.json
     target = Path(out) if out else _default_out(Path(parquet_dir or source))
     atomic_write_bytes(target, dumps_pretty(result))
     if as_json:
-        echo_json({**result, "latency": latency})
+        echo_json(result)
         return
     _print_tables(result)
-    _print_latency(latency)
+    # a cost of this machine, not a metric: printed, kept out of scores.json and --json
+    _print_latency(latency_summary(con, system=system))
     click.echo(f"wrote {target}", err=True)
 
 
