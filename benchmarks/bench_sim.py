@@ -1,15 +1,18 @@
 """Simulated seconds per wall second of the weighing bench, three ways, in one run.
 
-1. bare physics: ``mj_step`` of the scene model (its load cell and per-pair contact
-   sensors are part of the model) with the recorded commands replayed, nothing read out;
+1. bare physics: ``mj_step`` of the scene model (the Panda arm, the bench, its load
+   cell and per-pair contact sensors) with the recorded joint-space commands (the
+   actuator targets the controller set each control period) replayed, nothing read out;
    a second row shows the same model without the contact sensors;
-2. physics + recorder without cameras: the step owner with the reference policy, the
+2. physics + recorder without cameras: the step owner with the reference policy (its
+   end-effector deltas through the differential-IK controller and the target ramp), the
    online contract scorer, measurements, logs, scores and demo;
-3. the same with the three registered 128×128 cameras rendered at the control rate and
-   encoded to MP4.
+3. the same with the three registered cameras (default 224×224) rendered at the control
+   rate and encoded to MP4.
 
 The baseline is (1) on the very same command sequence; the recorder must keep at least
-70 % of it.  Also measured: how close the settled display comes to the true load.
+70 % of it.  Times are CPU seconds of this process (``time.process_time``, all its
+threads): on a shared machine wall time mostly measures the other processes.  Also measured: how close the settled display comes to the true load.
 
     python benchmarks/bench_sim.py --episodes 3
 """
@@ -25,72 +28,83 @@ os.environ.setdefault("MUJOCO_GL", "egl")
 import numpy as np  # noqa: E402
 
 
-def recorded(episodes: int, seed: int, cameras: bool, size: int) -> tuple[float, float, float, list[np.ndarray]]:
-    """(simulated s, wall s, wall s inside the control loop, applied commands) of
-    recorded reference episodes; the loop time leaves out per-run set-up and file writes."""
-    from labrecord.demos import DemoReader
+def recorded(episodes: int, seed: int, cameras: bool, size: int,
+             record_controls: bool = False) -> tuple[float, float, float, list[np.ndarray]]:
+    """(simulated s, wall s, wall s inside the control loop, actuator targets per control
+    period) of recorded reference episodes; the loop time leaves out per-run set-up and
+    file writes.  Capturing the targets wraps ``WeighingEnv.apply`` (left out of timed passes)."""
     from labrecord.recorders.loop import StepOwner
     from labrecord.rundir import read_events
     from labrecord.sim import run_weighing
 
+    from labrecord.sim.env import WeighingEnv
+
     loop_wall = [0.0]
     original = StepOwner.run_episode
+    original_apply = WeighingEnv.apply
+    controls: list[list[np.ndarray]] = []
+
+    def capture(self: WeighingEnv, action: np.ndarray) -> None:
+        original_apply(self, action)
+        if self.scene.time == 0.0:
+            controls.append([])
+        controls[-1].append(self.scene.data.ctrl.copy())
 
     def timed(self: StepOwner, episode: int) -> object:
-        start = time.perf_counter()
+        start = time.process_time()
         try:
             return original(self, episode)
         finally:
-            loop_wall[0] += time.perf_counter() - start
+            loop_wall[0] += time.process_time() - start
 
     StepOwner.run_episode = timed  # type: ignore[method-assign]
     with tempfile.TemporaryDirectory() as out:
-        wall = time.perf_counter()
+        wall = time.process_time()
         try:
+            if record_controls:
+                WeighingEnv.apply = capture  # type: ignore[method-assign]
             runs = run_weighing(out, "basic", "reference", episodes, seed, cameras=cameras, size=size)
         finally:
             StepOwner.run_episode = original  # type: ignore[method-assign]
-        wall = time.perf_counter() - wall
-        sim_s, commands = 0.0, []
-        for run in runs:
-            sim_s += read_events(run)[-1].t
-            with DemoReader(run / "demo.hdf5") as reader:
-                commands.append(reader.demo(reader.demo_names[0]).actions.astype(float))
-    return sim_s, wall, loop_wall[0], commands
+            WeighingEnv.apply = original_apply  # type: ignore[method-assign]
+        wall = time.process_time() - wall
+        sim_s = sum(read_events(run)[-1].t for run in runs)
+    return sim_s, wall, loop_wall[0], [np.asarray(c) for c in controls]
 
 
-def bare(commands: list[np.ndarray], seed: int, contact_sensors: bool = True) -> tuple[float, float]:
-    """Replay the same commands with plain physics stepping (no measurement, no scorer).
+def bare(controls: list[np.ndarray], seed: int, contact_sensors: bool = True) -> tuple[float, float]:
+    """Replay the same actuator targets with plain physics stepping (no controller, no
+    measurement, no scorer).
 
     With ``contact_sensors=False`` the model is rebuilt without its per-pair contact
     sensors, to show what MuJoCo spends evaluating them inside ``mj_step``.
     """
     import mujoco
 
-    from labrecord.scorers.contracts.weighing import generate_basic
     from labrecord.sim.env import WeighingEnv
-    from labrecord.sim.scene import Placement, random_layout, scene_xml
+    from labrecord.sim.scene import Placement, build_model, random_layout, scene_xml
+    from labrecord.sim.weighing import instances
 
     env = WeighingEnv(cameras=())
     if not contact_sensors:
         text = scene_xml()
         start, end = text.index('<contact name="touch_'), text.index("</sensor>")
-        env.scene.model = mujoco.MjModel.from_xml_string(text[:start] + text[end:])
+        env.scene.model = build_model(text[:start] + text[end:])
         env.scene.data = mujoco.MjData(env.scene.model)
     env.calibrate_empty()
-    insts = generate_basic(len(commands), np.random.default_rng([seed, 0]), np.random.default_rng([seed, 1]))
+    insts = instances("basic", len(controls), seed)
     steps = int(env.physics_hz / env.control_hz)
     scene = env.scene
     sim_s = wall = 0.0
-    for inst, actions in zip(insts, commands):
+    for inst, targets in zip(insts, controls):
         env.reset(Placement(inst.sample_g, inst.start, random_layout(inst.start, np.random.default_rng(inst.layout_seed))))
         mj_step, model, data = mujoco.mj_step, scene.model, scene.data
-        start = time.perf_counter()
-        for action in actions:
-            scene.apply(action)
+        start = time.process_time()
+        for ctrl in targets:
+            data.ctrl[:] = ctrl
             for _ in range(steps):
                 mj_step(model, data)
-        wall += time.perf_counter() - start
+        wall += time.process_time() - start
         sim_s += scene.time
     return sim_s, wall
 
@@ -110,7 +124,7 @@ def display_error(configs: int, seed: int) -> float:
         sample = float(rng.uniform(40, 200))
         on_pan = frozenset(w for w in STANDARDS if rng.random() < 0.4)
         env.reset(Placement(sample, on_pan, random_layout(on_pan, rng)))
-        hold = np.array([0.25, 0.0, 0.24, 0.0])
+        hold = env.hold_action(None)
         blocks = []
         for _ in range(int(3.5 * env.control_hz)):
             env.apply(hold)
@@ -128,30 +142,34 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--episodes", type=int, default=3, help="reference episodes per configuration (size)")
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--size", type=int, default=128, help="camera width and height")
+    parser.add_argument("--size", type=int, default=224, help="camera width and height")
     parser.add_argument("--repeat", type=int, default=3, help="interleaved repetitions; the fastest of each counts")
     parser.add_argument("--display-configs", type=int, default=10)
+    parser.add_argument("--skip-cameras", action="store_true", help="leave out the camera configuration")
     args = parser.parse_args()
 
-    recorded(1, args.seed + 1, cameras=True, size=args.size)  # warm-up: imports, renderer, encoder
+    recorded(1, args.seed + 1, cameras=not args.skip_cameras, size=args.size)  # warm-up: imports, renderer, encoder
     # the machine is shared: interleave the configurations and keep each one's fastest pass
     rec_wall = loop_wall = bare_wall = plain_wall = cam_wall = float("inf")
+    *_, controls = recorded(args.episodes, args.seed, cameras=False, size=args.size, record_controls=True)
     for _ in range(args.repeat):
-        rec_sim, wall, loop, commands = recorded(args.episodes, args.seed, cameras=False, size=args.size)
+        rec_sim, wall, loop, _ = recorded(args.episodes, args.seed, cameras=False, size=args.size)
         rec_wall, loop_wall = min(rec_wall, wall), min(loop_wall, loop)
-        bare_sim, wall = bare(commands, args.seed)
+        bare_sim, wall = bare(controls, args.seed)
         bare_wall = min(bare_wall, wall)
-        _, wall = bare(commands, args.seed, contact_sensors=False)
+        _, wall = bare(controls, args.seed, contact_sensors=False)
         plain_wall = min(plain_wall, wall)
-        cam_sim, wall, _, _ = recorded(args.episodes, args.seed, cameras=True, size=args.size)
-        cam_wall = min(cam_wall, wall)
+        if not args.skip_cameras:
+            cam_sim, wall, _, _ = recorded(args.episodes, args.seed, cameras=True, size=args.size)
+            cam_wall = min(cam_wall, wall)
     base = bare_sim / bare_wall
     rows = [("bare physics (baseline)", bare_sim, bare_wall),
             ("bare physics without the contact sensors", bare_sim, plain_wall),
             ("physics + recorder, no cameras: control loop", rec_sim, loop_wall),
-            ("physics + recorder, no cameras: whole runs", rec_sim, rec_wall),
-            (f"physics + recorder, 3 cameras {args.size}x{args.size}", cam_sim, cam_wall)]
-    print(f"{'configuration':50s} {'sim s':>8s} {'wall s':>8s} {'sim s / wall s':>15s} {'vs bare':>8s}")
+            ("physics + recorder, no cameras: whole runs", rec_sim, rec_wall)]
+    if not args.skip_cameras:
+        rows.append((f"physics + recorder, 3 cameras {args.size}x{args.size}", cam_sim, cam_wall))
+    print(f"{'configuration':50s} {'sim s':>8s} {'CPU s':>8s} {'sim s / CPU s':>15s} {'vs bare':>8s}")
     for name, sim_s, wall in rows:
         print(f"{name:50s} {sim_s:8.2f} {wall:8.2f} {sim_s / wall:15.1f} {sim_s / wall / base:8.2f}")
     print("control loop = stepping, measuring, online scoring, policy queries, logs; whole runs add per-run "

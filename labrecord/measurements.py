@@ -28,7 +28,9 @@ Feedback weighing (standards ``w10 w20 w50 w100``), for each standard ``{w}``:
 * ``{w}_speed`` – linear speed of the standard;
 * optional ``{w}_over_pan`` – the standard is above the pan's footprint (a release there
   that does not land is a *miss*; a release elsewhere is a put-back);
-* optional ``{w}_x, {w}_y, {w}_z`` – its position (diagnostics only).
+* optional ``{w}_on_table`` – the standard touches the table (with ``{w}_on_pan`` it tells
+  a release onto a support from a release in free air);
+* optional ``{w}_x, {w}_y, {w}_z`` – its position (``{w}_z`` measures the fall of a drop).
 
 Centrifuge loading (tubes ``tube_a tube_b``):
 
@@ -94,7 +96,8 @@ FAMILY_COLUMNS: dict[str, dict[str, str]] = {
 #: columns any family may add; their type is checked when present
 OPTIONAL_COLUMNS: dict[str, dict[str, str]] = {
     "weighing": {**{f"{w}_{axis}": "float" for w in WEIGHING_STANDARDS for axis in ("x", "y", "z")},
-                 **{f"{w}_over_pan": "bool" for w in WEIGHING_STANDARDS}},
+                 **{f"{w}_over_pan": "bool" for w in WEIGHING_STANDARDS},
+                 **{f"{w}_on_table": "bool" for w in WEIGHING_STANDARDS}},
     "centrifuge": {},
     "rack": {},
 }

@@ -82,7 +82,7 @@ def _ray_map(fn: Callable[[T], R], items: list[T], workers: int, address: str | 
         started = True
     try:
         # a module-level task that receives fn, so bound methods and callable objects work too
-        remote = ray.remote(num_cpus=1)(_apply)
+        remote: Any = ray.remote(num_cpus=1)(_apply)
         refs = [remote.remote(fn, item) for item in items]
         for ref in refs:
             try:

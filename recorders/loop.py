@@ -22,6 +22,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from labrecord.errors import LabrecordError
 from labrecord.models import EpisodeEnd, EpisodeStart, FinalScores, ObservationReceipt, OnlineScore, Operation
 from labrecord.recorders.actions import ChunkCheck, check_chunk
 from labrecord.recorders.policy import Capabilities, Observation, Policy, project_observation
@@ -63,10 +64,14 @@ class Environment(Protocol):
         """Measurement columns (one row per physics step) since the previous call."""
 
     def public_state(self) -> dict[str, Any]:
-        """Public state channels (robot, display, object poses) at this instant."""
+        """State channels at this instant: proprioception (``robot``) and the evaluator
+        state a declared privileged channel may read (``display_reading``, ``object_poses``)."""
 
     def render(self, camera: str) -> np.ndarray:
         """An (H, W, 3) uint8 frame of a registered camera."""
+
+    def hold_action(self, last: np.ndarray | None) -> np.ndarray:
+        """The action row that keeps the robot still (gripper as in ``last``; None: open)."""
 
 
 class OnlineScorer(Protocol):
@@ -114,35 +119,78 @@ class EpisodeLog:
     queries: int = 0
     inference_s: float = 0.0
     rejected: int = 0
+    late: int = 0
     clipped: int = 0
+    wall_s: float = 0.0
+
+
+#: proprioception fields of the ``robot`` channel -> robomimic observation keys
+PROPRIO_KEYS = {"joint_pos": "robot0_joint_pos", "joint_vel": "robot0_joint_vel", "gripper_qpos": "robot0_gripper_qpos",
+                "eef_pos": "robot0_eef_pos", "eef_quat": "robot0_eef_quat"}
 
 
 def flatten_state(state: dict[str, Any]) -> dict[str, np.ndarray]:
-    """Low-dimensional demonstration observation keys from the public state channels."""
+    """Low-dimensional demonstration observation keys from the state channels.
+
+    Proprioception (the ``robot`` channel) under robomimic names (:data:`PROPRIO_KEYS`);
+    evaluator state under other keys (:func:`privileged_keys` lists them): the display
+    as ``display_reading_g`` / ``display_stable``, object poses as ``object``.
+    """
     out: dict[str, np.ndarray] = {}
     robot = state.get("robot", {})
-    if robot:
-        out["robot0_eef_pos"] = np.asarray(robot["eef_pos"], dtype=np.float32)
-        out["robot0_gripper_qpos"] = np.asarray([robot["gripper_opening_m"]], dtype=np.float32)
-    display = state.get("display")
+    for field_name, key in PROPRIO_KEYS.items():
+        if field_name in robot:
+            out[key] = np.asarray(robot[field_name], dtype=np.float32)
+    display = state.get("display_reading")
     if display:
-        out["display_reading_g"] = np.asarray([display["reading_g"]], dtype=np.float32)
+        out["display_reading_g"] = np.asarray([np.nan if display["reading_g"] is None else display["reading_g"]],
+                                              dtype=np.float32)
         out["display_stable"] = np.asarray([display["stable"]], dtype=np.float32)
-    objects = state.get("objects")
+    objects = state.get("object_poses")
     if objects:
         out["object"] = np.asarray([v for name in sorted(objects) for v in objects[name]], dtype=np.float32)
     return out
+
+
+def privileged_keys(keys: Any) -> list[str]:
+    """The demonstration observation keys that hold evaluator state (not proprioception or images)."""
+    native = set(PROPRIO_KEYS.values())
+    return sorted(k for k in keys if k not in native and not k.endswith("_image"))
+
+
+def check_channels(caps: Capabilities, privileged: tuple[str, ...]) -> None:
+    """Refuse evaluator-state channels to anything but a scripted system.
+
+    Native observations are camera images, proprioception, the instruction and authorized
+    history.  A privileged channel (the numeric display reading, object poses) reaches a
+    policy only when a *scripted* system declares it — the declaration is then part of
+    its observation condition, so its scores never pool with native systems.  Semantic
+    support for other systems goes through a registered Oracle intervention instead.
+    """
+    declared = sorted(set(caps.channels) & set(privileged))
+    if declared and caps.kind != "scripted":
+        raise LabrecordError(f"system {caps.name!r} ({caps.kind}) declares evaluator-state channel(s) "
+                             f"{', '.join(declared)}; only scripted systems may read them")
 
 
 class StepOwner:
     """Runs episodes of one policy in one environment into one run directory."""
 
     def __init__(self, env: Environment, policy: Policy, scorer: OnlineScorer, writer: RunWriter, *,
-                 instruction: str, max_time_s: float, video: bool = True, snapshot_every_s: float = 1.0) -> None:
+                 instruction: str, max_time_s: float, video: bool = True, snapshot_every_s: float = 1.0,
+                 deadline_s: float | None = None, deadline_clock: str = "sim") -> None:
         self.env, self.policy, self.scorer, self.writer = env, policy, scorer, writer
         self.caps: Capabilities = policy.capabilities
+        check_channels(self.caps, tuple(getattr(env, "privileged_channels", ())))
         self.instruction = instruction
         self.max_time_s = max_time_s
+        if deadline_clock not in ("sim", "wall"):
+            raise LabrecordError(f"deadline clock {deadline_clock!r}: expected sim or wall")
+        #: response deadline (s) from an observation's delivery; on the wall clock a chunk
+        #: returned later is not executed (physics pauses during inference, so only the
+        #: wall clock sees a slow policy); on both clocks the opportunity carries it as its
+        #: window, and a choice after it is not identified
+        self.deadline_s, self.deadline_clock = deadline_s, deadline_clock
         self.steps_per_control = int(round(env.physics_hz / env.control_hz))
         self.snapshot_every_s = snapshot_every_s
         self.videos: dict[str, VideoStream] = {}
@@ -160,6 +208,7 @@ class StepOwner:
         env, writer = self.env, self.writer
         log = EpisodeLog()
         queue: deque[np.ndarray] = deque()
+        started = time.perf_counter()
         self.policy.reset(episode)
         writer.emit(EpisodeStart, t=env.time, episode=episode)
         self.scorer.start(self._emit, env.time)
@@ -175,7 +224,8 @@ class StepOwner:
                     queue.clear()  # evidence changed: drop commands planned on older evidence
                 if not queue:
                     queue.extend(self._query(observation, log))
-            action = queue.popleft() if queue else last_action
+            # nothing queued (a rejected chunk): hold still in the declared convention
+            action = queue.popleft() if queue else self.env.hold_action(last_action)
             self._record_demo(log, state, images, action, policy_in_control)
             policy_in_control = True
             env.apply(action)
@@ -194,6 +244,7 @@ class StepOwner:
                 break
         writer.online_score(self.scorer.snapshot(env.time))
         writer.emit(EpisodeEnd, t=env.time, episode=episode, **self.scorer.episode_end())
+        log.wall_s = time.perf_counter() - started
         self.logs.append(log)
         return log
 
@@ -204,9 +255,7 @@ class StepOwner:
         return event
 
     def _initial_action(self) -> np.ndarray:
-        state = self.env.public_state()
-        robot = state["robot"]
-        return np.asarray([*robot["eef_pos"], robot.get("gripper_command", 0.0)], dtype=float)
+        return np.asarray(self.env.hold_action(None), dtype=float)
 
     def _frames(self) -> dict[str, np.ndarray]:
         frames: dict[str, np.ndarray] = {}
@@ -232,9 +281,13 @@ class StepOwner:
         chunk = self.policy.act(observation)
         latency = time.perf_counter() - wall
         check: ChunkCheck = check_chunk(chunk.actions, self.caps.action_spec)
+        if self.deadline_clock == "wall" and self.deadline_s is not None and latency > self.deadline_s:
+            check = ChunkCheck(check.requested, check.applied[:0], check.clipped[:0],
+                               f"late: answered {latency:.3f} s after delivery, deadline {self.deadline_s:g} s (wall)")
         log.queries += 1
         log.inference_s += latency
         log.rejected += check.rejected is not None
+        log.late += check.rejected is not None and check.rejected.startswith("late")
         log.clipped += check.clipped_count
         self.writer.observation(DeliveryReceipt(
             obs_id=observation.obs_id, step=observation.step, t_acquired=observation.t, t_delivered=observation.t,
@@ -276,7 +329,8 @@ class StepOwner:
         for entry, log in zip(scores.episodes, self.logs):
             # inference is a cost of its own: physics was paused while the policy ran
             entry["policy"] = {"queries": log.queries, "inference_s": round(log.inference_s, 6),
-                               "rejected_chunks": log.rejected, "clipped_actions": log.clipped}
+                               "rejected_chunks": log.rejected, "late_chunks": log.late, "clipped_actions": log.clipped,
+                               "episode_wall_s": round(log.wall_s, 6)}
         self.writer.write_scores(scores)
         for stream in self.videos.values():
             stream.close()

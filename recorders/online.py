@@ -37,7 +37,7 @@ class ContractScorer:
         self.window_s = window_s
         self._signature = operator.attrgetter(*contract.signature)
         self.counts = {"opportunities": 0, "first_choices": 0, "first_legal": 0, "confirms": 0, "failures": 0,
-                       "sensor_errors": 0, "reports": 0}
+                       "recoveries": 0, "violations": 0, "sensor_errors": 0, "reports": 0}
         self.legal: dict[str, list[Operation]] = {}
         self.first_choices: list[dict[str, Any]] = []
         self.last: Any = None
@@ -46,6 +46,7 @@ class ContractScorer:
     def start(self, emit: Callable[..., Any], t: float) -> None:
         self.emit = emit
         self._sink = _EmitAdapter(emit)
+        self._failure_seqs: list[int] = []  # seq of each failure written (a recovery names one)
         self.tracker = self.contract.tracker(self.instance, window_s=self.window_s)
         self.stepper = self.contract.stepper(self.instance)
         self.last: Any = None
@@ -92,7 +93,7 @@ class ContractScorer:
     def _advance(self, f: Any) -> None:
         for event in self.tracker.advance(f):
             self._count(event)
-            event.emit(self._sink)
+            event.emit(self._sink, self._failure_seqs)
         self.advanced = f
 
     def _count(self, event: Any) -> None:
@@ -109,6 +110,10 @@ class ContractScorer:
             self.counts["confirms"] += 1
         elif kind == "failure":
             self.counts["failures"] += 1
+        elif kind == "recovery":
+            self.counts["recoveries"] += 1
+        elif kind == "violation":
+            self.counts["violations"] += 1
         elif kind == "validity":
             self.counts["sensor_errors"] += 1
 

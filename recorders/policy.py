@@ -41,7 +41,8 @@ class Observation:
     """Evidence delivered at one control boundary.
 
     ``images`` maps camera name to an (H, W, 3) uint8 frame; ``state`` maps a public
-    channel (``robot``, ``display``, ``objects``) to JSON-like data.  ``obs_id`` and
+    channel (``robot`` proprioception; the evaluator-state channels ``display_reading`` and
+    ``object_poses`` only for a scripted system that declares them) to JSON-like data.  ``obs_id`` and
     ``evidence_version`` tie a later choice to the evidence it was made on.
     """
 

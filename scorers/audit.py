@@ -2,8 +2,10 @@
 
 For each run directory, the task contract of its family replays ``measurements.parquet``
 together with the delivered observations (``observations.jsonl``) and rebuilds every
-opportunity with its legal set, every physical confirmation and contract failure, every
-recognized native choice, sensor-validity events, the terminal dwell and the episode's
+opportunity with its legal set, every physical confirmation and contract failure (a
+missed placement, a drop), each recovery of a failure and the violations the contract
+derives from measurements (premature, repetition, safety), every recognized native
+choice, sensor-validity events, the terminal dwell and the episode's
 ``physical_complete``.  Each stream is aligned with the recorded ``events.jsonl`` and
 every disagreement becomes an :class:`AuditFinding` naming the event (seq and line), the
 expected and the recorded value.  Independently of the replay, the audit checks the
@@ -34,7 +36,8 @@ from labrecord.safeio import MAX_BINARY_BYTES, MAX_LOG_BYTES, check_file, depth_
 from labrecord.scorers.contracts import ContractEvent, TaskContract, get_contract
 
 #: event types the contract rebuilds (choices only from the contract's own recognizer)
-REPLAYED_TYPES = ("opportunity", "confirm", "failure", "choice", "dwell", "validity", "episode_end")
+REPLAYED_TYPES = ("opportunity", "confirm", "failure", "recovery", "violation", "choice", "dwell", "validity",
+                  "episode_end")
 _receipt_decoder = msgspec.json.Decoder(ObservationReceipt)
 
 
@@ -176,7 +179,7 @@ def replay_run(contract: TaskContract, instance: Any, table: Any, receipts: Sequ
         episode_of, episodes = None, [default_episode]
     steps = np.asarray(table.column("step").to_numpy(zero_copy_only=False))
     expected: list[ContractEvent] = []
-    opened = 0
+    opened = failures = 0
     for episode in episodes:
         part, part_receipts = table, list(receipts)
         if episode_of is not None:
@@ -186,6 +189,10 @@ def replay_run(contract: TaskContract, instance: Any, table: Any, receipts: Sequ
             part_receipts = [r for r in receipts if r.step in in_episode]
         events, end = contract.replay(part, part_receipts, instance, window_s=window_s, first_opp=opened)
         opened += sum(1 for e in events if e.type == "opportunity")
+        # recoveries name failures within their episode: shift to the run's failure order
+        events = [ContractEvent(e.type, e.t, e.step, {**e.fields, "of_failure": e.fields["of_failure"] + failures})
+                  if "of_failure" in e.fields else e for e in events]
+        failures += sum(1 for e in events if e.type == "failure")
         expected.extend(events)
         t_end = float(part.column("t")[-1].as_py()) if part.num_rows else 0.0
         expected.append(ContractEvent("episode_end", t_end, -1, {"episode": episode, **end}))
@@ -198,6 +205,10 @@ def _replayed(event: BaseEvent, contract: TaskContract) -> bool:
         return event.track == "native" and event.recognizer == contract.recognizer  # type: ignore[attr-defined]
     if kind == "failure":
         return event.reason in contract.failure_reasons  # type: ignore[attr-defined]
+    if kind == "violation":
+        return event.kind in contract.violation_kinds  # type: ignore[attr-defined]
+    if kind == "recovery":
+        return contract.derives_recovery
     if kind == "validity":
         return event.kind == "sensor_error"  # type: ignore[attr-defined]
     return kind in REPLAYED_TYPES
@@ -208,7 +219,9 @@ def _replayed(event: BaseEvent, contract: TaskContract) -> bool:
 _KEYS: dict[str, tuple[str, ...]] = {
     "opportunity": ("t", "opp", "decision", "trigger", "legal", "obs_id", "evidence_version", "state_ref"),
     "confirm": ("t", "obligation", "op", "predicate", "attempt"),
-    "failure": ("t", "op", "reason", "attempt"),
+    "failure": ("t", "op", "reason", "attempt", "recoverable"),
+    "recovery": ("t", "of_failure", "resolved"),
+    "violation": ("t", "kind", "irreversible", "op"),
     "choice": ("t", "opp", "op", "first", "evidence_version"),
     "dwell": ("t", "state", "duration_s"),
     "validity": ("t", "kind", "source"),
@@ -230,18 +243,23 @@ def _key_of(kind: str, fields: dict[str, Any]) -> dict[str, Any]:
     return {name: _canon(fields.get(name, 0.0 if name == "duration_s" else None)) for name in _KEYS[kind]}
 
 
-def _recorded_fields(event: BaseEvent) -> dict[str, Any]:
-    return {name: getattr(event, name) for name in event.__struct_fields__}
+def _recorded_fields(event: BaseEvent, failure_index: dict[int, int]) -> dict[str, Any]:
+    fields = {name: getattr(event, name) for name in event.__struct_fields__}
+    if "of_seq" in fields:
+        fields["of_failure"] = failure_index.get(fields["of_seq"], f"seq {fields['of_seq']} (no failure)")
+    return fields
 
 
 def compare_streams(path: str, expected: Sequence[ContractEvent],
                     recorded: Sequence[tuple[int, BaseEvent]]) -> list[AuditFinding]:
     """Align expected and recorded events per type and report every difference."""
     findings: list[AuditFinding] = []
+    # a recovery names its failure: by index among the run's failures on both sides
+    failure_index = {ev.seq: k for k, (_, ev) in enumerate(e for e in recorded if e[1].__struct_config__.tag == "failure")}
     for kind in _KEYS:
         exp = [_key_of(kind, {"t": e.t, **e.fields}) for e in expected if e.type == kind]
         rec_events = [(line, ev) for line, ev in recorded if ev.__struct_config__.tag == kind]
-        rec = [_key_of(kind, _recorded_fields(ev)) for _, ev in rec_events]
+        rec = [_key_of(kind, _recorded_fields(ev, failure_index)) for _, ev in rec_events]
         matcher = difflib.SequenceMatcher(a=[repr(k) for k in exp], b=[repr(k) for k in rec], autojunk=False)
         for tag, a0, a1, b0, b1 in matcher.get_opcodes():
             if tag == "equal":

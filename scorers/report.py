@@ -374,10 +374,24 @@ def render_report(result: dict[str, Any], title: str, timing: str = "") -> str:
         body.append("<h2>Time per system</h2><p class=note>Run wall time runs from run.json to scores.json; inference "
                     "latency is the policy query that received each opportunity's evidence (physics paused).</p>" + timing)
     body.append("<h2>All metrics</h2>" + "".join(_table(g) for g in groups))
+    body.append(latency_section(result.get("latency") or []))
     return (f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title><style>{CSS}</style></head>"
             f"<body><h1>{html.escape(title)}</h1><p>{len(groups)} result group(s). Rates carry their counts; "
             "rate intervals are Wilson score intervals over runs, other intervals a cluster bootstrap over runs or matched "
             "pairs.</p>" + "".join(body) + "</body></html>")
+
+
+def latency_section(summary: list[dict[str, Any]]) -> str:
+    """The latency table (:mod:`labrecord.scorers.latency`), or nothing without data."""
+    from html import escape
+
+    from labrecord.scorers.latency import LATENCY_HEADER, latency_rows
+
+    if not summary:
+        return ""
+    head = "".join(f"<th>{escape(h)}</th>" for h in LATENCY_HEADER)
+    rows = "".join("<tr>" + "".join(f"<td>{escape(v)}</td>" for v in row) + "</tr>" for row in latency_rows(summary))
+    return f"<h2>Policy latency and episode wall time</h2><table><tr>{head}</tr>{rows}</table>"
 
 
 def write_report(runs_or_db: str | os.PathLike[str] | Any, out_path: str | os.PathLike[str], *, seed: int = 0,
@@ -387,6 +401,8 @@ def write_report(runs_or_db: str | os.PathLike[str] | Any, out_path: str | os.Pa
     replay-audits a runs folder first (as ``labrecord report`` does)."""
     from labrecord.errors import LabrecordError
     from labrecord.scorers.corpus import audit_corpus, score_corpus
+
+    from labrecord.scorers.latency import latency_summary
 
     con = runs_or_db
     if not hasattr(runs_or_db, "execute"):
@@ -398,6 +414,7 @@ def write_report(runs_or_db: str | os.PathLike[str] | Any, out_path: str | os.Pa
     result = score_corpus(con, seed=seed, resamples=resamples)
     if not result["groups"]:
         raise LabrecordError(f"{runs_or_db}: no runs to report on")
+    result["latency"] = latency_summary(con)
     name = title or f"labrecord report: {runs_or_db if not hasattr(runs_or_db, 'execute') else 'corpus'}"
     out = Path(out_path)
     atomic_write_bytes(out, render_report(result, name, timing_table(con)).encode("utf-8"))

@@ -16,6 +16,8 @@ from typing import Any
 from labrecord.errors import LabrecordError
 
 DEMO_POLICIES = ("reference", "fixed-preference")
+#: camera size of the demo's videos (smaller than the 224 default: the demo is a quick tour)
+DEMO_SIZE = 128
 
 #: metrics shown in the demo's summary, in this order (present when their population is)
 HEADLINE = ("B_next", "C_id", "accuracy_identified", "completion.physical", "completion.valid", "completion.clean")
@@ -66,10 +68,11 @@ def run_demo(out: str | os.PathLike[str] = "labrecord-demo", *, episodes: int = 
     for policy in DEMO_POLICIES:
         say(f"simulating {episodes} {condition} weighing episode(s) with the {policy} policy …")
         if progress is None:
-            paths = run_weighing(runs_dir, condition, policy, episodes, seed, workers, cameras=cameras)
+            paths = run_weighing(runs_dir, condition, policy, episodes, seed, workers, cameras=cameras, size=DEMO_SIZE)
         else:
             with progress(f"{policy}", episodes) as advance:
-                paths = run_weighing(runs_dir, condition, policy, episodes, seed, workers, cameras=cameras, progress=advance)
+                paths = run_weighing(runs_dir, condition, policy, episodes, seed, workers, cameras=cameras, size=DEMO_SIZE,
+                                     progress=advance)
         result.runs[policy] = len(paths)
 
     validation = validate_paths([runs_dir])

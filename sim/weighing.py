@@ -30,6 +30,8 @@ from labrecord.rundir import DEMO_FILE, RunWriter, utc_now
 CONDITIONS = ("basic", "extended")
 #: simulated-time budget per episode (s): reading, transfers, settling and the 3 s dwell
 MAX_TIME_S = {"basic": 20.0, "extended": 45.0}
+#: extra simulated time for a policy that fails on purpose and recovers (s)
+EXTRA_TIME_S = {"clumsy": 15.0}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -43,9 +45,11 @@ class EpisodeSpec:
     seed: int
     instance: Any
     cameras: bool = True
-    size: int = 128
+    size: int = 224
     max_time_s: float | None = None
     policy_options: tuple[tuple[str, Any], ...] = ()
+    deadline_s: float | None = None
+    deadline_clock: str = "sim"
 
 
 def instances(condition: str, episodes: int, seed: int) -> list[Any]:
@@ -170,9 +174,10 @@ def _record_key(record: Any) -> tuple[str, str]:
 
 
 def run_weighing(out_dir: str | os.PathLike[str], condition: str = "basic", policy: str = "reference",
-                 episodes: int = 20, seed: int = 0, workers: int = 1, *, cameras: bool = True, size: int = 128,
+                 episodes: int = 20, seed: int = 0, workers: int = 1, *, cameras: bool = True, size: int = 224,
                  max_time_s: float | None = None, progress: Callable[[int], None] | None = None,
-                 executor: str = "local", address: str | None = None, **policy_options: Any) -> list[Path]:
+                 executor: str = "local", address: str | None = None, deadline_s: float | None = None,
+                 deadline_clock: str = "sim", **policy_options: Any) -> list[Path]:
     """Run ``episodes`` weighing episodes; returns the run directories in episode order.
 
     Episodes run on ``workers`` processes of ``executor`` (:func:`labrecord.parallel.map`:
@@ -186,10 +191,14 @@ def run_weighing(out_dir: str | os.PathLike[str], condition: str = "basic", poli
     from labrecord.sim.policies import make_policy
 
     make_policy(policy, seed, **policy_options)  # fail fast on a bad name or option
+    if deadline_clock not in ("sim", "wall"):
+        raise LabrecordError(f"deadline clock {deadline_clock!r}: expected sim or wall")
+    if deadline_s is not None and not deadline_s > 0:
+        raise LabrecordError(f"deadline {deadline_s!r} s: expected a positive number of seconds")
     Path(out_dir).mkdir(parents=True, exist_ok=True)
     drawn = instances(condition, episodes, seed)
     specs = [EpisodeSpec(str(out_dir), condition, policy, i, seed, inst, cameras, size, max_time_s,
-                         tuple(sorted(policy_options.items())))
+                         tuple(sorted(policy_options.items())), deadline_s, deadline_clock)
              for i, inst in enumerate(drawn)]
     for spec in specs:
         target = Path(out_dir) / run_id_of(spec)
@@ -226,18 +235,18 @@ def run_episode(spec: EpisodeSpec) -> Path:
 
     contract = get_contract("weighing")
     policy = make_policy(spec.policy, spec.seed * 100003 + spec.index, **dict(spec.policy_options))
-    env = _bench(policy.capabilities.action_spec.control_hz, CAMERAS if spec.cameras else (), spec.size)
+    env = _bench(policy.capabilities.action_spec, CAMERAS if spec.cameras else (), spec.size)
     instance = dataclasses.replace(spec.instance, f_empty_n=env.f_empty_n)
     layout = random_layout(instance.start, np.random.default_rng(instance.layout_seed))
     env.reset(Placement(sample_g=instance.sample_g, initially_on_pan=instance.start, layout=layout))
     manifest = _manifest(spec, instance, policy, contract, layout)
-    max_time = spec.max_time_s or MAX_TIME_S[spec.condition]
-    scorer = ContractScorer(contract, instance, columns=contract_columns())
+    max_time = spec.max_time_s or MAX_TIME_S[spec.condition] + EXTRA_TIME_S.get(spec.policy, 0.0)
+    scorer = ContractScorer(contract, instance, columns=contract_columns(), window_s=spec.deadline_s)
     env.display = scorer.display
     writer = RunWriter.create(spec.out_dir, manifest)
     try:
         owner = StepOwner(env, policy, scorer, writer, instruction=instruction_of(instance), max_time_s=max_time,
-                          video=spec.cameras)
+                          video=spec.cameras, deadline_s=spec.deadline_s, deadline_clock=spec.deadline_clock)
         log = owner.run_episode(0)
         scores = owner.finish()
         _write_demo(writer, owner, log, spec, scores)
@@ -252,26 +261,29 @@ def run_episode(spec: EpisodeSpec) -> Path:
 
 #: one calibrated bench per process and configuration, reused across episodes (the model
 #: load and the empty-pan calibration are the same for every episode)
-_BENCHES: dict[tuple[float, tuple[str, ...], int], Any] = {}
+_BENCHES: dict[tuple[str, tuple[str, ...], int], Any] = {}
 
 
-def _bench(control_hz: float, cameras: tuple[str, ...], size: int) -> Any:
+def _bench(action_spec: Any, cameras: tuple[str, ...], size: int) -> Any:
+    from labrecord.fileio import dumps
     from labrecord.sim.env import WeighingEnv
 
-    key = (control_hz, cameras, size)
+    key = (dumps(action_spec).decode(), cameras, size)
     env = _BENCHES.get(key)
     if env is None:
-        env = _BENCHES[key] = WeighingEnv(control_hz=control_hz, cameras=cameras, size=size)
+        env = _BENCHES[key] = WeighingEnv(action_spec, cameras=cameras, size=size)
         env.calibrate_empty()
     return env
 
 
 def contract_columns() -> tuple[str, ...]:
     """The columns the weighing contract reads: ``step``, ``t``, the family's registered
-    columns and the optional ``{w}_over_pan`` this bench writes (the audit reads them too)."""
+    columns and the optional ``{w}_over_pan``, ``{w}_on_table`` and ``{w}_z`` this bench
+    writes (the audit reads them too)."""
     from labrecord.measurements import COMMON_COLUMNS, FAMILY_COLUMNS, WEIGHING_STANDARDS
 
-    return (*COMMON_COLUMNS, *FAMILY_COLUMNS["weighing"], *(f"{w}_over_pan" for w in WEIGHING_STANDARDS))
+    return (*COMMON_COLUMNS, *FAMILY_COLUMNS["weighing"],
+            *(f"{w}_{name}" for w in WEIGHING_STANDARDS for name in ("over_pan", "on_table", "z")))
 
 
 def _manifest(spec: EpisodeSpec, instance: Any, policy: Any, contract: Any, layout: Any) -> RunManifest:
@@ -289,7 +301,8 @@ def _manifest(spec: EpisodeSpec, instance: Any, policy: Any, contract: Any, layo
                       observation=ObservationSpec(channels=list(caps.channels)), memory=caps.memory),
         evaluation=Evaluation(version="1", population=Population(name=population_name(spec.condition, spec.seed),
                                                                  instance_id=instance_id_of(spec.index)),
-                              budget=Budget(clock="sim", max_steps=None)),
+                              budget=Budget(clock=spec.deadline_clock, max_steps=None,  # type: ignore[arg-type]
+                                            response_deadline_s=spec.deadline_s)),
         seeds=Seeds(task_state=instance.task_seed, layout=instance.layout_seed, appearance=None,
                     policy=spec.seed * 100003 + spec.index),
         assets=Assets(scene="labrecord.sim.assets/weighing.xml",
@@ -302,7 +315,7 @@ def _manifest(spec: EpisodeSpec, instance: Any, policy: Any, contract: Any, layo
 def _write_demo(writer: RunWriter, owner: Any, log: Any, spec: EpisodeSpec, scores: Any) -> None:
     """Pre-action obs, applied action, next obs per control step into ``demo.hdf5``."""
     from labrecord.demos import DemoWriter
-    from labrecord.recorders.loop import flatten_state
+    from labrecord.recorders.loop import flatten_state, privileged_keys
 
     final = flatten_state(owner.env.public_state())
     obs_rows = log.obs + [final]
@@ -319,7 +332,8 @@ def _write_demo(writer: RunWriter, owner: Any, log: Any, spec: EpisodeSpec, scor
     caps = owner.caps
     with DemoWriter(writer.path(DEMO_FILE), {"env_name": f"labrecord-weighing-{spec.condition}",
                                              "labrecord": {"run_id": writer.manifest.run_id}}) as demo:
-        demo.begin(writer.manifest.run_id, 0, control_hz=caps.action_spec.control_hz, action_units=caps.action_spec.units)
+        demo.begin(writer.manifest.run_id, 0, control_hz=caps.action_spec.control_hz, action_units=caps.action_spec.units,
+                   privileged_obs=privileged_keys(keys))
         demo.add_steps(obs, np.stack(log.actions), next_obs, rewards, dones,
                        timestamps={"t": t, "acquired": t, "delivered": t},
                        control_mask=np.asarray(log.control_mask))

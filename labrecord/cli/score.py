@@ -66,6 +66,8 @@ def score(source: str | None, parquet_dir: str | None, seed: int, resamples: int
     result = score_corpus(con, seed=seed, resamples=resamples, decisions=decisions or None, one_group=one_group, where=where)
     if not result["groups"] and not result["unassigned_invalid_runs"]:
         raise LabrecordError(f"{given}: no runs to score")
+    from labrecord.scorers.latency import latency_summary
+
     target = Path(out) if out else _default_out(Path(given))
     atomic_write_bytes(target, dumps_pretty(result))
     if as_json:
@@ -73,6 +75,8 @@ def score(source: str | None, parquet_dir: str | None, seed: int, resamples: int
         _refuse_missing_registries(ingested)
         return
     _print_tables(result)
+    # a cost of this machine, not a metric: printed, kept out of scores.json and --json
+    _print_latency(latency_summary(con, system=system))
     click.echo(f"wrote {target}", err=True)
     _refuse_missing_registries(ingested)
 
@@ -85,6 +89,13 @@ def _refuse_missing_registries(ingested: Any) -> None:
     if skipped:
         raise click.ClickException(f"population registr{'y' if len(skipped) == 1 else 'ies'} not loaded "
                                    f"({', '.join(skipped)}): metrics over their members are missing")
+
+
+def _print_latency(summary: list) -> None:
+    from labrecord.scorers.latency import LATENCY_HEADER, latency_rows
+
+    if summary:
+        echo_table(list(LATENCY_HEADER), latency_rows(summary), title="policy latency per decision, wall time per episode")
 
 
 def _default_out(source: Path) -> Path:

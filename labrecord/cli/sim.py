@@ -18,7 +18,8 @@ def sim() -> None:
 
 @sim.command(context_settings=CONTEXT_SETTINGS)
 @click.option("--condition", type=click.Choice(["basic", "extended"]), default="basic", show_default=True)
-@click.option("--policy", type=click.Choice(["reference", "fixed-preference", "random"]), default="reference", show_default=True)
+@click.option("--policy", type=click.Choice(["reference", "clumsy", "fixed-preference", "random"]), default="reference",
+              show_default=True, help="clumsy: the reference policy that drops its first carried standard and recovers it.")
 @click.option("--denomination", type=click.Choice(["w10", "w20", "w50", "w100"]), default=None,
               help="Standard the fixed-preference policy always transfers (default w50).")
 @click.option("--episodes", type=click.IntRange(min=1), default=20, show_default=True)
@@ -29,10 +30,15 @@ def sim() -> None:
               help="ray runs the episodes on a Ray cluster (pip install 'labrecord[ray]').")
 @click.option("--ray-address", default=None, help="Ray cluster address (default: RAY_ADDRESS, else a local instance of --workers CPUs).")
 @click.option("--no-cameras", is_flag=True, help="Skip rendering and videos (faster).")
-@click.option("--size", type=click.IntRange(min=16), default=128, show_default=True, help="Camera width and height (px).")
+@click.option("--size", type=click.IntRange(min=16), default=224, show_default=True, help="Camera width and height (px).")
+@click.option("--deadline-s", type=click.FloatRange(min=0, min_open=True), default=None,
+              help="Response deadline from an observation's delivery (s); a later choice is not identified.")
+@click.option("--deadline-clock", type=click.Choice(["sim", "wall"]), default="sim", show_default=True,
+              help="Clock of the deadline: wall also refuses chunks whose inference outlasts it (physics pauses meanwhile).")
 @output_options(csv=False, json_help='Print {"out": DIR, "runs": [RUN_DIR, ...]}.')
 def weighing(condition: str, policy: str, denomination: str | None, episodes: int, seed: int, out_dir: str,
-             workers: int, executor: str, ray_address: str | None, no_cameras: bool, size: int, as_json: bool) -> None:
+             workers: int, executor: str, ray_address: str | None, no_cameras: bool, size: int,
+             deadline_s: float | None, deadline_clock: str, as_json: bool) -> None:
     """Feedback weighing: one run directory per episode under --out.
 
     \b
@@ -40,13 +46,15 @@ def weighing(condition: str, policy: str, denomination: str | None, episodes: in
       labrecord sim weighing --condition basic --policy reference --episodes 20 --seed 0 --out runs/
       labrecord sim weighing --policy fixed-preference --denomination w20 --episodes 8 --out runs/ --workers 2
       labrecord sim weighing --episodes 100 --out runs/ --executor ray --ray-address auto
+      labrecord sim weighing --policy clumsy --episodes 8 --deadline-s 5 --deadline-clock wall --out runs/
     """
     from labrecord.sim import run_weighing
 
     options = {"denomination": denomination} if denomination and policy == "fixed-preference" else {}
     with progress(episodes, f"weighing {condition} / {policy}") as advance:
         paths = run_weighing(out_dir, condition, policy, episodes, seed, workers, cameras=not no_cameras, size=size,
-                             progress=advance, executor=executor, address=ray_address, **options)
+                             progress=advance, executor=executor, address=ray_address, deadline_s=deadline_s,
+                             deadline_clock=deadline_clock, **options)
     if as_json:
         echo_json({"out": out_dir, "runs": [str(p) for p in paths]})
     else:

@@ -21,8 +21,8 @@ How a recorder drives a contract so that online and offline results coincide::
     for each physics step:                      # after mj_step, measurements read
         row = {"step": k, "t": t, ...family columns...}
         rows.append(row)
-        for event in tracker.step(row):          # validity, confirm, failure, choice, dwell
-            event.emit(run)
+        for event in tracker.step(row):          # validity, confirm, failure, recovery, violation, choice, dwell
+            event.emit(run, failure_seqs)        # failure_seqs: a list per episode (binds recoveries)
         if an observation was acquired at this step and delivered to the policy:
             run.observation(receipt)
             opened = tracker.observe(receipt)    # opportunity or None (same evidence)
@@ -67,9 +67,23 @@ class ContractEvent:
     step: int
     fields: dict[str, Any]
 
-    def emit(self, run: Any) -> Any:
-        """Append to a :class:`~labrecord.rundir.RunWriter` (which assigns ``seq``)."""
-        return run.emit(EVENT_TYPES[self.type], t=self.t, **self.fields)
+    def emit(self, run: Any, failure_seqs: list[int] | None = None) -> Any:
+        """Append to a :class:`~labrecord.rundir.RunWriter` (which assigns ``seq``).
+
+        A ``recovery`` names its failure by ``of_failure``, the failure's index among the
+        episode's failure events; ``failure_seqs`` (one list per episode, filled here with
+        the ``seq`` of every failure written) turns it into the recorded ``of_seq``.
+        """
+        fields = self.fields
+        if "of_failure" in fields:
+            if failure_seqs is None or fields["of_failure"] >= len(failure_seqs):
+                raise LabrecordError(f"recovery at t={self.t}: failure #{fields['of_failure']} was not written")
+            fields = {k: v for k, v in fields.items() if k != "of_failure"}
+            fields["of_seq"] = failure_seqs[self.fields["of_failure"]]
+        event = run.emit(EVENT_TYPES[self.type], t=self.t, **fields)
+        if self.type == "failure" and failure_seqs is not None:
+            failure_seqs.append(getattr(event, "seq", None))
+        return event
 
 
 @dataclass
@@ -205,6 +219,16 @@ class TaskContract(ABC):
     def state_ref(self, state: TaskState, f: Any) -> str:
         """A short description of the reference state an opportunity is scored against."""
 
+    #: ``violation`` kinds the contract derives from measurements
+    violation_kinds: ClassVar[frozenset[str]] = frozenset()
+    #: whether the contract derives ``recovery`` events
+    derives_recovery: ClassVar[bool] = False
+
+    def sensor_fault(self, f: Any) -> bool:
+        """Whether an invalid step is an evaluator-side sensor fault (a ``validity`` event);
+        a contract returns False where the policy caused it (then a violation says so)."""
+        return True
+
     def evidence_ready(self, state: TaskState, f: Any) -> bool:
         """Whether evidence acquired at features ``f`` makes the pending choice scorable."""
         return True
@@ -312,7 +336,7 @@ class Tracker:
         """Apply one step's features; only signature changes can produce events."""
         prev = self._prev
         events: list[ContractEvent] = []
-        if not f.valid and (prev is None or prev.valid):
+        if not f.valid and (prev is None or prev.valid) and self.contract.sensor_fault(f):
             events.append(ContractEvent("validity", f.t, f.step, {"kind": "sensor_error", "source": self.contract.sensor_source}))
         events.extend(self.contract.update(self.state, f, prev, self.instance))
         op = self.contract.recognize(self.state, f, prev, self.instance)

@@ -156,11 +156,12 @@ def record_run(root: str | os.PathLike[str], manifest: RunManifest, contract: Ta
         pending.setdefault(step, []).append((kind, fields))
     every = max(1, int(round(obs_every_s * _rate(rows))))
     version = 0
+    failure_seqs: list[int] = []
     with RunWriter.create(root, manifest) as run:
         run.emit(EpisodeStart, t=float(rows[0]["t"]) if rows else 0.0, episode=0)
         for index, row in enumerate(rows):
             for event in tracker.step(row):
-                event.emit(run)
+                event.emit(run, failure_seqs)
             step, t = int(row["step"]), float(row["t"])
             if index % every == 0:
                 receipt = ObservationReceipt(obs_id=f"obs{version}", step=step, t_acquired=t, t_delivered=t,

@@ -27,7 +27,7 @@ than 0.01 m/s), held continuously 3 s; any disturbance restarts the timer.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, ClassVar, NamedTuple
 
@@ -37,14 +37,15 @@ from labrecord.errors import LabrecordError
 from labrecord.measurements import WEIGHING_STANDARDS
 from labrecord.models import Operation, Task
 from labrecord.scorers.contracts.base import (
-    ContractEvent, HoldTimer, TaskContract, TaskState, bool_of, column, float_of, hold_flags, sorted_ops,
+    ContractEvent, HoldTimer, TaskContract, TaskState, bool_of, float_of, hold_flags, sorted_ops,
 )
-from labrecord.scorers.contracts.windows import SlidingRange, range_of, run_starts, window_left
+from labrecord.scorers.contracts.windows import SlidingRange
 
 STANDARDS = WEIGHING_STANDARDS
 MASS_G: dict[str, int] = {"w10": 10, "w20": 20, "w50": 50, "w100": 100}
 BIT: dict[str, int] = {w: 1 << i for i, w in enumerate(STANDARDS)}
 _BITS = np.array([BIT[w] for w in STANDARDS], dtype=np.int64)
+_MASSES = np.array([MASS_G[w] for w in STANDARDS], dtype=np.float64)
 PAN = "pan"
 BASIC_TARGETS_G = (160, 180, 200)
 EXTENDED_TARGETS_G = (200, 220, 240)
@@ -62,6 +63,10 @@ class WeighingThresholds:
     dwell_s: float = 3.0
     low_motion_m_s: float = 0.01
     g0: float = 9.80665
+    #: a standard released in free air that falls farther than this has dropped (m)
+    drop_height_m: float = 0.03
+    #: robot force on the load (beyond sample and supported standards) that is a safety violation (N)
+    safety_force_n: float = 5.0
 
 
 @dataclass(frozen=True)
@@ -116,113 +121,41 @@ class WeighingFeatures(NamedTuple):
     settled: bool         # valid, stable, released, low motion, support unchanged for 1 s
     success: bool
     held: bool            # success held for the terminal window
+    dropped: int          # bit mask of standards fallen > drop height since a release in free air
+    pressing: bool        # a robot link touches the load and presses it beyond the safety limit
 
 
 @dataclass
 class WeighingState(TaskState):
     supported: int = 0     # W_t, the confirmed supported set
     pending_add: int = 0   # standards grasped off the pan since the last settled step
+    #: standard -> (index of its drop failure among the episode's failures, the failed operation)
+    pending_recovery: dict[str, tuple[int, Operation]] = field(default_factory=dict)
+    #: standard -> kind of its last confirmed operation (a reversing grasp is a repetition)
+    last_kind: dict[str, str] = field(default_factory=dict)
 
 
-class WeighingStepper:
-    """Features one measurement row at a time (the online path)."""
+class DisplayFilter:
+    """Eq. 9 and the stability flag: the one display-filter kernel of the contract.
 
-    def __init__(self, thresholds: WeighingThresholds, instance: WeighingInstance) -> None:
+    :meth:`block` takes consecutive rows as lists and continues from the rows before;
+    the bulk replay feeds it a whole episode, the online recorder one control period, and
+    ``WeighingStepper.push`` one row.  m̄ restarts at m_raw on the first valid step and
+    after a sensor error; *stable* needs ``stable_window_s`` of valid samples whose
+    filtered range is at most ``stable_range_g``.
+    """
+
+    def __init__(self, thresholds: WeighingThresholds) -> None:
         self.th = thresholds
-        self.instance = instance
-        self.scale = 1000.0 / instance.g0
-        self.goal_mask = instance.goal_mask
         self.m = float("nan")
         self.prev_t: float | None = None
         self.prev_valid = False
         self.run_start = 0.0
         self.window = SlidingRange(thresholds.stable_window_s)
-        self.dwell = HoldTimer(thresholds.dwell_s)
-        self.mask: int | None = None
-        self.mask_since = 0.0
         self._alpha: dict[float, float] = {}
 
-    def alpha(self, dt: float) -> float:
-        value = self._alpha.get(dt)
-        if value is None:
-            value = self._alpha[dt] = 1.0 - math.exp(-dt / self.th.tau_f_s)
-        return value
-
-    def push(self, row: Any) -> WeighingFeatures:
-        th = self.th
-        t, step = float(row["t"]), int(row["step"])
-        force = float_of(row, "pan_force_n")
-        valid = bool_of(row, "sensor_ok") and math.isfinite(force)
-        stable = False
-        if valid:
-            raw = self.scale * (force - self.instance.f_empty_n)
-            if not self.prev_valid:
-                self.m, self.run_start = raw, t
-                self.window.clear()
-            else:
-                self.m = self.m + self.alpha(t - self.prev_t) * (raw - self.m)  # type: ignore[operator]
-            spread = self.window.push(t, self.m)
-            stable = t - self.run_start >= th.stable_window_s and spread <= th.stable_range_g
-        self.prev_t, self.prev_valid = t, valid
-        supported = grasped = over = 0
-        touched = bool_of(row, "hand_pan_contact")
-        low = float_of(row, "pan_speed") <= th.low_motion_m_s
-        for w in STANDARDS:
-            contact = bool_of(row, f"{w}_contact")
-            touched = touched or contact
-            if bool_of(row, f"{w}_on_pan") and not contact:
-                supported |= BIT[w]
-            if bool_of(row, f"{w}_grasped"):
-                grasped |= BIT[w]
-            if row.get(f"{w}_over_pan") in (None, True):  # unknown counts as over the pan
-                over |= BIT[w]
-            low = low and float_of(row, f"{w}_speed") <= th.low_motion_m_s
-        released = not touched
-        if supported != self.mask:
-            self.mask, self.mask_since = supported, t
-        settled = stable and released and low and t - self.mask_since >= th.stable_window_s
-        success = (valid and abs(quantize(self.m, th.quantum_g) - self.instance.target_g) <= th.success_tol_g
-                   and supported == self.goal_mask and released and low)
-        held = self.dwell.push(success, t)
-        return WeighingFeatures(step, t, valid, self.m, stable, supported, grasped, over, released, low, settled, success,
-                                held)
-
-    def push_block(self, columns: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
-        """Features of a block of consecutive rows (column -> (n,) array), continuing
-        from the rows pushed before, with the bulk replay's numpy kernels.
-
-        Returns field -> (n,) array, equal to :meth:`WeighingContract.features_bulk` over
-        the whole episode at these rows (and to ``push`` row by row).  Only the eq. 9
-        recursion and the trailing stability window run per row, in one tight loop.
-        """
-        th = self.th
-
-        def get(name: str, dtype: Any) -> np.ndarray:
-            return np.asarray(columns[name], dtype=dtype)
-
-        def over_pan(name: str) -> np.ndarray | None:
-            if name not in columns:
-                return None
-            known = np.asarray(columns[name])
-            if known.dtype == object:  # None is unknown, counted as over the pan
-                return np.array([v is None or bool(v) for v in known.tolist()], dtype=bool)
-            return np.asarray(known, dtype=bool)
-
-        f = instant_features(get, over_pan, th.low_motion_m_s)
-        t = get("t", np.float64)
-        raw = self.scale * (f["force"] - self.instance.f_empty_n)
-        m_bar, stable = self._filter(t.tolist(), raw.tolist(), f["valid"].tolist())
-        out, since, dwell_start = _timed_features(th, self.instance, get("step", np.int64), t, f, m_bar, stable,
-                                                  self.mask, self.mask_since, self.dwell.start)
-        if len(t):
-            self.mask, self.mask_since = int(out["supported"][-1]), float(since[-1])
-            self.dwell.start = float(dwell_start[-1]) if out["success"][-1] else None
-        return out
-
-    def _filter(self, times: list[float], raw: list[float], valid: list[bool]) -> tuple[np.ndarray, np.ndarray]:
-        """Eq. 9 and the stability flag row by row (lists (n,)), continuing the state;
-        the same arithmetic as :meth:`push` and :func:`display_chain`, inlined because it
-        runs for every physics step."""
+    def block(self, times: list[float], raw: list[float], valid: list[bool]) -> tuple[np.ndarray, np.ndarray]:
+        """Filtered mass and stability flag (n,) for rows ``times``, ``raw`` (g), ``valid``."""
         width, limit, tau = self.th.stable_window_s, self.th.stable_range_g, self.th.tau_f_s
         cache = self._alpha
         hi, lo = self.window.deques()
@@ -242,7 +175,7 @@ class WeighingStepper:
                     if a is None:
                         a = cache[d] = 1.0 - math.exp(-d / tau)
                     m = m + a * (x - m)
-                # SlidingRange.push, inlined
+                # SlidingRange.push, inlined: this loop runs for every physics step
                 sample = (t, m)
                 while hi and hi[-1][1] <= m:
                     hi.pop()
@@ -260,6 +193,188 @@ class WeighingStepper:
             prev_t, prev_valid = t, ok
         self.m, self.prev_t, self.prev_valid, self.run_start = m, prev_t, prev_valid, run_start
         return np.array(m_out, dtype=np.float64), np.array(stable_out, dtype=bool)
+
+
+class DropDetector:
+    """Drops of the four standards over consecutive blocks (arrays (4, n)).
+
+    A *free release* is a row where a standard's bilateral grasp ends while it touches
+    neither the pan's support path nor the table; its height then is the reference.  The
+    standard is *dropped* from the first row it is more than ``drop_height_m`` below that
+    reference until its next grasp.  Without ``{w}_z`` and ``{w}_on_table`` columns no
+    release counts as free.
+    """
+
+    def __init__(self, drop_height_m: float) -> None:
+        self.height = drop_height_m
+        k = len(STANDARDS)
+        self.grasped = np.zeros(k, dtype=bool)
+        self.armed = np.zeros(k, dtype=bool)
+        self.z_ref = np.full(k, np.nan)
+        self.latched = np.zeros(k, dtype=bool)
+
+    def push(self, grasped: int, free: int, z: list[float]) -> int:
+        """One row: bit masks of grasped and free standards and their heights; the
+        scalar twin of :meth:`block`."""
+        dropped = 0
+        for i, w in enumerate(STANDARDS):
+            g = bool(grasped & BIT[w])
+            if g and not self.grasped[i]:
+                self.armed[i], self.z_ref[i], self.latched[i] = False, z[i], False
+            elif not g and self.grasped[i] and free & BIT[w]:
+                self.armed[i], self.z_ref[i], self.latched[i] = True, z[i], False
+            self.grasped[i] = g
+            if self.armed[i] and z[i] < self.z_ref[i] - self.height:
+                self.latched[i] = True
+            if self.armed[i] and self.latched[i]:
+                dropped |= BIT[w]
+        return dropped
+
+    def block(self, grasped: np.ndarray, free: np.ndarray, z: np.ndarray) -> np.ndarray:
+        """Rows (4, n): grasped and free flags and heights; returns the dropped bit masks (n,)."""
+        n = grasped.shape[1]
+        if n == 0:
+            return np.zeros(0, dtype=np.int64)
+        prev = np.concatenate((self.grasped[:, None], grasped[:, :-1]), axis=1)
+        rise = grasped & ~prev
+        release = ~grasped & prev & free
+        if not (rise.any() or release.any() or self.armed.any()):  # the common case online
+            self.grasped = grasped[:, -1].copy()
+            return np.zeros(n, dtype=np.int64)
+        index = np.broadcast_to(np.arange(n), grasped.shape)
+        last = np.maximum.accumulate(np.where(rise | release, index, -1), axis=1)
+        at = np.maximum(last, 0)
+        since_event = last >= 0
+        armed = np.where(since_event, np.take_along_axis(release, at, axis=1), self.armed[:, None])
+        z_ref = np.where(since_event, np.take_along_axis(z, at, axis=1), self.z_ref[:, None])
+        below = armed & (z < z_ref - self.height)  # nan (no position) compares false
+        first = np.maximum.accumulate(np.where(below, index, -1), axis=1)
+        latched = np.where(since_event, (first >= last) & (first >= 0), self.latched[:, None] | (first >= 0))
+        dropped = armed & latched
+        self.grasped, self.armed = grasped[:, -1].copy(), armed[:, -1].copy()
+        self.z_ref, self.latched = z_ref[:, -1].copy(), latched[:, -1].copy()
+        return _BITS @ dropped
+
+
+class WeighingStepper:
+    """Features of consecutive measurement rows, continuing across calls.
+
+    :meth:`push_block` is the contract's kernel (numpy over a block, the display filter
+    row by row); the bulk replay runs it over a whole episode, the online recorder over
+    each control period, and :meth:`push` over one row.
+    """
+
+    def __init__(self, thresholds: WeighingThresholds, instance: WeighingInstance) -> None:
+        self.th = thresholds
+        self.instance = instance
+        self.scale = 1000.0 / instance.g0
+        self.filter = DisplayFilter(thresholds)
+        self.drops = DropDetector(thresholds.drop_height_m)
+        self.dwell = HoldTimer(thresholds.dwell_s)
+        self.mask: int | None = None
+        self.mask_since = 0.0
+        self.pressing_g = thresholds.safety_force_n * self.scale
+
+    def push(self, row: Mapping[str, Any]) -> WeighingFeatures:
+        """Features of one row (column -> value), equal to :meth:`push_block` at that row.
+
+        The display filter runs through the same kernel (a block of one row); the
+        memoryless features, timers and drop and pressing flags are their scalar twins.
+        """
+        th = self.th
+        t, step = float(row["t"]), int(row["step"])
+        force = float_of(row, "pan_force_n")
+        valid = bool_of(row, "sensor_ok") and math.isfinite(force)
+        raw = self.scale * (force - self.instance.f_empty_n)
+        m_bar, stable_flag = self.filter.block([t], [raw], [valid])
+        m, stable = float(m_bar[0]), bool(stable_flag[0])
+        supported = grasped = over = on_pan = table = 0
+        touched = bool_of(row, "hand_pan_contact")
+        low = float_of(row, "pan_speed") <= th.low_motion_m_s
+        z: list[float] = []
+        for w in STANDARDS:
+            contact = bool_of(row, f"{w}_contact")
+            touched = touched or contact
+            if bool_of(row, f"{w}_on_pan"):
+                on_pan |= BIT[w]
+                if not contact:
+                    supported |= BIT[w]
+            if bool_of(row, f"{w}_grasped"):
+                grasped |= BIT[w]
+            if row.get(f"{w}_over_pan") in (None, True):  # unknown counts as over the pan
+                over |= BIT[w]
+            if bool_of(row, f"{w}_on_table"):
+                table |= BIT[w]
+            z.append(float_of(row, f"{w}_z"))
+            low = low and float_of(row, f"{w}_speed") <= th.low_motion_m_s
+        released = not touched
+        if supported != self.mask:
+            self.mask, self.mask_since = supported, t
+        settled = stable and released and low and t - self.mask_since >= th.stable_window_s
+        success = (valid and abs(quantize(m, th.quantum_g) - self.instance.target_g) <= th.success_tol_g
+                   and supported == self.instance.goal_mask and released and low)
+        held = self.dwell.push(success, t)
+        dropped = 0
+        if all(f"{w}_z" in row and f"{w}_on_table" in row for w in STANDARDS):
+            dropped = self.drops.push(grasped, ~(on_pan | table), z)
+        load = m if valid else raw
+        expected = self.instance.sample_g + sum(MASS_G[w] for w in names_of(supported))
+        pressing = touched and load - expected > self.pressing_g
+        return WeighingFeatures(step, t, valid, m, stable, supported, grasped, over, released, low, settled, success,
+                                held, dropped, bool(pressing))
+
+    def push_block(self, columns: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+        """Features of a block of consecutive rows (column -> (n,) array), continuing
+        from the rows pushed before.  Returns field -> (n,) array."""
+        th = self.th
+
+        def get(name: str, dtype: Any) -> np.ndarray:
+            try:
+                return np.asarray(columns[name], dtype=dtype)  # an object column's None becomes False
+            except TypeError:  # None in a numeric column is nan
+                return np.array([np.nan if v is None else v for v in np.asarray(columns[name]).tolist()], dtype=dtype)
+
+        def optional(name: str, default: Any) -> np.ndarray | None:
+            value = columns.get(name)
+            if value is None:
+                return None
+            known = np.asarray(value)
+            if known.dtype == object:  # None is unknown
+                return np.array([default if v is None else v for v in known.tolist()])
+            return known
+
+        def over_pan(name: str) -> np.ndarray | None:
+            known = optional(name, True)
+            return None if known is None else known.astype(bool)
+
+        f = instant_features(get, over_pan, th.low_motion_m_s)
+        t = get("t", np.float64)
+        raw = self.scale * (f["force"] - self.instance.f_empty_n)
+        m_bar, stable = self.filter.block(t.tolist(), raw.tolist(), f["valid"].tolist())
+        out, since, dwell_start = _timed_features(th, self.instance, get("step", np.int64), t, f, m_bar, stable,
+                                                  self.mask, self.mask_since, self.dwell.start)
+        n = len(t)
+        z = [optional(f"{w}_z", np.nan) for w in STANDARDS]
+        table = [optional(f"{w}_on_table", False) for w in STANDARDS]
+        if n and all(v is not None for v in z) and all(v is not None for v in table):
+            on_pan = np.array([get(f"{w}_on_pan", bool) for w in STANDARDS])
+            free = ~on_pan & ~np.array(table, dtype=bool)
+            grasped = ((f["grasped"][None, :] >> np.arange(len(STANDARDS))[:, None]) & 1).astype(bool)
+            out["dropped"] = self.drops.block(grasped, free, np.array(z, dtype=np.float64))
+        else:
+            out["dropped"] = np.zeros(n, dtype=np.int64)
+        # the load beyond the sample and the supported standards while a robot link touches it
+        touched = f["touched"]
+        if touched.any():
+            expected = self.instance.sample_g + (f["supported"][:, None] >> np.arange(len(STANDARDS)) & 1) @ _MASSES
+            load = np.where(f["valid"], m_bar, raw)  # an overload is invalid: its raw force still counts
+            out["pressing"] = touched & (load - expected > self.pressing_g)
+        else:
+            out["pressing"] = touched
+        if n:
+            self.mask, self.mask_since = int(out["supported"][-1]), float(since[-1])
+            self.dwell.start = float(dwell_start[-1]) if out["success"][-1] else None
+        return out
 
 
 def instant_features(get: Callable[[str, Any], np.ndarray], over_pan: Callable[[str], np.ndarray | None],
@@ -303,34 +418,14 @@ def since_change(values: np.ndarray, t: np.ndarray, last: int | None = None, sin
 
 def display_chain(t: np.ndarray, force_n: np.ndarray, valid: np.ndarray, f_empty_n: float, g0: float,
                   th: WeighingThresholds) -> tuple[np.ndarray, np.ndarray]:
-    """Eq. 8–9 and the stability flag over a whole series.
+    """Eq. 8–9 and the stability flag over a whole series, through :class:`DisplayFilter`.
 
     Inputs (n,): times, pan support force, validity.  Returns ``(m_bar, stable)`` (n,):
     the filtered mass in grams (held through invalid steps) and the stability flag.
     """
-    n = len(t)
-    raw = (1000.0 / g0) * (force_n - f_empty_n)
-    dt = np.diff(t, prepend=t[:1])
-    cache = {d: 1.0 - math.exp(-d / th.tau_f_s) for d in np.unique(dt).tolist()}
-    alpha = [cache[d] for d in dt.tolist()]
-    restart = valid & ~np.concatenate(([False], valid[:-1]))
-    m_bar: list[float] = []
-    m = float("nan")
-    # eq. 9 is a recursion; a plain loop keeps it bit-identical to the online stepper
-    for x, a, ok, fresh in zip(raw.tolist(), alpha, valid.tolist(), restart.tolist()):
-        if ok:
-            m = x if fresh else m + a * (x - m)
-        m_bar.append(m)
-    m_arr = np.asarray(m_bar, dtype=np.float64)
-    start = run_starts(valid)
-    stable = np.zeros(n, dtype=bool)
-    if valid.any():
-        left = np.maximum(window_left(t, th.stable_window_s), start)
-        idx = np.flatnonzero(valid)
-        spread = np.full(n, np.inf)
-        spread[idx] = range_of(np.where(valid, m_arr, 0.0), np.where(valid, left, np.arange(n)))[idx]
-        stable = valid & (t - t[np.maximum(start, 0)] >= th.stable_window_s) & (spread <= th.stable_range_g)
-    return m_arr, stable
+    raw = (1000.0 / g0) * (np.asarray(force_n, dtype=np.float64) - f_empty_n)
+    return DisplayFilter(th).block(np.asarray(t, dtype=np.float64).tolist(), raw.tolist(),
+                                   np.asarray(valid, dtype=bool).tolist())
 
 
 class WeighingContract(TaskContract):
@@ -338,9 +433,12 @@ class WeighingContract(TaskContract):
     version: ClassVar[str] = "weighing/1"
     recognizer: ClassVar[str] = "grasp/1"
     sensor_source: ClassVar[str] = "load_cell"
-    failure_reasons: ClassVar[frozenset[str]] = frozenset({"miss"})
+    failure_reasons: ClassVar[frozenset[str]] = frozenset({"miss", "drop"})
+    violation_kinds: ClassVar[frozenset[str]] = frozenset({"premature", "repetition", "safety"})
+    derives_recovery: ClassVar[bool] = True
     features_type = WeighingFeatures
-    signature = ("valid", "stable", "supported", "grasped", "released", "low_motion", "settled", "success", "held")
+    signature = ("valid", "stable", "supported", "grasped", "released", "low_motion", "settled", "success", "held",
+                 "dropped", "pressing")
 
     @classmethod
     def default_thresholds(cls) -> WeighingThresholds:
@@ -387,27 +485,57 @@ class WeighingContract(TaskContract):
         shown = "+".join(names_of(state.supported)) or "none"
         return f"W={shown};reading={quantize(f.m_bar, self.thresholds.quantum_g):.1f}"
 
+    def sensor_fault(self, f: WeighingFeatures) -> bool:
+        """An invalid reading while the robot presses the load is the policy's safety
+        violation, not an evaluator-side sensor fault."""
+        return not f.pressing
+
     def update(self, state: WeighingState, f: WeighingFeatures, prev: WeighingFeatures | None,
                instance: WeighingInstance) -> list[ContractEvent]:
         before = prev.grasped if prev is not None else 0
-        state.pending_add |= f.grasped & ~before & ~state.supported
+        events: list[ContractEvent] = []
+        rising = f.grasped & ~before
+        for w in names_of(rising):
+            kind = "remove" if state.supported & BIT[w] else "add"
+            op = Operation(kind, w, PAN)
+            if kind == "add" and not f.stable:
+                events.append(ContractEvent("violation", f.t, f.step, {"kind": "premature", "irreversible": False, "op": op}))
+            if state.last_kind.get(w) is not None and state.last_kind[w] != kind:
+                events.append(ContractEvent("violation", f.t, f.step, {"kind": "repetition", "irreversible": False, "op": op}))
+        if f.pressing and (prev is None or not prev.pressing):
+            events.append(ContractEvent("violation", f.t, f.step, {"kind": "safety", "irreversible": True, "op": None}))
+        for w in names_of(f.dropped & ~(prev.dropped if prev is not None else 0)):
+            op = Operation("remove" if state.supported & BIT[w] else "add", w, PAN)
+            key = f"{op.kind}:{w}"
+            events.append(ContractEvent("failure", f.t, f.step, {
+                "op": op, "reason": "drop", "attempt": state.attempt(key), "recoverable": True}))
+            state.attempts[key] = state.attempt(key)
+            state.pending_recovery[w] = (state.failures, op)
+            state.failures += 1
+            state.pending_add &= ~BIT[w]  # a drop is not also a miss
+        state.pending_add |= rising & ~state.supported
         # released away from the pan (put back): not an attempt on the pan
         state.pending_add &= ~(before & ~f.grasped & ~f.over)
         if not f.settled:
-            return []
-        events: list[ContractEvent] = []
+            return events
         reading = round(quantize(f.m_bar, self.thresholds.quantum_g), 1)
         measured = {"reading_g": reading, "supported": names_of(f.supported)}
         for w in names_of(f.supported & ~state.supported):
             events.append(self._confirm(state, f, "add", w, "supported", measured))
+            state.last_kind[w] = "add"
         for w in names_of(state.supported & ~f.supported):
             events.append(self._confirm(state, f, "remove", w, "removed", measured))
+            state.last_kind[w] = "remove"
         for w in names_of(state.pending_add & ~f.supported):
             key = f"add:{w}"
             events.append(ContractEvent("failure", f.t, f.step, {
                 "op": Operation("add", w, PAN), "reason": "miss", "attempt": state.attempt(key), "recoverable": True}))
             state.attempts[key] = state.attempt(key)
             state.failures += 1
+        for w, (index, op) in sorted(state.pending_recovery.items()):
+            if bool(f.supported & BIT[w]) == (op.kind == "add"):  # the failed operation's outcome holds now
+                events.append(ContractEvent("recovery", f.t, f.step, {"of_failure": index, "resolved": True}))
+                del state.pending_recovery[w]
         if f.supported != state.supported:
             state.supported = f.supported
             state.changes += 1
@@ -433,22 +561,9 @@ class WeighingContract(TaskContract):
         return WeighingStepper(self.thresholds, instance)
 
     def features_bulk(self, table: Any, instance: WeighingInstance) -> dict[str, np.ndarray]:
-        th = self.thresholds
-        t = column(table, "t", np.float64)
-
-        def over_pan(name: str) -> np.ndarray | None:
-            if name not in table.column_names:
-                return None
-            import pyarrow as pa
-
-            known = table.column(name).cast(pa.bool_()).fill_null(True)  # unknown counts as over
-            return np.asarray(known.to_numpy(zero_copy_only=False), dtype=bool)
-
-        f = instant_features(lambda name, dtype: column(table, name, dtype), over_pan, th.low_motion_m_s)
-        m_bar, stable = display_chain(t, f["force"], f["valid"], instance.f_empty_n, instance.g0, th)
-        features, _, _ = _timed_features(th, instance, column(table, "step", np.int64), t, f, m_bar, stable, None, 0.0,
-                                         None)
-        return features
+        """The stepper's kernel over the whole table (one block from a fresh state)."""
+        return self.stepper(instance).push_block({name: table.column(name).to_numpy(zero_copy_only=False)
+                                                  for name in table.column_names})
 
 
 def _timed_features(th: WeighingThresholds, instance: WeighingInstance, step: np.ndarray, t: np.ndarray,
@@ -479,24 +594,66 @@ def _timed_features(th: WeighingThresholds, instance: WeighingInstance, step: np
 # -- instance generators (task-state and layout seeds kept apart) ------------------------
 
 def _balanced(outer: Sequence[Any], inner: Sequence[Any], n: int, rng: np.random.Generator) -> list[tuple[Any, Any]]:
-    """``n`` (outer, inner) strata balanced at every prefix: outer values cycle in
-    shuffled blocks, and each outer value cycles through its own shuffled inner values,
-    so counts differ by at most one within every outer value and across outer values."""
-    queues: dict[Any, list[Any]] = {o: [] for o in outer}
+    """``n`` (outer, inner) strata in blocks of ``len(outer) · len(inner)``: every block
+    holds each pair once, and at every prefix the outer values' counts differ by at most
+    one, and so do the inner values' (both marginals balanced, not only their product).
+
+    Each block is drawn by a depth-first search over the remaining pairs in ``rng``'s
+    order; if it needs too many steps, the block is the pair ``(O[k mod |O|], I[k mod |I|])``
+    for shuffled O and I (every pair once when the sizes are coprime, as 3 × 4 and 3 × 10).
+    """
     out: list[tuple[Any, Any]] = []
     while len(out) < n:
-        for i in rng.permutation(len(outer)).tolist():
-            o = outer[i]
-            if not queues[o]:
-                queues[o] = [inner[j] for j in rng.permutation(len(inner)).tolist()]
-            out.append((o, queues[o].pop()))
+        out += _balanced_block(list(outer), list(inner), rng)
     return out[:n]
+
+
+def _balanced_block(outer: list[Any], inner: list[Any], rng: np.random.Generator,
+                    budget: int = 20000) -> list[tuple[Any, Any]]:
+    pairs = [(o, i) for o in range(len(outer)) for i in range(len(inner))]
+    order = [pairs[k] for k in rng.permutation(len(pairs)).tolist()]
+    count_o, count_i = [0] * len(outer), [0] * len(inner)
+    used = [False] * len(order)
+    seq: list[tuple[int, int]] = []
+    steps = 0
+
+    def fits(o: int, i: int) -> bool:
+        return count_o[o] == min(count_o) and count_i[i] == min(count_i)
+
+    def search() -> bool:
+        nonlocal steps
+        if len(seq) == len(order):
+            return True
+        for k, (o, i) in enumerate(order):
+            steps += 1
+            if steps > budget:
+                return False
+            if used[k] or not fits(o, i):
+                continue
+            used[k] = True
+            count_o[o] += 1
+            count_i[i] += 1
+            seq.append((o, i))
+            if search():
+                return True
+            seq.pop()
+            used[k] = False
+            count_o[o] -= 1
+            count_i[i] -= 1
+        return False
+
+    if not search():
+        perm_o, perm_i = rng.permutation(len(outer)).tolist(), rng.permutation(len(inner)).tolist()
+        seq = [(perm_o[k % len(outer)], perm_i[k % len(inner)]) for k in range(len(order))]
+    return [(outer[o], inner[i]) for o, i in seq]
 
 
 def generate_basic(n: int, rng_task: np.random.Generator, rng_layout: np.random.Generator) -> list[WeighingInstance]:
     """Basic instances: all standards on the table, exactly one standard completes the target.
 
-    Balanced over target (160/180/200 g) × answer standard strata; ``sample_g = target − w``.
+    Every block of 12 holds each target (160/180/200 g) × answer standard pair once; at
+    every prefix each target and each answer occur equally often up to one (so every 4
+    consecutive instances of a block hold each answer once).  ``sample_g = target − w``.
     """
     layout = rng_layout.integers(0, 2**31 - 1, size=n).tolist()
     task = rng_task.integers(0, 2**31 - 1, size=n).tolist()
@@ -515,8 +672,9 @@ def generate_extended(n: int, rng_task: np.random.Generator, rng_layout: np.rand
     """Extended instances: targets 200/220/240 g, goal subset of 2–3 standards, the start
     subset differing from the goal by at least two additions or removals.
 
-    Balanced over target × goal-subset strata; the start is drawn uniformly among the
-    subsets at distance ≥ 2.
+    Every block of 30 holds each target × goal-subset pair once, and at every prefix the
+    targets and the goal subsets each occur equally often up to one; the start is drawn
+    uniformly among the subsets at distance ≥ 2.
     """
     layout = rng_layout.integers(0, 2**31 - 1, size=n).tolist()
     task = rng_task.integers(0, 2**31 - 1, size=n).tolist()

@@ -95,10 +95,18 @@ def test_demo_pairs_obs_action_next_obs(reference_runs):
         name = reader.demo_names[0]
         demo = reader.demo(name)
         n = demo.num_samples
-        assert demo.actions.shape == (n, 4)
+        assert demo.actions.shape == (n, 7)
         assert np.allclose(demo.obs["robot0_eef_pos"][1:], demo.next_obs["robot0_eef_pos"][:-1])
         assert not demo.control_mask[0] and demo.control_mask[1:].all()
         assert reader.manifest()[0].run_id == read_manifest(reference_runs[0]).manifest.run_id
+    import h5py
+
+    with h5py.File(reference_runs[0] / "demo.hdf5") as f:
+        group = f["data/demo_0"]
+        # proprioception under robomimic names; evaluator state under other keys, listed
+        assert {"robot0_joint_pos", "robot0_joint_vel", "robot0_gripper_qpos", "robot0_eef_pos",
+                "robot0_eef_quat"} <= set(group["obs"])
+        assert json.loads(group.attrs["privileged_obs"]) == ["display_reading_g", "display_stable", "object"]
 
 
 def test_receipts_follow_deliveries(reference_runs):
@@ -241,3 +249,19 @@ def test_two_policies_on_one_seed_share_the_instances(tmp_path):
     # the reference ran one of the two registered instances: the other is missing, not dropped
     assert reference["coverage"]["missing"] == [{"population": "weighing-basic-s0", "instance_id": "i001"}]
     assert reference["metrics"]["B_next"]["den"] == 2
+
+
+def test_clumsy_drops_its_first_standard_and_recovers(tmp_path):
+    """The drop is recognized from the measurements (grasp lost in free air, then a fall
+    of more than 3 cm), and placing the same standard later resolves it."""
+    run = run_weighing(tmp_path, "basic", "clumsy", episodes=1, seed=0, cameras=False)[0]
+    check_run(run)
+    events = read_events(run)
+    failures = [e for e in events if e.__struct_config__.tag == "failure"]
+    recoveries = [e for e in events if e.__struct_config__.tag == "recovery"]
+    assert [f.reason for f in failures] == ["drop"] and failures[0].recoverable
+    assert [(r.of_seq, r.resolved) for r in recoveries] == [(failures[0].seq, True)]
+    assert episode_end(run).physical_complete
+    (group,) = score_corpus(tmp_path, resamples=0)["groups"]
+    assert group["metrics"]["completion.recovered"]["value"] == 1.0
+    assert group["metrics"]["completion.clean"]["value"] == 0.0

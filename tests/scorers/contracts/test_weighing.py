@@ -287,3 +287,30 @@ def test_extended_generator_constraints(n: int, seed: int) -> None:
     for i in instances:
         assert i.target_g in (200.0, 220.0, 240.0) and len(i.goal) in (2, 3)
         assert len(i.goal ^ i.start) >= 2 and i.sample_g == i.target_g - sum(MASS_G[w] for w in i.goal) > 0
+
+
+@settings(max_examples=25, deadline=None)
+@given(n=st.integers(1, 36), seed=st.integers(0, 2**16))
+def test_basic_answers_are_balanced_at_every_prefix(n: int, seed: int) -> None:
+    """Each of the four answers within one of the others at every prefix (the first 4 of
+    a block hold each answer once, so a fixed-preference policy is right in 1 of 4), each
+    target within one, and every full block of 12 holds each (target, answer) once."""
+    instances = generate_basic(n, np.random.default_rng(seed), np.random.default_rng(seed + 1))
+    answers = [next(iter(i.goal)) for i in instances]
+    targets = [i.target_g for i in instances]
+    for k in range(1, n + 1):
+        counts = [answers[:k].count(w) for w in STANDARDS]
+        assert max(counts) - min(counts) <= 1
+        per_target = [targets[:k].count(t) for t in (160.0, 180.0, 200.0)]
+        assert max(per_target) - min(per_target) <= 1
+    for start in range(0, n - 11, 12):
+        block = set(zip(targets[start:start + 12], answers[start:start + 12]))
+        assert len(block) == 12
+
+
+def test_first_block_by_hand() -> None:
+    # seed 0 of the simulator's first block: the first four instances hold all four answers
+    from labrecord.sim.weighing import instances
+
+    first = [next(iter(i.goal)) for i in instances("basic", 4, 0)]
+    assert sorted(first) == sorted(STANDARDS)
