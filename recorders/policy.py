@@ -57,10 +57,13 @@ class Observation:
 @dataclass
 class ActionChunk:
     """``actions`` (k, dim) to apply one per control period; ``report`` is the operation
-    the policy says it is carrying out (only from policies that report operations)."""
+    the policy says it is carrying out (only from policies that report operations);
+    ``tool`` is a tool call of an agent (see :mod:`labrecord.recorders.adapters.agent`),
+    answered by the recorder instead of actions."""
 
     actions: np.ndarray
     report: Operation | None = None
+    tool: Any = None
 
 
 @runtime_checkable

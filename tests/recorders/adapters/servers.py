@@ -54,3 +54,49 @@ class OpenPIStandIn:
 
 def chunk(rows: int, dim: int, value: float = 0.0) -> dict[str, Any]:
     return {"actions": np.full((rows, dim), value, dtype=np.float32), "server_timing": {"infer_ms": 1.0}}
+
+
+class HttpAgentStandIn:
+    """An HTTP agent on 127.0.0.1: ``behaviour(index, request_json) -> (status, body bytes)``
+    or ``"hang"`` (never answers within the client's timeout)."""
+
+    def __init__(self, behaviour: Callable[[int, dict[str, Any]], Any]) -> None:
+        import json
+        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+        stand_in = self
+        self.behaviour = behaviour
+        self.requests: list[dict[str, Any]] = []
+        self._release = threading.Event()
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:  # noqa: N802 - http.server's name
+                body = self.rfile.read(int(self.headers["Content-Length"]))
+                request = json.loads(body)
+                stand_in.requests.append(request)
+                reply = stand_in.behaviour(len(stand_in.requests) - 1, request)
+                if reply == "hang":
+                    stand_in._release.wait(10)
+                    return
+                status, payload = reply
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(payload)))
+                self.end_headers()
+                self.wfile.write(payload)
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._server.daemon_threads = True
+        self.port = self._server.server_address[1]
+        self.url = f"http://127.0.0.1:{self.port}/act"
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._release.set()
+        self._server.shutdown()
+        self._server.server_close()
+        self._thread.join(timeout=5)
