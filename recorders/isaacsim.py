@@ -172,7 +172,8 @@ class IsaacSimWeighingEnv:
     sample first), ``cameras`` (name -> ``Camera``), ``apply_action`` (the robot controller
     that holds an ActionSpec command), ``read_contacts`` (the prim pairs in contact after
     the last step, e.g. from a contact-report subscription), ``gripper_closed`` and
-    ``public_state`` callables, and the prim ``entities`` table.
+    ``public_state`` callables, the prim ``entities`` table, and ``hold_action`` (the
+    action row that keeps the robot still in the declared convention).
     """
 
     def __init__(self, world: Any, balance: Any, pan_link_index: int, objects: Mapping[str, Any],
@@ -180,7 +181,7 @@ class IsaacSimWeighingEnv:
                  read_contacts: Callable[[], Sequence[tuple[str, str]]], gripper_closed: Callable[[], bool],
                  public_state: Callable[[], dict[str, Any]], entities: Mapping[str, int], *,
                  physics_hz: float, control_hz: float, f_empty_n: float, gravity: Sequence[float] = (0, 0, -9.80665),
-                 capacity_n: float = 50.0) -> None:
+                 capacity_n: float = 50.0, hold_action: Callable[[np.ndarray | None], np.ndarray] | None = None) -> None:
         require_isaacsim()
         self.world, self.balance, self.pan_link_index = world, balance, pan_link_index
         self.objects = dict(objects)
@@ -195,6 +196,12 @@ class IsaacSimWeighingEnv:
         self._rows: list[tuple[float, float, list[tuple[str, str]], np.ndarray, bool]] = []
         self._step = 0
         self.display: Callable[[], dict[str, Any]] = lambda: {}
+        self._hold = hold_action
+
+    def hold_action(self, last: np.ndarray | None) -> np.ndarray:
+        if self._hold is None:
+            raise NotImplementedError("IsaacSimWeighingEnv needs hold_action= for its action convention")
+        return self._hold(last)
 
     @property
     def time(self) -> float:
@@ -222,7 +229,7 @@ class IsaacSimWeighingEnv:
         return columns
 
     def public_state(self) -> dict[str, Any]:
-        return {**self._public_state(), "display": self.display()}
+        return {**self._public_state(), "display_reading": self.display()}
 
     def render(self, camera: str) -> np.ndarray:
         self.world.render()

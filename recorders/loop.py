@@ -22,6 +22,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from labrecord.errors import LabrecordError
 from labrecord.models import EpisodeEnd, EpisodeStart, FinalScores, ObservationReceipt, OnlineScore, Operation
 from labrecord.recorders.actions import ChunkCheck, check_chunk
 from labrecord.recorders.policy import Capabilities, Observation, Policy, project_observation
@@ -67,6 +68,9 @@ class Environment(Protocol):
 
     def render(self, camera: str) -> np.ndarray:
         """An (H, W, 3) uint8 frame of a registered camera."""
+
+    def hold_action(self, last: np.ndarray | None) -> np.ndarray:
+        """The action row that keeps the robot still (gripper as in ``last``; None: open)."""
 
 
 class OnlineScorer(Protocol):
@@ -117,21 +121,53 @@ class EpisodeLog:
     clipped: int = 0
 
 
+#: proprioception fields of the ``robot`` channel -> robomimic observation keys
+PROPRIO_KEYS = {"joint_pos": "robot0_joint_pos", "joint_vel": "robot0_joint_vel", "gripper_qpos": "robot0_gripper_qpos",
+                "eef_pos": "robot0_eef_pos", "eef_quat": "robot0_eef_quat"}
+
+
 def flatten_state(state: dict[str, Any]) -> dict[str, np.ndarray]:
-    """Low-dimensional demonstration observation keys from the public state channels."""
+    """Low-dimensional demonstration observation keys from the state channels.
+
+    Proprioception (the ``robot`` channel) under robomimic names (:data:`PROPRIO_KEYS`);
+    evaluator state under other keys (:func:`privileged_keys` lists them): the display
+    as ``display_reading_g`` / ``display_stable``, object poses as ``object``.
+    """
     out: dict[str, np.ndarray] = {}
     robot = state.get("robot", {})
-    if robot:
-        out["robot0_eef_pos"] = np.asarray(robot["eef_pos"], dtype=np.float32)
-        out["robot0_gripper_qpos"] = np.asarray([robot["gripper_opening_m"]], dtype=np.float32)
-    display = state.get("display")
+    for field_name, key in PROPRIO_KEYS.items():
+        if field_name in robot:
+            out[key] = np.asarray(robot[field_name], dtype=np.float32)
+    display = state.get("display_reading")
     if display:
-        out["display_reading_g"] = np.asarray([display["reading_g"]], dtype=np.float32)
+        out["display_reading_g"] = np.asarray([np.nan if display["reading_g"] is None else display["reading_g"]],
+                                              dtype=np.float32)
         out["display_stable"] = np.asarray([display["stable"]], dtype=np.float32)
-    objects = state.get("objects")
+    objects = state.get("object_poses")
     if objects:
         out["object"] = np.asarray([v for name in sorted(objects) for v in objects[name]], dtype=np.float32)
     return out
+
+
+def privileged_keys(keys: Any) -> list[str]:
+    """The demonstration observation keys that hold evaluator state (not proprioception or images)."""
+    native = set(PROPRIO_KEYS.values())
+    return sorted(k for k in keys if k not in native and not k.endswith("_image"))
+
+
+def check_channels(caps: Capabilities, privileged: tuple[str, ...]) -> None:
+    """Refuse evaluator-state channels to anything but a scripted system.
+
+    Native observations are camera images, proprioception, the instruction and authorized
+    history.  A privileged channel (the numeric display reading, object poses) reaches a
+    policy only when a *scripted* system declares it — the declaration is then part of
+    its observation condition, so its scores never pool with native systems.  Semantic
+    support for other systems goes through a registered Oracle intervention instead.
+    """
+    declared = sorted(set(caps.channels) & set(privileged))
+    if declared and caps.kind != "scripted":
+        raise LabrecordError(f"system {caps.name!r} ({caps.kind}) declares evaluator-state channel(s) "
+                             f"{', '.join(declared)}; only scripted systems may read them")
 
 
 class StepOwner:
@@ -141,6 +177,7 @@ class StepOwner:
                  instruction: str, max_time_s: float, video: bool = True, snapshot_every_s: float = 1.0) -> None:
         self.env, self.policy, self.scorer, self.writer = env, policy, scorer, writer
         self.caps: Capabilities = policy.capabilities
+        check_channels(self.caps, tuple(getattr(env, "privileged_channels", ())))
         self.instruction = instruction
         self.max_time_s = max_time_s
         self.steps_per_control = int(round(env.physics_hz / env.control_hz))
@@ -175,7 +212,8 @@ class StepOwner:
                     queue.clear()  # evidence changed: drop commands planned on older evidence
                 if not queue:
                     queue.extend(self._query(observation, log))
-            action = queue.popleft() if queue else last_action
+            # nothing queued (a rejected chunk): hold still in the declared convention
+            action = queue.popleft() if queue else self.env.hold_action(last_action)
             self._record_demo(log, state, images, action, policy_in_control)
             policy_in_control = True
             env.apply(action)
@@ -204,9 +242,7 @@ class StepOwner:
         return event
 
     def _initial_action(self) -> np.ndarray:
-        state = self.env.public_state()
-        robot = state["robot"]
-        return np.asarray([*robot["eef_pos"], robot.get("gripper_command", 0.0)], dtype=float)
+        return np.asarray(self.env.hold_action(None), dtype=float)
 
     def _frames(self) -> dict[str, np.ndarray]:
         frames: dict[str, np.ndarray] = {}

@@ -15,9 +15,17 @@ from typing import Any
 import numpy as np
 
 from labrecord.recorders.contacts import found_matrix, hand_on_pan, robot_touch, supported_by_pan
-from labrecord.sim.scene import OBJECTS, PAN_RADIUS, PHYSICS_HZ, STANDARDS, Placement, WeighingScene, contact_pairs
+from labrecord.models import ActionSpec
+from labrecord.sim.scene import (
+    FINGER_OPEN_M, OBJECTS, PAN_RADIUS, PHYSICS_HZ, STANDARDS, Placement, WeighingScene, contact_pairs,
+)
 
 CAMERAS: tuple[str, ...] = ("front", "wrist", "display")
+#: evaluator-state channels: given to a policy only when it declares them (privileged)
+PRIVILEGED_CHANNELS: tuple[str, ...] = ("display_reading", "object_poses")
+DEFAULT_SIZE = 224
+#: sub-steps of the joint-target ramp within one control period
+RAMP_STEPS = 10
 #: load-cell capacity (about 5 kg with the pan): beyond it the sensor reports overload and the reading is invalid
 CAPACITY_N = 50.0
 _STANDARD_INDEX = [OBJECTS.index(name) for name in STANDARDS]
@@ -27,10 +35,16 @@ class WeighingEnv:
     """Scene + raw step recording; ``display`` supplies the public readout."""
 
     physics_hz = PHYSICS_HZ
+    privileged_channels = PRIVILEGED_CHANNELS
 
-    def __init__(self, control_hz: float = 10.0, cameras: tuple[str, ...] = CAMERAS, size: int = 128) -> None:
+    def __init__(self, action_spec: ActionSpec | None = None, cameras: tuple[str, ...] = CAMERAS,
+                 size: int = DEFAULT_SIZE) -> None:
+        from labrecord.sim.control import ArmController, action_spec as spec_of
+
         self.scene = WeighingScene(size, size)
-        self.control_hz = control_hz
+        self.action_spec = action_spec or spec_of("eef_delta")
+        self.controller = ArmController(self.scene, self.action_spec)
+        control_hz = self.control_hz = self.action_spec.control_hz
         self.cameras = cameras
         steps = int(round(self.physics_hz / control_hz))
         self._pairs = contact_pairs()
@@ -40,6 +54,7 @@ class WeighingEnv:
         self._qpos_rows = np.zeros((steps, 7 * len(OBJECTS)))
         self._k = 0
         self._step = 0
+        self._ramp: tuple[np.ndarray, np.ndarray] | None = None
         self.f_empty_n = 0.0
         self.display: Callable[[], dict[str, Any]] = lambda: {}
         d = self.scene.data
@@ -61,7 +76,7 @@ class WeighingEnv:
         scene = self.scene
         scene.reset(Placement(sample_g=100.0, initially_on_pan=frozenset(), layout=_default_layout()))
         adr = scene.qpos_adr["sample"]
-        scene.data.qpos[adr:adr + 3] = (-0.3, 0.3, 0.021)
+        scene.data.qpos[adr:adr + 3] = (0.3, 0.35, 0.021)
         scene.mujoco.mj_forward(scene.model, scene.data)
         for _ in range(100):
             scene.step()
@@ -74,23 +89,43 @@ class WeighingEnv:
             self.scene.step()
         self._k = 0
         self._step = 0
+        self._ramp = None
 
     # -- stepping -----------------------------------------------------------------------
     def apply(self, action: np.ndarray) -> None:
-        self.scene.apply(action)
+        """Execute one action row of the declared convention over the next control period:
+        the joint targets ramp linearly from the previous ones in :data:`RAMP_STEPS`
+        sub-steps (a smooth servo reference, no step in commanded position)."""
+        scene = self.scene
+        command = self.controller.command(action)
+        start = scene.data.ctrl[scene.arm_ctrl].copy()
+        scene.apply(command)
+        self._ramp = (start, command[:7] - start)
+
+    def hold_action(self, last: np.ndarray | None = None) -> np.ndarray:
+        """The action row that keeps the arm where it is (gripper as in ``last``)."""
+        grip = float(last[-1]) if last is not None else 0.0
+        if self.controller.convention == "joint_pos":
+            return np.append(self.scene.joint_pos(), grip)
+        return np.append(np.zeros(self.action_spec.dim - 1), grip)
 
     def advance(self, steps: int) -> None:
         """``steps`` physics steps, each followed by a copy of its raw readings."""
         mj_step, model, data = self.scene.mujoco.mj_step, self.scene.model, self._data
         sensors, t, qvel, qpos = self._sensor_rows, self._t, self._qvel_rows, self._qpos_rows
         sensordata, qvel_view, qpos_view = self._sensordata, self._qvel_view, self._qpos_view
+        ctrl, arm, ramp = data.ctrl, self.scene.arm_ctrl, self._ramp
+        every = max(1, steps // RAMP_STEPS)
         for k in range(self._k, self._k + steps):
+            if ramp is not None and (k - self._k) % every == 0:
+                ctrl[arm] = ramp[0] + ramp[1] * min(1.0, ((k - self._k) // every + 1) / RAMP_STEPS)
             mj_step(model, data)
             sensors[k] = sensordata  # load cell and contact sensors in one copy
             t[k] = data.time
             qvel[k] = qvel_view
             qpos[k] = qpos_view
         self._k += steps
+        self._ramp = None
 
     def end_block(self) -> dict[str, np.ndarray]:
         """Weighing measurement columns for the steps since the last call (n rows)."""
@@ -98,7 +133,7 @@ class WeighingEnv:
         touch = found_matrix(self._sensor_rows[:n, self.scene.touch_adr:], self._pairs, len(OBJECTS))
         on_pan = supported_by_pan(touch)
         contact, bilateral = robot_touch(touch)
-        closed = float(self._data.ctrl[0]) < 0.5 * -0.03  # command toward closed
+        closed = float(self._data.ctrl[self.scene.grip_ctrl]) < 0.5 * FINGER_OPEN_M  # command toward closed
         lin = self._qvel_rows[:n].reshape(n, len(OBJECTS), 6)[:, :, :3]
         speed = np.sqrt((lin * lin).sum(axis=2))
         pos = self._qpos_rows[:n].reshape(n, len(OBJECTS), 7)[:, :, :3]
@@ -126,8 +161,11 @@ class WeighingEnv:
 
     # -- public evidence ----------------------------------------------------------------
     def public_state(self) -> dict[str, Any]:
+        """Proprioception (``robot``, native) and the evaluator-state channels
+        ``display_reading`` (numeric reading and stability flag) and ``object_poses``,
+        which reach only a policy that declares them."""
         scene = self.scene
-        return {"robot": scene.robot_state(), "objects": scene.object_poses(), "display": self.display()}
+        return {"robot": scene.robot_state(), "object_poses": scene.object_poses(), "display_reading": self.display()}
 
     def render(self, camera: str) -> np.ndarray:
         reading = self.display()

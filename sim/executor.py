@@ -1,9 +1,13 @@
-"""The reference executor: turns a pick-and-place operation into end-effector targets.
+"""The reference executor: turns a pick-and-place operation into tool-centre targets.
 
 An operation ``add(wXX, pan)`` or ``remove(wXX, pan)`` becomes a waypoint plan —
 approach above the standard, descend, close, lift, carry, lower, open, retreat — sampled
-at the control rate with a bounded Cartesian speed.  The executor only reads the public
-observation (object poses from the cameras' view, robot state); it never sees masses.
+at the control rate with a bounded Cartesian speed.  Each row is an absolute tool-centre
+target ``[x, y, z, yaw, grip]`` with the gripper pointing down; the policy turns it into
+its declared action convention (an end-effector delta from the measured pose).  The
+fingers close across the direction from the pan centre, so open fingers never reach
+into the sample box.  The executor reads object poses (a declared privileged channel)
+and never sees masses.
 """
 from __future__ import annotations
 
@@ -11,12 +15,15 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from labrecord.sim.scene import HOME, PAN_SPOTS, PAN_TOP_Z, TABLE_SPOTS
+from labrecord.sim.scene import PAN_SPOTS, PAN_TOP_Z, TABLE_SPOTS
 
-SAFE_Z = 0.20
-#: how far the fingers overlap the top of a standard when grasping (m)
-GRIP_DEPTH = 0.016
-FINGER_HALF = 0.025
+SAFE_Z = 0.22
+#: tool-centre start and rest position (m), the arm's HOME_Q pose
+HOME = (0.10, 0.0, 0.30)
+#: finger pad half-height (m): the tool centre is the pads' centre
+PAD_HALF = 0.009
+#: lowest tool-centre height over a surface so the pads clear it (m)
+PAD_CLEAR = 0.012
 #: standard half-heights (m), read off the labels' catalogue (public geometry)
 HALF_HEIGHT = {"w10": 0.01, "w20": 0.0125, "w50": 0.016, "w100": 0.02}
 PAN_RADIUS_ON = 0.095
@@ -31,6 +38,7 @@ class Waypoint:
     grip: float
     hold: float = 0.0
     speed: float = 0.3
+    yaw: float = 0.0
 
 
 def on_pan(pos: list[float] | np.ndarray) -> bool:
@@ -50,43 +58,65 @@ def free_table_spot(poses: dict[str, list[float]], moving: str) -> tuple[float, 
     return max(TABLE_SPOTS, key=lambda s: min((np.hypot(s[0] - p[0], s[1] - p[1]) for p in others), default=1.0))
 
 
-def transfer_plan(name: str, poses: dict[str, list[float]], to_pan: bool) -> list[Waypoint]:
-    """Waypoints that carry standard ``name`` onto the pan (``to_pan``) or back to the table."""
+def closing_yaw(x: float, y: float) -> float:
+    """Hand yaw (rad, in (−π/2, π/2]) whose fingers close across the radial direction
+    from the pan centre (0 on the table: the spots are in a row along y)."""
+    if np.hypot(x, y) > 0.15:
+        return 0.0
+    yaw = float(np.arctan2(y, x))
+    while yaw > np.pi / 2:
+        yaw -= np.pi
+    while yaw <= -np.pi / 2:
+        yaw += np.pi
+    return yaw
+
+
+def transfer_plan(name: str, poses: dict[str, list[float]], to_pan: bool, *, release_z: float | None = None) -> list[Waypoint]:
+    """Waypoints that carry standard ``name`` onto the pan (``to_pan``) or back to the table.
+
+    ``release_z`` (m) opens the gripper at that tool-centre height above the destination
+    instead of placing (a drop in free air, used by the ``clumsy`` policy).
+    """
     x, y, z = poses[name]
     half = HALF_HEIGHT[name]
-    grasp_z = max(z + half + FINGER_HALF - GRIP_DEPTH, z - half + FINGER_HALF + 0.004)
+    grasp_z = max(z + half - PAD_HALF - 0.002, z - half + PAD_CLEAR)
     dx, dy = free_pan_spot(poses, name) if to_pan else free_table_spot(poses, name)
     surface = PAN_TOP_Z if to_pan else 0.0
     # release a few millimetres above the surface so the weight settles without a push
-    place_z = surface + 2 * half + FINGER_HALF - GRIP_DEPTH + 0.003
-    return [
-        Waypoint((x, y, SAFE_Z), 0.0),
-        Waypoint((x, y, grasp_z), 0.0, speed=0.15),
-        Waypoint((x, y, grasp_z), 1.0, hold=0.4),
-        Waypoint((x, y, SAFE_Z), 1.0, speed=0.2),
-        Waypoint((dx, dy, SAFE_Z), 1.0, speed=0.3),
-        Waypoint((dx, dy, place_z), 1.0, speed=0.12, hold=0.2),
-        Waypoint((dx, dy, place_z), 0.0, hold=0.4),
-        Waypoint((dx, dy, SAFE_Z), 0.0, speed=0.2),
+    place_z = surface + half + (grasp_z - z) + 0.003
+    pick_yaw, place_yaw = closing_yaw(x, y), closing_yaw(dx, dy)
+    yaw = place_yaw if to_pan else pick_yaw  # a cylinder may be turned freely in the grasp
+    plan = [
+        Waypoint((x, y, SAFE_Z), 0.0, yaw=yaw),
+        Waypoint((x, y, grasp_z), 0.0, speed=0.12, hold=0.2, yaw=yaw),
+        Waypoint((x, y, grasp_z), 1.0, hold=0.5, yaw=yaw),
+        Waypoint((x, y, SAFE_Z), 1.0, speed=0.15, yaw=yaw),
+    ]
+    if release_z is not None:
+        return plan + [Waypoint((dx, dy, release_z), 1.0, speed=0.2, yaw=place_yaw),
+                       Waypoint((dx, dy, release_z), 0.0, hold=0.8, yaw=place_yaw)]
+    return plan + [
+        Waypoint((dx, dy, SAFE_Z), 1.0, speed=0.2, yaw=place_yaw),
+        Waypoint((dx, dy, place_z), 1.0, speed=0.08, hold=0.3, yaw=place_yaw),
+        Waypoint((dx, dy, place_z), 0.0, hold=0.5, yaw=place_yaw),
+        Waypoint((dx, dy, SAFE_Z), 0.0, speed=0.15, yaw=place_yaw),
         Waypoint(HOME, 0.0),
     ]
 
 
 def sample_plan(start: np.ndarray, plan: list[Waypoint], control_hz: float) -> np.ndarray:
-    """(N, 4) action rows ``[x, y, z, grip]`` at the control rate, linear between waypoints."""
+    """(N, 5) rows ``[x, y, z, yaw, grip]`` at the control rate, linear between waypoints
+    (the yaw turns within the first leg it changes on)."""
     period = 1.0 / control_hz
     rows: list[np.ndarray] = []
     here = np.asarray(start[:3], dtype=float)
+    yaw = float(start[3]) if len(start) > 3 else 0.0
     for waypoint in plan:
         goal = np.asarray(waypoint.pos, dtype=float)
-        steps = max(1, int(np.ceil(np.linalg.norm(goal - here) / (waypoint.speed * period))))
+        steps = max(1, int(np.ceil(np.linalg.norm(goal - here) / (waypoint.speed * period))),
+                    int(np.ceil(abs(waypoint.yaw - yaw) / (1.5 * period))))
         for k in range(1, steps + 1):
-            rows.append(np.append(here + (goal - here) * k / steps, waypoint.grip))
-        rows += [np.append(goal, waypoint.grip)] * int(round(waypoint.hold / period))
-        here = goal
+            rows.append(np.append(here + (goal - here) * k / steps, (yaw + (waypoint.yaw - yaw) * k / steps, waypoint.grip)))
+        rows += [np.append(goal, (waypoint.yaw, waypoint.grip))] * int(round(waypoint.hold / period))
+        here, yaw = goal, waypoint.yaw
     return np.asarray(rows)
-
-
-def hold_at(position: list[float] | np.ndarray, grip: float = 0.0) -> np.ndarray:
-    """One action row that keeps the hand where it is."""
-    return np.append(np.asarray(position[:3], dtype=float), grip)[None, :]

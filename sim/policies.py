@@ -8,7 +8,15 @@
   VLAs), whatever the display says;
 * ``random`` picks uniformly among the visible add / remove corrections and stopping.
 
-All three use the same ActionSpec (absolute end-effector position + gripper command).
+* ``clumsy`` is ``reference`` that opens its grasp on the first standard it carries
+  in free air above the table, then picks it up again and carries on.
+
+All of them act through the LIBERO-style end-effector delta convention
+(:func:`labrecord.sim.control.action_spec`), one row per query, computed from the
+measured tool pose in the ``robot`` channel.  They are *scripted systems that declare
+the privileged channels* ``display_reading`` and ``object_poses`` (evaluator state):
+that declaration is part of the system's observation condition, so their scores never
+pool with native (image + proprioception) systems.
 """
 from __future__ import annotations
 
@@ -22,14 +30,16 @@ import numpy as np
 from labrecord.errors import LabrecordError
 from labrecord.models import ActionSpec, Operation
 from labrecord.recorders.policy import ActionChunk, Capabilities, Observation
-from labrecord.sim.executor import HOME, hold_at, on_pan, sample_plan, transfer_plan
+from labrecord.sim.control import action_spec, matrix_to_rotvec
+from labrecord.sim.executor import HOME, on_pan, sample_plan, transfer_plan
 from labrecord.sim.scene import STANDARD_GRAMS, STANDARDS
 
 CONTROL_HZ = 10.0
-ACTION_SPEC = ActionSpec(representation="eef", dim=4, mode="absolute", frame="world", units="m",
-                         gripper="continuous: 0 open, 1 closed", control_hz=CONTROL_HZ, max_chunk=4,
-                         low=[-0.35, -0.4, 0.0, 0.0], high=[0.45, 0.4, 0.35, 1.0])
-CHANNELS = ("front", "wrist", "display", "robot", "objects")
+ACTION_SPEC: ActionSpec = action_spec("eef_delta", CONTROL_HZ)
+#: cameras and proprioception (native) plus the two declared privileged channels
+CHANNELS = ("front", "wrist", "display", "robot", "display_reading", "object_poses")
+#: largest rotation per action row the scripted policies command (rad)
+TURN_STEP = 0.3
 #: pause after a transfer so the reading reflects the released load before deciding again
 SETTLE_S = 1.0
 _TARGET = re.compile(r"(\d+(?:\.\d+)?)\s*g\b")
@@ -74,6 +84,7 @@ class ScriptedWeighingPolicy(ABC):
         self.wait_until = 0.0
         self.stopped = False
         self.transfers = 0
+        self.rest: np.ndarray | None = None  # None: stay where it is
 
     @abstractmethod
     def choose(self, observation: Observation, target_g: float, reading_g: float, standing: set[str]) -> Operation | None:
@@ -82,31 +93,63 @@ class ScriptedWeighingPolicy(ABC):
     def act(self, observation: Observation) -> ActionChunk:
         robot = observation.state["robot"]
         if self.plan is not None and self.cursor < len(self.plan):
-            return self._next_rows()
+            return self._next_row(robot)
         if self.plan is not None:  # a transfer just ended
             self.plan = None
             self.wait_until = observation.t + SETTLE_S
-        display = observation.state.get("display") or {}
+            self.rest = np.asarray([*HOME, 0.0, 0.0])
+        display = observation.state.get("display_reading") or {}
         if self.stopped or observation.t < self.wait_until or not display.get("stable"):
-            return ActionChunk(hold_at(HOME if self.transfers else robot["eef_pos"]))
-        poses = observation.state["objects"]
+            return ActionChunk(self._toward(robot, self.rest))
+        poses = observation.state["object_poses"]
         standing = {w for w in STANDARDS if on_pan(poses[w])}
         op = self.choose(observation, parse_target(observation.instruction), float(display["reading_g"]), standing)
         if op is None or op.kind in ("stop", "wait"):
             self.stopped = op is None or op.kind == "stop"
-            return ActionChunk(hold_at(robot["eef_pos"]), report=op)
-        self.plan = sample_plan(np.asarray(robot["eef_pos"]), transfer_plan(op.object, poses, op.kind == "add"), CONTROL_HZ)
+            return ActionChunk(self._toward(robot, self.rest), report=op)
+        self.plan = sample_plan(np.append(robot["eef_pos"], 0.0), self.plan_for(op, poses), CONTROL_HZ)
         self.cursor = 0
         self.transfers += 1
-        chunk = self._next_rows()
+        chunk = self._next_row(robot)
         chunk.report = op
         return chunk
 
-    def _next_rows(self) -> ActionChunk:
+    def plan_for(self, op: Operation, poses: dict[str, list[float]]) -> list[Any]:
+        """The executor's waypoints for ``op``."""
+        return transfer_plan(op.object, poses, op.kind == "add")
+
+    def _next_row(self, robot: dict[str, Any]) -> ActionChunk:
         assert self.plan is not None
-        rows = self.plan[self.cursor:self.cursor + ACTION_SPEC.max_chunk]
-        self.cursor += len(rows)
-        return ActionChunk(rows)
+        row = self.plan[self.cursor]
+        self.cursor += 1
+        return ActionChunk(self._toward(robot, row))
+
+    def _toward(self, robot: dict[str, Any], target: np.ndarray | None) -> np.ndarray:
+        """The delta action moving the measured tool pose toward ``[x, y, z, yaw, grip]``
+        (None: stay where it is, gripper open)."""
+        if target is None:
+            return np.zeros((1, ACTION_SPEC.dim))
+        here = np.asarray(robot["eef_pos"], dtype=float)
+        step = np.clip(np.asarray(target[:3]) - here, -0.05, 0.05)
+        turn = matrix_to_rotvec(down_rotation(float(target[3])) @ quat_matrix(robot["eef_quat"]).T)
+        norm = float(np.linalg.norm(turn))
+        if norm > TURN_STEP:
+            turn *= TURN_STEP / norm
+        return np.concatenate([step, turn, [target[4]]])[None, :]
+
+
+def down_rotation(yaw: float) -> np.ndarray:
+    """Tool frame pointing down (z = −world z) turned by ``yaw`` about the vertical."""
+    c, s = np.cos(yaw), np.sin(yaw)
+    return np.array([[c, s, 0.0], [s, -c, 0.0], [0.0, 0.0, -1.0]])
+
+
+def quat_matrix(xyzw: list[float]) -> np.ndarray:
+    """Rotation matrix of a unit quaternion given as (x, y, z, w)."""
+    x, y, z, w = xyzw
+    return np.array([[1 - 2 * (y * y + z * z), 2 * (x * y - z * w), 2 * (x * z + y * w)],
+                     [2 * (x * y + z * w), 1 - 2 * (x * x + z * z), 2 * (y * z - x * w)],
+                     [2 * (x * z - y * w), 2 * (y * z + x * w), 1 - 2 * (x * x + y * y)]])
 
 
 class ReferencePolicy(ScriptedWeighingPolicy):

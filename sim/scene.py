@@ -1,6 +1,7 @@
 """The MuJoCo feedback-weighing bench: model loading, instance set-up, stepping, sensing.
 
 The scene (``sim/assets/weighing.xml``) holds a balance whose pan is welded to its base;
+a Franka Panda arm (``sim/assets/panda/panda.xml``) is attached at :data:`ARM_BASE`;
 a force sensor at the pan's ``load_cell`` site reads the support force of everything the
 pan carries (Labference sec. 8.2 uses the tray-support joint wrench the same way).  The
 live display is driven only by that force through the task contract's display chain;
@@ -13,6 +14,7 @@ derived in bulk by :func:`derive_block`, so recording keeps up with the physics.
 from __future__ import annotations
 
 import os
+import warnings
 
 import importlib.resources
 from dataclasses import dataclass, field
@@ -33,24 +35,50 @@ TABLE_SPOTS: tuple[tuple[float, float], ...] = ((0.25, -0.15), (0.25, -0.05), (0
 PAN_SPOTS: tuple[tuple[float, float], ...] = ((0.055, 0.0), (0.0, 0.055), (-0.055, 0.0), (0.0, -0.055))
 PAN_TOP_Z = 0.070
 PAN_RADIUS = 0.1
-GRIPPER_OPEN = 0.0
-GRIPPER_CLOSED = -0.03
 PHYSICS_HZ = 500.0
-HOME = (0.25, 0.0, 0.24)
-#: entity codes used in the contact bookkeeping
+#: the arm's base frame in the world (m); the arm faces +x, over the balance to the table spots
+ARM_BASE = (-0.40, 0.0, 0.0)
+#: names of the attached arm's elements carry this prefix
+ARM = "panda/"
+ARM_JOINTS: tuple[str, ...] = tuple(f"{ARM}joint{i}" for i in range(1, 8))
+#: start configuration: tool centre 0.5 m in front of the base, 0.3 m up, pointing down
+HOME_Q: tuple[float, ...] = (0.0, -0.098, 0.0, -2.287, 0.0, 2.19, 0.785)
+#: finger travel per finger (m): 0.04 open, 0 closed
+FINGER_OPEN_M = 0.04
+#: registered camera name -> model camera (the wrist camera rides on the arm's hand)
+CAMERA_OF = {"front": "front", "wrist": f"{ARM}wrist", "display": "display"}
 
 
 def scene_xml() -> str:
-    """The MJCF text with the seven-segment display geoms and the contact sensors spliced in."""
+    """The bench's MJCF text (without the arm) with the seven-segment display geoms and the
+    contact sensors spliced in."""
     text = importlib.resources.files("labrecord.sim.assets").joinpath("weighing.xml").read_text()
     return text.replace("<!--DISPLAY_SEGMENTS-->", _segment_geoms()).replace("<!--CONTACT_SENSORS-->", _contact_sensors())
+
+
+def arm_path() -> str:
+    """Path of the standalone Panda MJCF (arm + gripper; meshes beside it)."""
+    return str(importlib.resources.files("labrecord.sim.assets").joinpath("panda", "panda.xml"))
+
+
+def build_model() -> Any:
+    """The compiled scene: the bench with the Panda attached at :data:`ARM_BASE`."""
+    import mujoco
+
+    spec = mujoco.MjSpec.from_string(scene_xml())
+    arm = mujoco.MjSpec.from_file(arm_path())
+    frame = spec.worldbody.add_frame(pos=list(ARM_BASE))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the arm's own compiler options are the scene's
+        frame.attach_body(arm.body("link0"), ARM, "")
+    return spec.compile()
 
 
 #: entity code -> how a contact sensor names it (geom or body attribute suffix, name)
 _SENSED: dict[int, tuple[str, str]] = {
     ENTITY_CODES["table"]: ("geom", "table"), ENTITY_CODES["pan"]: ("geom", "pan"),
-    ENTITY_CODES["finger_left"]: ("geom", "finger_left"), ENTITY_CODES["finger_right"]: ("geom", "finger_right"),
-    ENTITY_CODES["palm"]: ("geom", "palm"), **{OBJECT0 + i: ("body", name) for i, name in enumerate(OBJECTS)},
+    ENTITY_CODES["finger_left"]: ("geom", f"{ARM}finger_left"), ENTITY_CODES["finger_right"]: ("geom", f"{ARM}finger_right"),
+    ENTITY_CODES["palm"]: ("geom", f"{ARM}hand"), **{OBJECT0 + i: ("body", name) for i, name in enumerate(OBJECTS)},
 }
 
 
@@ -71,7 +99,8 @@ def _contact_sensors() -> str:
     lines = []
     for a, b in contact_pairs():
         (kind_a, name_a), (kind_b, name_b) = _SENSED[a], _SENSED[b]
-        lines.append(f'<contact name="touch_{name_a}_{name_b}" {kind_a}1="{name_a}" {kind_b}2="{name_b}" data="found" num="1"/>')
+        label = f"touch_{name_a}_{name_b}".replace(ARM, "")
+        lines.append(f'<contact name="{label}" {kind_a}1="{name_a}" {kind_b}2="{name_b}" data="found" num="1"/>')
     return "\n    ".join(lines)
 
 
@@ -139,29 +168,33 @@ def random_layout(on_pan: frozenset[str], rng: np.random.Generator) -> Layout:
 
 
 class WeighingScene:
-    """One MuJoCo model + data of the weighing bench.
+    """One MuJoCo model + data of the weighing bench with the Panda arm.
 
-    ``step(n)`` advances physics; ``raw()`` copies what a step produced.  Action
-    convention (see :data:`ACTION_SPEC` in :mod:`labrecord.sim.weighing`): absolute
-    end-effector position in the world frame (m) plus a gripper command in [0, 1]
-    (0 open, 1 closed).
+    ``step()`` advances physics; ``apply`` holds a joint-space command: seven joint
+    position targets (rad) and a gripper command in [0, 1] (0 open, 1 closed).  The
+    policy-facing action conventions are converted to it by
+    :class:`labrecord.sim.control.ArmController`.
     """
 
-    def __init__(self, width: int = 128, height: int = 128) -> None:
+    def __init__(self, width: int = 224, height: int = 224) -> None:
         import mujoco
 
         self.mujoco = mujoco
-        self.model = mujoco.MjModel.from_xml_string(scene_xml())
+        self.model = build_model()
         self.data = mujoco.MjData(self.model)
         self.width, self.height = width, height
         self._renderer: Any = None
         m = self.model
         self.dt = float(m.opt.timestep)
-        self.body_id = {name: m.body(name).id for name in (*OBJECTS, "hand", "pan", "hand_target")}
-        self.qpos_adr = {name: int(m.jnt_qposadr[m.joint(name).id]) for name in (*OBJECTS, "hand")}
-        self.qvel_adr = {name: int(m.jnt_dofadr[m.joint(name).id]) for name in (*OBJECTS, "hand")}
-        self.mocap_id = int(m.body_mocapid[self.body_id["hand_target"]])
-        self.finger_adr = int(m.jnt_qposadr[m.joint("finger_left").id])
+        self.body_id = {name: m.body(name).id for name in (*OBJECTS, "pan")}
+        self.qpos_adr = {name: int(m.jnt_qposadr[m.joint(name).id]) for name in OBJECTS}
+        self.qvel_adr = {name: int(m.jnt_dofadr[m.joint(name).id]) for name in OBJECTS}
+        self.arm_qpos = np.array([m.jnt_qposadr[m.joint(j).id] for j in ARM_JOINTS])
+        self.arm_qvel = np.array([m.jnt_dofadr[m.joint(j).id] for j in ARM_JOINTS])
+        self.finger_qpos = np.array([m.jnt_qposadr[m.joint(f"{ARM}finger_{side}").id] for side in ("left", "right")])
+        self.arm_ctrl = np.array([m.actuator(j).id for j in ARM_JOINTS])
+        self.grip_ctrl = int(m.actuator(f"{ARM}gripper").id)
+        self.tcp_site = int(m.site(f"{ARM}tcp").id)
         self.object_bodies = np.array([self.body_id[name] for name in OBJECTS])
         self.object_qvel = np.array([self.qvel_adr[name] for name in OBJECTS])
         first = contact_pairs()[0]
@@ -175,7 +208,7 @@ class WeighingScene:
 
     # -- instance ---------------------------------------------------------------------
     def reset(self, placement: Placement) -> None:
-        """Put masses and poses of ``placement`` into the model and settle at rest."""
+        """Put masses and poses of ``placement`` into the model, the arm at :data:`HOME_Q`."""
         mujoco, m, d = self.mujoco, self.model, self.data
         mujoco.mj_resetData(m, d)
         masses = {"sample": placement.sample_g, **placement.standard_g}
@@ -195,9 +228,9 @@ class WeighingScene:
             self._set_free(name, (x, y, z))
         # resting exactly on the pan: a drop would spike the load cell at the start
         self._set_free("sample", (0.0, 0.0, PAN_TOP_Z + 0.02))
-        self._set_free("hand", HOME)
-        d.mocap_pos[self.mocap_id] = HOME
-        d.ctrl[0] = GRIPPER_OPEN
+        d.qpos[self.arm_qpos] = HOME_Q
+        d.qpos[self.finger_qpos] = FINGER_OPEN_M
+        self.apply(np.array([*HOME_Q, 0.0]))
         mujoco.mj_forward(m, d)
 
     def _set_free(self, name: str, pos: tuple[float, float, float]) -> None:
@@ -206,10 +239,10 @@ class WeighingScene:
         self.data.qpos[adr + 3:adr + 7] = (1.0, 0.0, 0.0, 0.0)
 
     # -- control and stepping ---------------------------------------------------------
-    def apply(self, action: np.ndarray) -> None:
-        """Hold ``[x, y, z, grip]`` as the mocap target and finger command."""
-        self.data.mocap_pos[self.mocap_id] = action[:3]
-        self.data.ctrl[0] = GRIPPER_OPEN + float(action[3]) * (GRIPPER_CLOSED - GRIPPER_OPEN)
+    def apply(self, command: np.ndarray) -> None:
+        """Hold ``[q1 … q7, grip]``: joint position targets and the gripper command."""
+        self.data.ctrl[self.arm_ctrl] = command[:7]
+        self.data.ctrl[self.grip_ctrl] = FINGER_OPEN_M * (1.0 - float(np.clip(command[7], 0.0, 1.0)))
 
     def step(self) -> None:
         self.mujoco.mj_step(self.model, self.data)
@@ -233,12 +266,26 @@ class WeighingScene:
         vel = d.qvel[self.object_qvel[:, None] + np.arange(3)]
         return pos.copy(), np.sqrt((vel * vel).sum(axis=1))
 
+    def joint_pos(self) -> np.ndarray:
+        return self.data.qpos[self.arm_qpos].copy()
+
+    def tcp_pose(self) -> tuple[np.ndarray, np.ndarray]:
+        """Tool-centre position (3,) and rotation matrix (3, 3) in the world frame."""
+        return self.data.site_xpos[self.tcp_site].copy(), self.data.site_xmat[self.tcp_site].reshape(3, 3).copy()
+
     def robot_state(self) -> dict[str, Any]:
-        """Public robot state: end-effector position (m) and finger opening (m)."""
-        adr = self.qpos_adr["hand"]
-        opening = 2 * (0.03 + float(self.data.qpos[self.finger_adr])) - 0.006
-        return {"eef_pos": [round(float(v), 5) for v in self.data.qpos[adr:adr + 3]], "gripper_opening_m": round(opening, 5),
-                "gripper_command": round(float(self.data.ctrl[0] / GRIPPER_CLOSED), 3)}
+        """Proprioception: joint positions and velocities (rad, rad/s), finger positions (m,
+        each finger from closed), tool-centre position (m, world) and orientation
+        (quaternion x, y, z, w, world)."""
+        pos, rot = self.tcp_pose()
+        wxyz = np.zeros(4)
+        self.mujoco.mju_mat2Quat(wxyz, rot.reshape(-1))
+        d = self.data
+        return {"joint_pos": [round(float(v), 6) for v in d.qpos[self.arm_qpos]],
+                "joint_vel": [round(float(v), 6) for v in d.qvel[self.arm_qvel]],
+                "gripper_qpos": [round(float(v), 6) for v in d.qpos[self.finger_qpos]],
+                "eef_pos": [round(float(v), 6) for v in pos],
+                "eef_quat": [round(float(v), 6) for v in (*wxyz[1:], wxyz[0])]}
 
     def object_poses(self) -> dict[str, list[float]]:
         """Poses of the labeled standards and the sample box (what the cameras show)."""
@@ -270,7 +317,7 @@ class WeighingScene:
         """An RGB frame (H, W, 3) uint8 from a named camera."""
         if self._renderer is None:
             self._renderer = self._make_renderer()
-        self._renderer.update_scene(self.data, camera=camera)
+        self._renderer.update_scene(self.data, camera=CAMERA_OF.get(camera, camera))
         return self._renderer.render()
 
     def close(self) -> None:

@@ -43,7 +43,7 @@ class EpisodeSpec:
     seed: int
     instance: Any
     cameras: bool = True
-    size: int = 128
+    size: int = 224
     max_time_s: float | None = None
     policy_options: tuple[tuple[str, Any], ...] = ()
 
@@ -170,7 +170,7 @@ def _record_key(record: Any) -> tuple[str, str]:
 
 
 def run_weighing(out_dir: str | os.PathLike[str], condition: str = "basic", policy: str = "reference",
-                 episodes: int = 20, seed: int = 0, workers: int = 1, *, cameras: bool = True, size: int = 128,
+                 episodes: int = 20, seed: int = 0, workers: int = 1, *, cameras: bool = True, size: int = 224,
                  max_time_s: float | None = None, progress: Callable[[int], None] | None = None,
                  **policy_options: Any) -> list[Path]:
     """Run ``episodes`` weighing episodes; returns the run directories in episode order.
@@ -232,7 +232,7 @@ def run_episode(spec: EpisodeSpec) -> Path:
 
     contract = get_contract("weighing")
     policy = make_policy(spec.policy, spec.seed * 100003 + spec.index, **dict(spec.policy_options))
-    env = _bench(policy.capabilities.action_spec.control_hz, CAMERAS if spec.cameras else (), spec.size)
+    env = _bench(policy.capabilities.action_spec, CAMERAS if spec.cameras else (), spec.size)
     instance = dataclasses.replace(spec.instance, f_empty_n=env.f_empty_n)
     layout = random_layout(instance.start, np.random.default_rng(instance.layout_seed))
     env.reset(Placement(sample_g=instance.sample_g, initially_on_pan=instance.start, layout=layout))
@@ -258,16 +258,17 @@ def run_episode(spec: EpisodeSpec) -> Path:
 
 #: one calibrated bench per process and configuration, reused across episodes (the model
 #: load and the empty-pan calibration are the same for every episode)
-_BENCHES: dict[tuple[float, tuple[str, ...], int], Any] = {}
+_BENCHES: dict[tuple[str, tuple[str, ...], int], Any] = {}
 
 
-def _bench(control_hz: float, cameras: tuple[str, ...], size: int) -> Any:
+def _bench(action_spec: Any, cameras: tuple[str, ...], size: int) -> Any:
+    from labrecord.fileio import dumps
     from labrecord.sim.env import WeighingEnv
 
-    key = (control_hz, cameras, size)
+    key = (dumps(action_spec).decode(), cameras, size)
     env = _BENCHES.get(key)
     if env is None:
-        env = _BENCHES[key] = WeighingEnv(control_hz=control_hz, cameras=cameras, size=size)
+        env = _BENCHES[key] = WeighingEnv(action_spec, cameras=cameras, size=size)
         env.calibrate_empty()
     return env
 
@@ -308,7 +309,7 @@ def _manifest(spec: EpisodeSpec, instance: Any, policy: Any, contract: Any, layo
 def _write_demo(writer: RunWriter, owner: Any, log: Any, spec: EpisodeSpec, scores: Any) -> None:
     """Pre-action obs, applied action, next obs per control step into ``demo.hdf5``."""
     from labrecord.demo import DemoWriter
-    from labrecord.recorders.loop import flatten_state
+    from labrecord.recorders.loop import flatten_state, privileged_keys
 
     final = flatten_state(owner.env.public_state())
     obs_rows = log.obs + [final]
@@ -325,7 +326,8 @@ def _write_demo(writer: RunWriter, owner: Any, log: Any, spec: EpisodeSpec, scor
     caps = owner.caps
     with DemoWriter(writer.path(DEMO_FILE), {"env_name": f"labrecord-weighing-{spec.condition}",
                                              "labrecord": {"run_id": writer.manifest.run_id}}) as demo:
-        demo.begin(writer.manifest.run_id, 0, control_hz=caps.action_spec.control_hz, action_units=caps.action_spec.units)
+        demo.begin(writer.manifest.run_id, 0, control_hz=caps.action_spec.control_hz, action_units=caps.action_spec.units,
+                   privileged_obs=privileged_keys(keys))
         demo.add_steps(obs, np.stack(log.actions), next_obs, rewards, dones,
                        timestamps={"t": t, "acquired": t, "delivered": t},
                        control_mask=np.asarray(log.control_mask))

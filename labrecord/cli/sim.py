@@ -26,7 +26,7 @@ def sim() -> None:
 @click.option("--out", "out_dir", type=click.Path(file_okay=False), default="runs", show_default=True)
 @click.option("--workers", type=click.IntRange(min=1), default=1, show_default=True, help="Episodes in parallel processes.")
 @click.option("--no-cameras", is_flag=True, help="Skip rendering and videos (faster).")
-@click.option("--size", type=click.IntRange(min=16), default=128, show_default=True, help="Camera width and height (px).")
+@click.option("--size", type=click.IntRange(min=16), default=224, show_default=True, help="Camera width and height (px).")
 def weighing(condition: str, policy: str, denomination: str | None, episodes: int, seed: int, out_dir: str,
              workers: int, no_cameras: bool, size: int) -> None:
     """Feedback weighing: one run directory per episode under --out.

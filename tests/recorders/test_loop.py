@@ -30,10 +30,10 @@ class Unruly:
         self.calls += 1
         kind = self.calls % 3
         if kind == 1:
-            return ActionChunk(np.array([[0.25, 0.0, 0.9, 2.0]]))  # z and grip above their bounds
+            return ActionChunk(np.array([[0.0, 0.0, 0.9, 0.0, 0.0, 0.0, 2.0]]))  # z step and grip above their bounds
         if kind == 2:
-            return ActionChunk(np.zeros((9, 4)))  # longer than max_chunk
-        return ActionChunk(np.array([[np.nan, 0.0, 0.2, 0.0]]))
+            return ActionChunk(np.zeros((9, 7)))  # longer than max_chunk
+        return ActionChunk(np.array([[np.nan, 0.0, 0.02, 0.0, 0.0, 0.0, 0.0]]))
 
 
 def test_clipping_and_rejection_are_logged(tmp_path):
@@ -54,11 +54,69 @@ def test_clipping_and_rejection_are_logged(tmp_path):
     receipts = [json.loads(line) for line in (writer.dir / "observations.jsonl").read_text().splitlines()]
     clipped = [r for r in receipts if r["clipped"]]
     rejected = [r for r in receipts if r["rejected"]]
-    assert clipped and clipped[0]["requested"] == [[0.25, 0.0, 0.9, 2.0]] and clipped[0]["chunk_len"] == 1
+    assert clipped and clipped[0]["requested"] == [[0.0, 0.0, 0.9, 0.0, 0.0, 0.0, 2.0]] and clipped[0]["chunk_len"] == 1
     assert {r["rejected"].split(" ")[0] for r in rejected} == {"chunk", "non-finite"}
     assert log.rejected == len(rejected) and log.clipped == len(clipped)
-    # the clipped command is what was held: z at the upper bound, grip fully closed
+    # the clipped command is what was applied: the z step at its upper bound, grip fully closed
     applied = np.stack(log.actions)
-    assert applied[:, 2].max() <= ACTION_SPEC.high[2] and applied[:, 3].max() <= 1.0
+    assert applied[:, 2].max() == ACTION_SPEC.high[2] and applied[:, 6].max() <= 1.0
     assert np.isfinite(applied).all()
     env.close()
+
+
+class NativeVla:
+    """A VLA-style system: two cameras and proprioception, end-effector deltas."""
+
+    def __init__(self, channels=("front", "wrist", "robot"), kind="vla"):
+        from labrecord.sim.control import action_spec
+
+        self.capabilities = Capabilities(name="native", kind=kind, action_spec=action_spec("eef_delta"), channels=channels)
+        self.seen = []
+
+    def reset(self, episode):
+        pass
+
+    def act(self, observation):
+        self.seen.append(observation)
+        return ActionChunk(np.array([[0.0, 0.0, -0.01, 0.0, 0.0, 0.0, 0.0]]))
+
+
+def run_native(tmp_path, policy, seconds=0.5, size=32):
+    from labrecord.examples import example_manifest
+    from labrecord.recorders.loop import StepOwner
+    from labrecord.recorders.online import ContractScorer
+    from labrecord.rundir import RunWriter
+
+    env = WeighingEnv(policy.capabilities.action_spec, cameras=("front", "wrist", "display"), size=size)
+    instance = WeighingInstance(target_g=180.0, sample_g=130.0, goal=frozenset({"w50"}), f_empty_n=env.calibrate_empty())
+    env.reset(Placement(130.0, frozenset(), Layout({w: i for i, w in enumerate(STANDARDS)}, {w: i for i, w in enumerate(STANDARDS)})))
+    scorer = ContractScorer(get_contract("weighing"), instance)
+    env.display = scorer.display
+    try:
+        with RunWriter.create(tmp_path, example_manifest("native-0001")) as writer:
+            owner = StepOwner(env, policy, scorer, writer, instruction="Bring the balance to 180 g", max_time_s=seconds,
+                              video=False)
+            owner.run_episode(0)
+            owner.finish()
+    finally:
+        env.close()
+    return [json.loads(line) for line in (writer.dir / "observations.jsonl").read_text().splitlines()]
+
+
+def test_a_native_system_receives_images_and_proprioception_only(tmp_path):
+    policy = NativeVla()
+    receipts = run_native(tmp_path, policy)
+    assert receipts and all(r["channels"] == ["front", "robot", "wrist"] for r in receipts)
+    for observation in policy.seen:
+        assert set(observation.images) == {"front", "wrist"} and observation.images["front"].shape == (32, 32, 3)
+        assert set(observation.state) == {"robot"}
+        assert set(observation.state["robot"]) == {"joint_pos", "joint_vel", "gripper_qpos", "eef_pos", "eef_quat"}
+        text = json.dumps(observation.state)
+        assert "reading" not in text and "w50" not in text and "sample" not in text
+
+
+def test_only_scripted_systems_may_declare_evaluator_state(tmp_path):
+    from labrecord.errors import LabrecordError
+
+    with pytest.raises(LabrecordError, match=r"system 'native' \(vla\) declares evaluator-state channel\(s\) display_reading"):
+        run_native(tmp_path, NativeVla(("front", "robot", "display_reading")))

@@ -26,7 +26,7 @@ def settled_display(env: WeighingEnv, sample_g: float, on_pan: frozenset[str], s
     then need about 3 s from an empty reading to a stable one.
     """
     env.reset(Placement(sample_g=sample_g, initially_on_pan=on_pan, layout=LAYOUT))
-    hold = np.array([0.25, 0.0, 0.24, 0.0])
+    hold = env.hold_action(None)
     blocks = []
     for _ in range(int(seconds * env.control_hz)):
         env.apply(hold)

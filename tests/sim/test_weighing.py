@@ -95,10 +95,18 @@ def test_demo_pairs_obs_action_next_obs(reference_runs):
         name = reader.demo_names[0]
         demo = reader.demo(name)
         n = demo.num_samples
-        assert demo.actions.shape == (n, 4)
+        assert demo.actions.shape == (n, 7)
         assert np.allclose(demo.obs["robot0_eef_pos"][1:], demo.next_obs["robot0_eef_pos"][:-1])
         assert not demo.control_mask[0] and demo.control_mask[1:].all()
         assert reader.manifest()[0].run_id == read_manifest(reference_runs[0]).manifest.run_id
+    import h5py
+
+    with h5py.File(reference_runs[0] / "demo.hdf5") as f:
+        group = f["data/demo_0"]
+        # proprioception under robomimic names; evaluator state under other keys, listed
+        assert {"robot0_joint_pos", "robot0_joint_vel", "robot0_gripper_qpos", "robot0_eef_pos",
+                "robot0_eef_quat"} <= set(group["obs"])
+        assert json.loads(group.attrs["privileged_obs"]) == ["display_reading_g", "display_stable", "object"]
 
 
 def test_receipts_follow_deliveries(reference_runs):

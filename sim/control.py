@@ -1,0 +1,138 @@
+"""Action conventions of the Panda bench and the controller that executes them.
+
+A policy declares one convention through its :class:`~labrecord.models.ActionSpec`
+(recorded in ``run.json``); the controller turns each action row into the scene's
+joint-space command (seven joint position targets + a gripper command in [0, 1]) held
+over one control period:
+
+* ``joint_pos`` — absolute joint positions (7, rad) + gripper (0 open, 1 closed);
+* ``joint_vel`` — joint velocities (7, rad/s) + gripper position, as DROID policies emit
+  at 15 Hz; the joint target is the previous target advanced by velocity × period
+  (ActionSpec ``representation="joint"``, ``mode="delta"``, ``units="rad/s"``);
+* ``eef_delta`` — tool-centre translation (3, m) and rotation (3, axis-angle, rad), both
+  in the world frame and relative to the measured pose at the control boundary, + gripper,
+  as LIBERO policies emit; the goal pose goes through differential inverse kinematics
+  (``mink``: a frame task on the ``tcp`` site and a light posture task, joint limits as
+  constraints, a few solver iterations from the measured configuration).
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from labrecord.errors import LabrecordError
+from labrecord.models import ActionSpec
+
+#: joint limits of the Panda (rad), from the vendored MJCF
+JOINT_LOW = (-2.8973, -1.7628, -2.8973, -3.0718, -2.8973, -0.0175, -2.8973)
+JOINT_HIGH = (2.8973, 1.7628, 2.8973, -0.0698, 2.8973, 3.7525, 2.8973)
+#: Panda joint speed limits (rad/s)
+JOINT_SPEED = (2.175, 2.175, 2.175, 2.175, 2.61, 2.61, 2.61)
+GRIPPER = "position: 0 open, 1 closed"
+#: largest end-effector step per action row (m, rad)
+EEF_STEP_M = 0.05
+EEF_STEP_RAD = 0.5
+
+
+def action_spec(convention: str, control_hz: float | None = None, max_chunk: int = 1) -> ActionSpec:
+    """The ActionSpec of a named convention (``joint_pos``, ``joint_vel``, ``eef_delta``)."""
+    if convention == "joint_pos":
+        return ActionSpec(representation="joint", dim=8, mode="absolute", frame="joint", units="rad", gripper=GRIPPER,
+                          control_hz=control_hz or 10.0, max_chunk=max_chunk,
+                          low=[*JOINT_LOW, 0.0], high=[*JOINT_HIGH, 1.0])
+    if convention == "joint_vel":
+        return ActionSpec(representation="joint", dim=8, mode="delta", frame="joint", units="rad/s", gripper=GRIPPER,
+                          control_hz=control_hz or 15.0, max_chunk=max_chunk,
+                          low=[*(-v for v in JOINT_SPEED), 0.0], high=[*JOINT_SPEED, 1.0])
+    if convention == "eef_delta":
+        step = [EEF_STEP_M] * 3 + [EEF_STEP_RAD] * 3
+        return ActionSpec(representation="eef", dim=7, mode="delta", frame="world", units="m, rad (axis-angle)",
+                          gripper=GRIPPER, control_hz=control_hz or 10.0, max_chunk=max_chunk,
+                          low=[-v for v in step] + [0.0], high=step + [1.0])
+    raise LabrecordError(f"action convention {convention!r}: expected joint_pos, joint_vel or eef_delta")
+
+
+def convention_of(spec: ActionSpec) -> str:
+    """The convention an ActionSpec declares (inverse of :func:`action_spec`)."""
+    if spec.representation == "joint" and spec.dim == 8:
+        return "joint_pos" if spec.mode == "absolute" else "joint_vel"
+    if spec.representation == "eef" and spec.mode == "delta" and spec.dim == 7:
+        return "eef_delta"
+    raise LabrecordError(f"action spec {spec.representation}/{spec.mode}/dim {spec.dim}: the Panda bench executes "
+                         "joint_pos (joint/absolute/8), joint_vel (joint/delta/8) or eef_delta (eef/delta/7)")
+
+
+def rotvec_to_matrix(r: np.ndarray) -> np.ndarray:
+    """Rodrigues: axis-angle (3,) to a rotation matrix."""
+    angle = float(np.linalg.norm(r))
+    if angle < 1e-12:
+        return np.eye(3)
+    k = np.asarray(r, dtype=float) / angle
+    kx = np.array([[0, -k[2], k[1]], [k[2], 0, -k[0]], [-k[1], k[0], 0]])
+    return np.eye(3) + np.sin(angle) * kx + (1 - np.cos(angle)) * kx @ kx
+
+
+def matrix_to_rotvec(rot: np.ndarray) -> np.ndarray:
+    """A rotation matrix to axis-angle (3,), angle in [0, π]."""
+    cos = np.clip((np.trace(rot) - 1) / 2, -1.0, 1.0)
+    angle = float(np.arccos(cos))
+    if angle < 1e-9:
+        return np.zeros(3)
+    if np.pi - angle < 1e-6:  # half turn: the axis from the symmetric part
+        axis = np.sqrt(np.maximum((np.diag(rot) + 1) / 2, 0.0))
+        i = int(np.argmax(axis))
+        axis[np.arange(3) != i] = (rot[i, np.arange(3) != i] + rot[np.arange(3) != i, i]) / (4 * axis[i])
+        return axis / np.linalg.norm(axis) * angle
+    w = np.array([rot[2, 1] - rot[1, 2], rot[0, 2] - rot[2, 0], rot[1, 0] - rot[0, 1]])
+    return w / (2 * np.sin(angle)) * angle
+
+
+class ArmController:
+    """Turns action rows of one convention into the scene's joint-space command."""
+
+    def __init__(self, scene: Any, spec: ActionSpec, iterations: int = 3) -> None:
+        self.scene = scene
+        self.convention = convention_of(spec)
+        self.period = 1.0 / spec.control_hz
+        self.iterations = iterations
+        self._ik: Any = None
+
+    def command(self, action: np.ndarray) -> np.ndarray:
+        """``[q1 … q7, grip]`` for one action row."""
+        action = np.asarray(action, dtype=float)
+        if self.convention == "joint_pos":
+            q = action[:7]
+        elif self.convention == "joint_vel":
+            q = self.scene.data.ctrl[self.scene.arm_ctrl] + action[:7] * self.period
+        else:
+            q = self.solve(action[:3], action[3:6])
+        return np.append(np.clip(q, JOINT_LOW, JOINT_HIGH), action[-1])
+
+    def solve(self, delta_pos: np.ndarray, delta_rot: np.ndarray) -> np.ndarray:
+        """Joint targets reaching the measured tool pose moved by the given delta."""
+        import mink
+
+        from labrecord.sim.scene import ARM_BASE, arm_path
+
+        if self._ik is None:
+            import mujoco
+
+            model = mujoco.MjModel.from_xml_path(arm_path())  # the arm alone, base at its origin
+            frame = mink.FrameTask("tcp", "site", position_cost=1.0, orientation_cost=0.5, lm_damping=1e-6)
+            posture = mink.PostureTask(model, cost=1e-3)
+            self._ik = (model, mink.Configuration(model), frame, posture, [mink.ConfigurationLimit(model)])
+        model, config, frame, posture, limits = self._ik
+        pos, rot = self.scene.tcp_pose()
+        q = np.zeros(model.nq)
+        q[:7] = self.scene.joint_pos()
+        q[7:] = self.scene.data.qpos[self.scene.finger_qpos]
+        config.update(q)
+        posture.set_target(q)
+        goal_pos = pos + delta_pos - np.asarray(ARM_BASE)
+        goal_rot = rotvec_to_matrix(delta_rot) @ rot
+        frame.set_target(mink.SE3.from_rotation_and_translation(mink.SO3.from_matrix(goal_rot), goal_pos))
+        for _ in range(self.iterations):
+            velocity = mink.solve_ik(config, [frame, posture], 1.0, "daqp", damping=1e-4, limits=limits)
+            config.integrate_inplace(velocity, 1.0)
+        return config.q[:7].copy()

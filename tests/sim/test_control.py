@@ -1,0 +1,88 @@
+"""The Panda bench's action conventions: each one moves the arm as its ActionSpec says."""
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from labrecord.errors import LabrecordError
+from labrecord.sim.control import action_spec, convention_of, matrix_to_rotvec, rotvec_to_matrix
+from labrecord.sim.env import WeighingEnv, _default_layout
+from labrecord.sim.scene import HOME_Q, Placement
+
+
+def bench(convention: str) -> WeighingEnv:
+    env = WeighingEnv(action_spec(convention), cameras=())
+    env.reset(Placement(sample_g=100.0, initially_on_pan=frozenset(), layout=_default_layout()))
+    return env
+
+
+def run(env: WeighingEnv, action: np.ndarray, periods: int) -> None:
+    steps = int(env.physics_hz / env.control_hz)
+    for _ in range(periods):
+        env.apply(action)
+        env.advance(steps)
+        env.end_block()
+
+
+def test_joint_positions_are_reached():
+    env = bench("joint_pos")
+    goal = np.array(HOME_Q) + np.array([0.2, 0.1, -0.1, 0.15, 0.1, -0.1, 0.3])
+    run(env, np.append(goal, 0.0), 10)
+    assert np.abs(env.scene.joint_pos() - goal).max() < 0.01
+
+
+def test_joint_velocity_integrates_over_the_period():
+    # DROID-style 15 Hz: 0.3 rad/s on joint 1 for 15 periods = 1 s -> about 0.3 rad
+    env = bench("joint_vel")
+    assert env.control_hz == 15.0
+    start = env.scene.joint_pos()
+    run(env, np.array([0.3, 0, 0, 0, 0, 0, 0, 0.0]), 15)
+    moved = env.scene.joint_pos() - start
+    assert moved[0] == pytest.approx(0.3, abs=0.05) and np.abs(moved[1:]).max() < 0.02
+
+
+def test_eef_delta_moves_the_tool_centre():
+    # 2 cm per row along +y for 5 rows: at most 10 cm; each row is relative to the measured
+    # pose, so the servo's lag shortens an open-loop sequence (about 7.7 cm here)
+    env = bench("eef_delta")
+    pos0, rot0 = env.scene.tcp_pose()
+    run(env, np.array([0, 0.02, 0, 0, 0, 0, 0.0]), 5)
+    run(env, np.zeros(7), 5)  # settle
+    pos, rot = env.scene.tcp_pose()
+    assert 0.06 < pos[1] - pos0[1] <= 0.101 and np.abs((pos - pos0)[[0, 2]]).max() < 0.005
+    assert np.linalg.norm(matrix_to_rotvec(rot @ rot0.T)) < 0.03
+
+
+def test_eef_delta_turns_about_the_vertical():
+    env = bench("eef_delta")
+    _, rot0 = env.scene.tcp_pose()
+    for _ in range(5):
+        run(env, np.array([0, 0, 0, 0, 0, 0.1, 0.0]), 1)
+    run(env, np.zeros(7), 5)
+    _, rot = env.scene.tcp_pose()
+    turn = matrix_to_rotvec(rot @ rot0.T)
+    assert 0.3 < turn[2] <= 0.51 and np.abs(turn[:2]).max() < 0.02
+
+
+def test_conventions_round_trip_and_refuse_others():
+    for name in ("joint_pos", "joint_vel", "eef_delta"):
+        assert convention_of(action_spec(name)) == name
+    with pytest.raises(LabrecordError, match="action convention 'cartesian'"):
+        action_spec("cartesian")
+
+
+def test_rotvec_by_hand():
+    # a quarter turn about z maps x to y
+    rot = rotvec_to_matrix(np.array([0, 0, np.pi / 2]))
+    assert rot @ np.array([1, 0, 0]) == pytest.approx([0, 1, 0], abs=1e-12)
+    assert matrix_to_rotvec(rot) == pytest.approx([0, 0, np.pi / 2])
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.floats(-1, 1), min_size=3, max_size=3), st.floats(0.0, 3.1))
+def test_rotvec_round_trip(axis, angle):
+    axis = np.asarray(axis)
+    if np.linalg.norm(axis) < 1e-3:
+        axis = np.array([0.0, 0.0, 1.0])
+    r = axis / np.linalg.norm(axis) * angle
+    assert matrix_to_rotvec(rotvec_to_matrix(r)) == pytest.approx(r, abs=1e-6)
