@@ -23,7 +23,7 @@ import numpy as np
 
 from labrecord.errors import LabrecordError
 from labrecord.models import (
-    Assets, Budget, Evaluation, ObservationSpec, Physics, Population, RunManifest, Seeds, System, Task,
+    Assets, Budget, Evaluation, Intervention, ObservationSpec, Physics, Population, RunManifest, Seeds, System, Task,
 )
 from labrecord.rundir import DEMO_FILE, RunWriter, utc_now
 
@@ -43,7 +43,7 @@ class EpisodeSpec:
     seed: int
     instance: Any
     cameras: bool = True
-    size: int = 224
+    size: int | None = 224
     max_time_s: float | None = None
     policy_options: tuple[tuple[str, Any], ...] = ()
 
@@ -170,18 +170,46 @@ def _record_key(record: Any) -> tuple[str, str]:
 
 
 def run_weighing(out_dir: str | os.PathLike[str], condition: str = "basic", policy: str = "reference",
-                 episodes: int = 20, seed: int = 0, workers: int = 1, *, cameras: bool = True, size: int = 224,
+                 episodes: int = 20, seed: int = 0, workers: int = 1, *, cameras: bool = True, size: int | None = None,
                  max_time_s: float | None = None, progress: Callable[[int], None] | None = None,
                  **policy_options: Any) -> list[Path]:
     """Run ``episodes`` weighing episodes; returns the run directories in episode order.
 
+    ``policy`` is a scripted baseline (:data:`labrecord.sim.policies.POLICIES`) or a served
+    policy (``openpi``, ``http``, ``lerobot``; ``policy_options`` are the keywords of
+    :func:`labrecord.sim.serving.connect`).  ``size`` defaults to 224 px, or the served
+    profile's render size.  A served policy that stops answering mid-episode leaves that
+    run with status ``service_fault`` (unresolved); the remaining episodes are still run
+    and fault in turn if the service stays away.
+
     Example::
 
         runs = run_weighing("runs", "basic", "reference", episodes=4, seed=0)
+        runs = run_weighing("runs", "basic", "openpi", episodes=2, url="ws://127.0.0.1:8000", profile="libero")
     """
     from labrecord.sim.policies import make_policy
+    from labrecord.sim.serving import EXTERNAL, connect
 
-    make_policy(policy, seed, **policy_options)  # fail fast on a bad name or option
+    served = None
+    if policy in EXTERNAL:
+        if workers > 1:
+            raise LabrecordError(f"--policy {policy}: a served policy runs its episodes in turn over one connection; "
+                                 "use --workers 1")
+        served = connect(policy, **policy_options)  # the capability preflight, before anything is written
+        size = size or served.render_size
+    else:
+        make_policy(policy, seed, **policy_options)  # fail fast on a bad name or option
+    try:
+        return _run_all(out_dir, condition, policy, episodes, seed, workers, cameras, size or 224, max_time_s, progress,
+                        served, policy_options if served is None else {})
+    finally:
+        if served is not None:
+            served.close()
+
+
+def _run_all(out_dir: str | os.PathLike[str], condition: str, policy: str, episodes: int, seed: int, workers: int,
+             cameras: bool, size: int, max_time_s: float | None, progress: Callable[[int], None] | None,
+             served: Any, policy_options: dict[str, Any]) -> list[Path]:
     Path(out_dir).mkdir(parents=True, exist_ok=True)
     drawn = instances(condition, episodes, seed)
     specs = [EpisodeSpec(str(out_dir), condition, policy, i, seed, inst, cameras, size, max_time_s,
@@ -197,7 +225,7 @@ def run_weighing(out_dir: str | os.PathLike[str], condition: str = "basic", poli
     if workers <= 1:
         paths = []
         for spec in specs:
-            paths.append(run_episode(spec))
+            paths.append(run_episode(spec, served))
             advance(1)
         return paths
     import multiprocessing
@@ -219,8 +247,9 @@ def instruction_of(instance: Any) -> str:
     return f"Bring the balance reading to {instance.target_g:.0f} g using the labeled standards, then stop."
 
 
-def run_episode(spec: EpisodeSpec) -> Path:
-    """One episode, one run directory (``<out_dir>/<run_id>``)."""
+def run_episode(spec: EpisodeSpec, served: Any = None) -> Path:
+    """One episode, one run directory (``<out_dir>/<run_id>``); ``served`` is a connected
+    policy (:class:`labrecord.sim.serving.Served`), else ``spec.policy`` names a baseline."""
     if sys.platform.startswith("linux"):
         os.environ.setdefault("MUJOCO_GL", "egl")  # headless offscreen rendering; osmesa also works
     from labrecord.recorders.loop import StepOwner
@@ -231,19 +260,24 @@ def run_episode(spec: EpisodeSpec) -> Path:
     from labrecord.sim.scene import Placement, random_layout
 
     contract = get_contract("weighing")
-    policy = make_policy(spec.policy, spec.seed * 100003 + spec.index, **dict(spec.policy_options))
-    env = _bench(policy.capabilities.action_spec, CAMERAS if spec.cameras else (), spec.size)
+    if served is not None:
+        policy = served.policy
+    else:
+        policy = make_policy(spec.policy, spec.seed * 100003 + spec.index, **dict(spec.policy_options))
+    # cameras the policy reads are rendered even without videos
+    cameras = CAMERAS if spec.cameras else tuple(c for c in CAMERAS if c in policy.capabilities.channels)
+    env = _bench(policy.capabilities.action_spec, cameras, spec.size or 224)
     instance = dataclasses.replace(spec.instance, f_empty_n=env.f_empty_n)
     layout = random_layout(instance.start, np.random.default_rng(instance.layout_seed))
     env.reset(Placement(sample_g=instance.sample_g, initially_on_pan=instance.start, layout=layout))
-    manifest = _manifest(spec, instance, policy, contract, layout)
+    manifest = _manifest(spec, instance, policy, contract, layout, served)
     max_time = spec.max_time_s or MAX_TIME_S[spec.condition]
     scorer = ContractScorer(contract, instance, columns=contract_columns())
     env.display = scorer.display
     writer = RunWriter.create(spec.out_dir, manifest)
     try:
         owner = StepOwner(env, policy, scorer, writer, instruction=instruction_of(instance), max_time_s=max_time,
-                          video=spec.cameras)
+                          video=spec.cameras, tools=served.tools if served is not None else None)
         log = owner.run_episode(0)
         scores = owner.finish()
         _write_demo(writer, owner, log, spec, scores)
@@ -252,7 +286,7 @@ def run_episode(spec: EpisodeSpec) -> Path:
         _BENCHES.clear()
         env.close()
         raise
-    writer.close("complete")
+    writer.close(owner.status)
     return writer.dir
 
 
@@ -281,7 +315,7 @@ def contract_columns() -> tuple[str, ...]:
     return (*COMMON_COLUMNS, *FAMILY_COLUMNS["weighing"], *(f"{w}_over_pan" for w in WEIGHING_STANDARDS))
 
 
-def _manifest(spec: EpisodeSpec, instance: Any, policy: Any, contract: Any, layout: Any) -> RunManifest:
+def _manifest(spec: EpisodeSpec, instance: Any, policy: Any, contract: Any, layout: Any, served: Any = None) -> RunManifest:
     import mujoco
 
     from labrecord.sim.env import PHYSICS_HZ
@@ -293,7 +327,10 @@ def _manifest(spec: EpisodeSpec, instance: Any, policy: Any, contract: Any, layo
         task=Task(family="weighing", task_id=f"weighing-{spec.condition}", version=contract.version,
                   condition=spec.condition, variant=instance.variant(), contract_hash=contract.contract_hash()),
         system=System(name=caps.name, kind=caps.kind, revision=caps.revision, action_spec=caps.action_spec,  # type: ignore[arg-type]
-                      observation=ObservationSpec(channels=list(caps.channels)), memory=caps.memory),
+                      observation=ObservationSpec(channels=list(caps.channels)), memory=caps.memory,
+                      tools=list(served.preflight.hooks) if served is not None else [],
+                      preflight=served.preflight if served is not None else None),
+        intervention=served.intervention if served is not None else Intervention(),
         evaluation=Evaluation(version="1", population=Population(name=population_name(spec.condition, spec.seed),
                                                                  instance_id=instance_id_of(spec.index)),
                               budget=Budget(clock="sim", max_steps=None)),

@@ -18,7 +18,20 @@ def sim() -> None:
 
 @sim.command(context_settings=CONTEXT_SETTINGS)
 @click.option("--condition", type=click.Choice(["basic", "extended"]), default="basic", show_default=True)
-@click.option("--policy", type=click.Choice(["reference", "fixed-preference", "random"]), default="reference", show_default=True)
+@click.option("--policy", type=click.Choice(["reference", "fixed-preference", "random", "openpi", "http", "lerobot"]),
+              default="reference", show_default=True,
+              help="A scripted baseline, or a served policy: openpi (websocket), http (agent bridge), lerobot (saved policy).")
+@click.option("--policy-url", default=None, help="openpi: ws://HOST:PORT; http: http://HOST:PORT/PATH.")
+@click.option("--profile", type=click.Choice(["libero", "droid"]), default="libero", show_default=True,
+              help="openpi: how observations are fed and chunks executed.")
+@click.option("--policy-path", type=click.Path(exists=True, file_okay=False), default=None,
+              help="lerobot: a directory saved by PreTrainedPolicy.save_pretrained.")
+@click.option("--convention", type=click.Choice(["eef_delta", "joint_pos", "joint_vel"]), default="eef_delta",
+              show_default=True, help="http: the action convention the agent's rows are in.")
+@click.option("--tools", default=None, help="http: comma-separated tools offered (default all five; "
+              "call_skill makes the system execution-supported).")
+@click.option("--timeout", "timeout_s", type=click.FloatRange(min=0.1), default=60.0, show_default=True,
+              help="Seconds a served policy may take to answer before a transport fault.")
 @click.option("--denomination", type=click.Choice(["w10", "w20", "w50", "w100"]), default=None,
               help="Standard the fixed-preference policy always transfers (default w50).")
 @click.option("--episodes", type=click.IntRange(min=1), default=20, show_default=True)
@@ -26,19 +39,30 @@ def sim() -> None:
 @click.option("--out", "out_dir", type=click.Path(file_okay=False), default="runs", show_default=True)
 @click.option("--workers", type=click.IntRange(min=1), default=1, show_default=True, help="Episodes in parallel processes.")
 @click.option("--no-cameras", is_flag=True, help="Skip rendering and videos (faster).")
-@click.option("--size", type=click.IntRange(min=16), default=224, show_default=True, help="Camera width and height (px).")
-def weighing(condition: str, policy: str, denomination: str | None, episodes: int, seed: int, out_dir: str,
-             workers: int, no_cameras: bool, size: int) -> None:
+@click.option("--size", type=click.IntRange(min=16), default=None,
+              help="Camera width and height (px; default 224, or the openpi profile's render size).")
+def weighing(condition: str, policy: str, policy_url: str | None, profile: str, policy_path: str | None, convention: str,
+             tools: str | None, timeout_s: float, denomination: str | None, episodes: int, seed: int, out_dir: str,
+             workers: int, no_cameras: bool, size: int | None) -> None:
     """Feedback weighing: one run directory per episode under --out.
 
     \b
     Example:
       labrecord sim weighing --condition basic --policy reference --episodes 20 --seed 0 --out runs/
       labrecord sim weighing --policy fixed-preference --denomination w20 --episodes 8 --out runs/ --workers 2
+      labrecord sim weighing --policy openpi --policy-url ws://127.0.0.1:8000 --profile libero --episodes 4 --out runs/
+      labrecord sim weighing --policy http --policy-url http://127.0.0.1:8080/act --episodes 4 --out runs/
+      labrecord sim weighing --policy lerobot --policy-path outputs/train/act/pretrained_model --episodes 4 --out runs/
     """
     from labrecord.sim import run_weighing
+    from labrecord.sim.serving import EXTERNAL
 
-    options = {"denomination": denomination} if denomination and policy == "fixed-preference" else {}
+    options: dict = {"denomination": denomination} if denomination and policy == "fixed-preference" else {}
+    if policy in EXTERNAL:
+        options = {"url": policy_url, "profile": profile, "path": policy_path, "convention": convention,
+                   "timeout_s": timeout_s}
+        if tools is not None:
+            options["tools"] = tuple(t.strip() for t in tools.split(",") if t.strip())
     with progress(episodes, f"weighing {condition} / {policy}") as advance:
         paths = run_weighing(out_dir, condition, policy, episodes, seed, workers, cameras=not no_cameras, size=size,
                              progress=advance, **options)

@@ -95,9 +95,14 @@ class HttpAgentPolicy:
                                          reports_operations="commit_operation" in tools)
         self.episode = 0
         self.last_round_trip_s = 0.0
+        self.last_request_bytes = 0
 
     def reset(self, episode: int) -> None:
         self.episode = episode
+
+    def exchange(self) -> dict[str, Any]:
+        """The request summary of the last query (delivery receipt)."""
+        return {"protocol": AGENT_PROTOCOL, "round_trip_s": self.last_round_trip_s, "request_bytes": self.last_request_bytes}
 
     def request(self, observation: Observation) -> AgentRequest:
         return AgentRequest(episode=self.episode, obs_id=observation.obs_id, t=observation.t,
@@ -107,6 +112,7 @@ class HttpAgentPolicy:
 
     def act(self, observation: Observation) -> ActionChunk:
         body = msgspec.json.encode(self.request(observation), enc_hook=_jsonable)
+        self.last_request_bytes = len(body)
         started = time.perf_counter()
         reply = decode_reply(self._post(body), self.url, self.tools)
         self.last_round_trip_s = round(time.perf_counter() - started, 6)

@@ -9,7 +9,9 @@ returned chunk is executed, following openpi's own example clients:
 * ``libero`` — third-person and wrist images rendered at 256², rotated 180° and
   letterboxed to 224²; an 8-D state (tool position, axis-angle orientation, two finger
   positions); 7-D end-effector-delta actions (translation, axis-angle rotation, gripper
-  −1 open … +1 closed); the first 5 rows of each chunk are executed, then it replans.
+  −1 open … +1 closed) in robosuite's normalized units, scaled to ±0.05 m and ±0.5 rad
+  per row as its OSC_POSE controller does; the first 5 rows of each chunk are executed,
+  then it replans.
 * ``droid`` — an exterior and a wrist image letterboxed to 224²; 7 joint positions and
   the gripper position as state; (10, 8) chunks of 7 joint velocities + gripper position
   at 15 Hz; the first 8 rows are executed (DROID's open-loop horizon).
@@ -50,6 +52,8 @@ class Profile:
     send_size: int
     rotate_180: bool
     gripper: str             # how the last action column reads: "pm1" (-1 open, +1 closed) | "unit"
+    #: per-column factor from the checkpoint's action units to the bench's (None: same units)
+    scale: tuple[float, ...] | None = None
 
     def request(self, observation: Observation, cameras: dict[str, str]) -> dict[str, Any]:
         """The request dictionary for ``observation``; ``cameras`` maps role -> camera name."""
@@ -110,6 +114,8 @@ class Profile:
         rows = np.array(actions[: self.execute_rows, : self.action_dim], dtype=np.float64)
         if not np.all(np.isfinite(rows)):
             raise InterfaceViolation(self.name, "actions", "non-finite values", "finite numbers")
+        if self.scale is not None:
+            rows[:, : len(self.scale)] *= np.asarray(self.scale)
         if self.gripper == "pm1":
             rows[:, -1] = (np.clip(rows[:, -1], -1.0, 1.0) + 1.0) / 2.0
         return rows
@@ -119,7 +125,9 @@ PROFILES: dict[str, Profile] = {
     "libero": Profile(name="libero", convention="eef_delta",
                       images={"observation/image": "third_person", "observation/wrist_image": "wrist"},
                       state="eef_axisangle_fingers", action_dim=7, execute_rows=5, control_hz=20.0,
-                      render_size=256, send_size=224, rotate_180=True, gripper="pm1"),
+                      render_size=256, send_size=224, rotate_180=True, gripper="pm1",
+                      # robosuite's OSC_POSE maps [-1, 1] to ±0.05 m and ±0.5 rad per step
+                      scale=(0.05, 0.05, 0.05, 0.5, 0.5, 0.5)),
     "droid": Profile(name="droid", convention="joint_vel",
                      images={"observation/exterior_image_1_left": "third_person",
                              "observation/wrist_image_left": "wrist"},
@@ -268,7 +276,19 @@ class OpenPIPolicy:
     def reset(self, episode: int) -> None:
         self.last = None
 
+    def exchange(self) -> dict[str, Any]:
+        """The request and transformed-input summary of the last query (delivery receipt)."""
+        if self.last is None:
+            return {}
+        last = self.last
+        return {"request": last.request_keys, "prompt_chars": last.prompt_chars, "reply": last.reply_keys,
+                "reply_shape": last.reply_shape, "round_trip_s": last.round_trip_s,
+                "transform": {"render": self.profile.render_size, "sent": self.profile.send_size,
+                              "rotate_180": self.profile.rotate_180},
+                **({"server_timing": last.server_timing} if last.server_timing else {})}
+
     def act(self, observation: Observation) -> ActionChunk:
+        self.last = None
         request = self.profile.request(observation, self.cameras)
         started = time.perf_counter()
         reply = self.connection.infer(request)

@@ -47,10 +47,13 @@ def server():
 def test_libero_profile_request_and_chunk(server) -> None:
     """LIBERO: images 256² → rotated 180° → 224²; state 8-D = eef_pos (3) + axis-angle (3) +
     fingers (2) = [0.5, 0, 0.3, 0, 0, 0, 0.04, 0.04]; a (10, 7) chunk → 5 rows executed,
-    gripper −1 → 0 (open) and +1 → 1 (closed)."""
+    gripper −1 → 0 (open) and +1 → 1 (closed); translation 1.0 → 0.05 m, rotation −0.5 →
+    −0.25 rad (robosuite's OSC_POSE output limits 0.05 m, 0.5 rad)."""
     def reply(i, request):
         out = chunk(10, 7)
         out["actions"][:, 6] = [-1, 1, -1, 1, 0, 0, 0, 0, 0, 0]
+        out["actions"][:, 0] = 1.0
+        out["actions"][:, 5] = -0.5
         return out
 
     srv = server(reply)
@@ -67,6 +70,9 @@ def test_libero_profile_request_and_chunk(server) -> None:
     assert request["prompt"] == "weigh 180 g"
     assert result.actions.shape == (5, 7)
     np.testing.assert_allclose(result.actions[:, 6], [0, 1, 0, 1, 0.5])
+    np.testing.assert_allclose(result.actions[:, 0], 0.05)
+    np.testing.assert_allclose(result.actions[:, 5], -0.25)
+    assert policy.exchange()["reply_shape"] == [10, 7]
     assert policy.last is not None and policy.last.reply_shape == [10, 7]
     assert "data" not in str(policy.last.request_keys)  # the receipt names shapes, never pixels
 
