@@ -250,20 +250,59 @@ def instruction_of(instance: Any) -> str:
 def run_episode(spec: EpisodeSpec, served: Any = None) -> Path:
     """One episode, one run directory (``<out_dir>/<run_id>``); ``served`` is a connected
     policy (:class:`labrecord.sim.serving.Served`), else ``spec.policy`` names a baseline."""
+    from labrecord.sim.policies import make_policy
+
+    if served is not None:
+        policy = served.policy
+    else:
+        policy = make_policy(spec.policy, spec.seed * 100003 + spec.index, **dict(spec.policy_options))
+    episode = open_episode(spec, policy, served)
+    try:
+        episode.owner.run_episode(0)
+    except BaseException:
+        episode.abort()
+        raise
+    return episode.close()
+
+
+@dataclasses.dataclass
+class OpenEpisode:
+    """A run directory being written by its step owner (see :func:`open_episode`)."""
+
+    spec: EpisodeSpec
+    owner: Any
+    writer: RunWriter
+    env: Any
+
+    def close(self) -> Path:
+        """Scores, measurements and ``demo.hdf5``; the run's final status."""
+        try:
+            scores = self.owner.finish()
+            _write_demo(self.writer, self.owner, self.owner.logs[-1], self.spec, scores)
+        except BaseException:
+            self.abort()
+            raise
+        self.writer.close(self.owner.status)
+        return self.writer.dir
+
+    def abort(self) -> None:
+        self.writer.close("aborted")
+        _BENCHES.clear()
+        self.env.close()
+
+
+def open_episode(spec: EpisodeSpec, policy: Any, served: Any = None) -> OpenEpisode:
+    """Set the bench up for ``spec``'s instance and open its run directory with a step owner
+    for ``policy``; the caller drives the owner (``run_episode`` or the push-mode calls)."""
     if sys.platform.startswith("linux"):
         os.environ.setdefault("MUJOCO_GL", "egl")  # headless offscreen rendering; osmesa also works
     from labrecord.recorders.loop import StepOwner
     from labrecord.recorders.online import ContractScorer
     from labrecord.scorers.contracts import get_contract
     from labrecord.sim.env import CAMERAS
-    from labrecord.sim.policies import make_policy
     from labrecord.sim.scene import Placement, random_layout
 
     contract = get_contract("weighing")
-    if served is not None:
-        policy = served.policy
-    else:
-        policy = make_policy(spec.policy, spec.seed * 100003 + spec.index, **dict(spec.policy_options))
     # cameras the policy reads are rendered even without videos
     cameras = CAMERAS if spec.cameras else tuple(c for c in CAMERAS if c in policy.capabilities.channels)
     env = _bench(policy.capabilities.action_spec, cameras, spec.size or 224)
@@ -278,16 +317,10 @@ def run_episode(spec: EpisodeSpec, served: Any = None) -> Path:
     try:
         owner = StepOwner(env, policy, scorer, writer, instruction=instruction_of(instance), max_time_s=max_time,
                           video=spec.cameras, tools=served.tools if served is not None else None)
-        log = owner.run_episode(0)
-        scores = owner.finish()
-        _write_demo(writer, owner, log, spec, scores)
     except BaseException:
         writer.close("aborted")
-        _BENCHES.clear()
-        env.close()
         raise
-    writer.close(owner.status)
-    return writer.dir
+    return OpenEpisode(spec, owner, writer, env)
 
 
 #: one calibrated bench per process and configuration, reused across episodes (the model
