@@ -23,6 +23,8 @@ class AgentRequest(msgspec.Struct, kw_only=True):
 
     protocol: str = AGENT_PROTOCOL
     episode: int
+    #: the first decision since the episode reset: the agent clears its episode memory
+    first: bool = False
     obs_id: str
     t: float
     evidence_version: int

@@ -84,28 +84,30 @@ class HttpAgentPolicy:
     """
 
     def __init__(self, url: str, action_spec: ActionSpec, *, channels: tuple[str, ...], tools: tuple[str, ...] = TOOLS,
-                 name: str = "http-agent", timeout_s: float = 60.0) -> None:
+                 name: str = "http-agent", timeout_s: float = 60.0, kind: str = "agent", revision: str = "") -> None:
         unknown = sorted(set(tools) - set(TOOLS))
         if unknown:
             from labrecord.errors import LabrecordError
 
             raise LabrecordError(f"agent tools {unknown}: expected some of {list(TOOLS)}")
         self.url, self.timeout_s, self.tools = url, timeout_s, tuple(tools)
-        self.capabilities = Capabilities(name=name, kind="agent", action_spec=action_spec, channels=tuple(channels),
-                                         reports_operations="commit_operation" in tools)
+        self.capabilities = Capabilities(name=name, kind=kind, action_spec=action_spec, channels=tuple(channels),
+                                         reports_operations="commit_operation" in tools, revision=revision)
         self.episode = 0
+        self.first = True
         self.last_round_trip_s = 0.0
         self.last_request_bytes = 0
 
     def reset(self, episode: int) -> None:
         self.episode = episode
+        self.first = True
 
     def exchange(self) -> dict[str, Any]:
         """The request summary of the last query (delivery receipt)."""
         return {"protocol": AGENT_PROTOCOL, "round_trip_s": self.last_round_trip_s, "request_bytes": self.last_request_bytes}
 
     def request(self, observation: Observation) -> AgentRequest:
-        return AgentRequest(episode=self.episode, obs_id=observation.obs_id, t=observation.t,
+        return AgentRequest(episode=self.episode, first=self.first, obs_id=observation.obs_id, t=observation.t,
                             evidence_version=observation.evidence_version, instruction=observation.instruction,
                             images={cam: png_data_url(frame) for cam, frame in sorted(observation.images.items())},
                             state=observation.state, tools=list(self.tools), action_spec=self.capabilities.action_spec)
@@ -113,6 +115,7 @@ class HttpAgentPolicy:
     def act(self, observation: Observation) -> ActionChunk:
         body = msgspec.json.encode(self.request(observation), enc_hook=_jsonable)
         self.last_request_bytes = len(body)
+        self.first = False
         started = time.perf_counter()
         reply = decode_reply(self._post(body), self.url, self.tools)
         self.last_round_trip_s = round(time.perf_counter() - started, 6)
