@@ -291,6 +291,12 @@ class StepOwner:
         """A reply that broke the declared interface: see :meth:`_violation`."""
         self._violation(observation, violation, latency_s, self._log)
 
+    def present(self) -> Observation:
+        """The policy's projection of the state at this instant, without delivering it (no
+        receipt, not offered to the scorer): what a Gymnasium caller sees after the end."""
+        images, state = self._acquire()
+        return self._observation(images, state)
+
     def hold(self, periods: int) -> None:
         """Hold still for ``periods`` control periods (an explicit wait; simulated time passes)."""
         self._queue.extend([None] * periods)

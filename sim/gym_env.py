@@ -34,7 +34,7 @@ from labrecord.sim.pushed import CAMERAS, PROPRIO, PushedWeighing, profile_spec,
 ENV_ID = "labrecord/Weighing-v0"
 
 
-class WeighingEnv(gymnasium.Env):
+class WeighingGymEnv(gymnasium.Env):
     metadata = {"render_modes": ["rgb_array"], "render_fps": 20}
 
     def __init__(self, out_dir: str | os.PathLike[str] = "runs", *, condition: str = "basic", profile: str = "libero",
@@ -99,4 +99,4 @@ class WeighingEnv(gymnasium.Env):
 def register() -> None:
     """Register :data:`ENV_ID` (idempotent)."""
     if ENV_ID not in gymnasium.registry:
-        gymnasium.register(id=ENV_ID, entry_point="labrecord.sim.gym_env:WeighingEnv")
+        gymnasium.register(id=ENV_ID, entry_point="labrecord.sim.gym_env:WeighingGymEnv")

@@ -89,10 +89,24 @@ class PushedWeighing:
         """Push ``actions`` ((dim,) or (k, dim) rows answering the last observation) and run
         until the owner wants the next action or the episode ends; returns the observation
         then and whether the episode is over."""
+        observation = self._answering()
+        self.current.owner.push(observation, ActionChunk(np.asarray(actions, dtype=float)))
+        return self._advance()
+
+    def reject(self, violation: Any) -> tuple[Observation, bool]:
+        """The caller's reply broke the declared interface: recorded as the system's
+        interface failure; the robot holds still for one control period."""
+        observation = self._answering()
+        self.current.owner.push_violation(observation, violation)
+        return self._advance()
+
+    def _answering(self) -> Observation:
         if self.current is None or self.observation is None or self.done:
             raise LabrecordError("no episode is running: call start() first")
+        return self.observation
+
+    def _advance(self) -> tuple[Observation, bool]:
         owner = self.current.owner
-        owner.push(self.observation, ActionChunk(np.asarray(actions, dtype=float)))
         while True:
             self.done = owner.step()
             if self.done:
@@ -107,9 +121,7 @@ class PushedWeighing:
     def _last_observation(self) -> Observation:
         if self.done or self.observation is None:
             # the final state (after the last period): no delivery, the episode is over
-            owner = self.current.owner
-            images, state = owner._acquire()
-            return owner._observation(images, state)
+            return self.current.owner.present()
         return self.observation
 
     @property

@@ -82,38 +82,26 @@ class WeighingBenchmark(StepBenchmark):
         return self.runs.start()
 
     def step(self, action: dict[str, Any]) -> StepResult:
-        observation = self.runs.observation
+        """One action (the first row of a chunk) for one control period."""
+        info: dict[str, Any] = {}
         try:
             rows = self.profile.executed_rows(action if isinstance(action, dict) else {"actions": action})
         except InterfaceViolation as violation:
             # a reply that breaks the declared interface: the model's own failure, recorded;
             # the robot holds still for this step
             self.interface_failures += 1
-            self.runs.current.owner.push_violation(observation, violation)
-            obs, done = self._hold()
-            return StepResult(obs=obs, reward=0.0, done=done, info={"interface_failure": str(violation)})
-        obs, done = self.runs.act(rows[:1])
+            info["interface_failure"] = str(violation)
+            obs, done = self.runs.reject(violation)
+        else:
+            obs, done = self.runs.act(rows[:1])
         success = done and self.runs.success
-        info = {"success": success}
+        info["success"] = success
         if done:
             self.run_dirs.append(str(self.runs.finish()))
             info["run_dir"] = self.run_dirs[-1]
         return StepResult(obs=obs, reward=float(success), done=done, info=info)
 
-    def _hold(self) -> tuple[Any, bool]:
-        owner = self.runs.current.owner
-        done = owner.step()
-        self.runs.done = done
-        if done:
-            self.run_dirs.append(str(self.runs.finish()))
-            return None, True
-        observation = owner.observe()
-        self.runs.observation = observation
-        return observation, False
-
     def make_obs(self, raw_obs: Any, task: dict[str, Any]) -> dict[str, Any]:
-        if raw_obs is None:
-            return {}
         images = {camera: np.ascontiguousarray(raw_obs.images[camera][::-1, ::-1]) for camera in ("front", "wrist")}
         state = self.profile.state_fields(raw_obs)["observation/state"]
         return {"images": images, "task_description": raw_obs.instruction, "states": state}

@@ -11,7 +11,7 @@ import pytest
 from labrecord.cli import main
 from labrecord.errors import LabrecordError
 from labrecord.models import (
-    Choice, EpisodeEnd, Failure, InterventionEvent, Opportunity, StateReport, Validity,
+    Choice, EpisodeEnd, Failure, Geometry, InterventionEvent, Opportunity, StateReport, Validity,
 )
 from labrecord.rundir import read_events, read_manifest
 from labrecord.scorers.audit import audit_run
@@ -102,9 +102,11 @@ def test_killing_the_server_mid_episode_leaves_an_unresolved_run(servers, tmp_pa
 
 def agent_script():
     """Wait until 2.5 s (the first opportunity opens when the reading settles, about 2.2 s),
-    then report the state, commit to add(w10, pan), let the executor carry it, and wait."""
+    then report the state and where w10 is, commit to add(w10, pan), let the executor carry
+    it, and wait."""
     add = {"kind": "add", "object": "w10", "dest": "pan"}
     steps = iter([{"type": "report_state", "fields": {"reading_g": 60.0}},
+                  {"type": "report_geometry", "target": "w10", "p_hat": [0.3, 0.1, 0.02]},
                   {"type": "commit_operation", "op": add}, {"type": "call_skill", "op": add}])
 
     def behaviour(i, request):
@@ -124,6 +126,9 @@ def test_agent_tool_calls_become_report_events_and_an_execution_supported_run(se
     opp = next(e for e in events if isinstance(e, Opportunity))
     (report,) = [e for e in events if isinstance(e, StateReport)]
     assert report.opp == opp.opp and report.fields == {"reading_g": 60.0} and report.reference["stable"] is True
+    (geometry,) = [e for e in events if isinstance(e, Geometry)]
+    assert geometry.opp == opp.opp and geometry.p_hat == [0.3, 0.1, 0.02]
+    assert len(geometry.p_ref) == 3 and 0.0 < geometry.p_ref[2] < 0.1  # w10's measured position, on the table
     (committed,) = [e for e in events if isinstance(e, Choice) and e.track == "report"]
     assert str(committed.op) == "add(w10, pan)" and committed.opp == opp.opp
     (skill,) = [e for e in events if isinstance(e, InterventionEvent)]

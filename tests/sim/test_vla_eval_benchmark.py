@@ -25,14 +25,18 @@ IMPORT_STRING = "labrecord.sim.vla_eval_benchmark:WeighingBenchmark"
 
 
 class StillModel(PredictModelServer):
-    """Answers every observation with 'stay, gripper open' and keeps what it received."""
+    """Answers every observation with 'stay, gripper open' and keeps what it received;
+    the first ``bad`` answers have 3 columns instead of 7."""
 
-    def __init__(self) -> None:
+    def __init__(self, bad: int = 0) -> None:
         super().__init__()
         self.seen: list[dict] = []
+        self.bad = bad
 
     def predict(self, obs, ctx):
         self.seen.append(obs)
+        if len(self.seen) <= self.bad:
+            return {"actions": np.zeros(3, dtype=np.float32)}
         return {"actions": np.asarray([0, 0, 0, 0, 0, 0, -1], dtype=np.float32)}
 
     def get_action_spec(self):
@@ -42,7 +46,7 @@ class StillModel(PredictModelServer):
         return {"front": IMAGE_RGB, "language": LANGUAGE}
 
 
-async def drive(out_dir: Path, model: StillModel, episodes: int, max_steps: int | None) -> tuple[list, object]:
+async def drive(out_dir: Path, model: StillModel, episodes: int, max_steps: int | None = None) -> tuple[list, object]:
     import anyio
 
     benchmark_cls = resolve_import_string(IMPORT_STRING)
@@ -91,3 +95,19 @@ def test_configure_render_selects_osmesa(monkeypatch) -> None:
     cls = resolve_import_string(IMPORT_STRING)
     applied = cls.configure_render("cpu")
     assert applied["MUJOCO_GL"] == "osmesa"  # monkeypatch restores the renderer afterwards
+
+
+def test_a_reply_of_the_wrong_shape_is_an_interface_failure(tmp_path) -> None:
+    """The first answer has 3 columns: a failure event (reason interface), a receipt naming
+    'actions'; the robot holds for that step and the episode goes on (still 9 steps)."""
+    from labrecord.models import Failure
+    from labrecord.rundir import read_events
+
+    results, benchmark = asyncio.run(drive(tmp_path, StillModel(bad=1), episodes=1))
+    assert results[0]["steps"] == 9 and benchmark.interface_failures == 1
+    run = Path(benchmark.run_dirs[0])
+    assert [e.reason for e in read_events(run) if isinstance(e, Failure)] == ["interface"]
+    first = json.loads((run / "observations.jsonl").read_text().splitlines()[0])
+    assert first["interface_field"] == "actions" and first["chunk_len"] == 0
+    report, _ = validate_run(run)
+    assert report.ok and audit_run(run).ok
