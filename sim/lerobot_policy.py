@@ -67,9 +67,10 @@ class LeRobotProcess:
         self.proc = subprocess.Popen([python, str(script), "--path", str(path), "--port", "0"], stdout=subprocess.PIPE,
                                      stderr=self._log, text=True, cwd=tempfile.gettempdir())
         line: list[str] = []
-        reader = threading.Thread(target=self._await_ready, args=(line,), daemon=True)
-        reader.start()
-        reader.join(timeout_s)
+        self._ready = threading.Event()
+        self._reader = threading.Thread(target=self._await_ready, args=(line,), daemon=True)
+        self._reader.start()
+        self._ready.wait(timeout_s)
         if not line:
             self.close()
             raise LabrecordError(f"{path}: the LeRobot policy did not start: {self.why or 'no output'}")
@@ -77,12 +78,17 @@ class LeRobotProcess:
         self.url = f"http://127.0.0.1:{self.info['port']}/act"
 
     def _await_ready(self, found: list[str]) -> None:
-        """Skip what lerobot prints while loading, up to the ready line."""
+        """Skip what lerobot prints while loading, up to the ready line; then keep draining
+        the pipe so a chatty policy never blocks on a full buffer."""
         assert self.proc.stdout is not None
-        for text in self.proc.stdout:
-            if text.startswith(READY):
-                found.append(text)
-                return
+        try:
+            for text in self.proc.stdout:
+                if not found and text.startswith(READY):
+                    found.append(text)
+                    self._ready.set()
+        except (OSError, ValueError):  # the pipe was closed by close()
+            pass
+        self._ready.set()  # the child stopped: nothing more will come
 
     @property
     def why(self) -> str:
@@ -97,6 +103,7 @@ class LeRobotProcess:
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait()
+        self._reader.join(timeout=10)  # the child is gone: the reader sees the end of its output
         if self.proc.stdout is not None:
             self.proc.stdout.close()
         if not self._log.closed:

@@ -66,4 +66,8 @@ def weighing(condition: str, policy: str, policy_url: str | None, profile: str, 
     with progress(episodes, f"weighing {condition} / {policy}") as advance:
         paths = run_weighing(out_dir, condition, policy, episodes, seed, workers, cameras=not no_cameras, size=size,
                              progress=advance, **options)
-    click.echo(f"wrote {len(paths)} run(s) under {out_dir}")
+    from labrecord.rundir import read_manifest
+
+    faulted = sum(read_manifest(path).manifest.status == "service_fault" for path in paths)
+    note = f" ({faulted} with a service fault: unresolved)" if faulted else ""
+    click.echo(f"wrote {len(paths)} run(s) under {out_dir}{note}")

@@ -192,3 +192,17 @@ def test_call_skill_needs_the_end_effector_convention() -> None:
 
     with pytest.raises(LabrecordError, match="call_skill"):
         connect("http", url="http://127.0.0.1:1/act", convention="joint_pos")
+
+
+def test_cli_reports_runs_left_unresolved(servers, tmp_path, capsys) -> None:
+    """An agent that answers HTTP 500 at once: the episode ends at its first query."""
+    srv = servers(HttpAgentStandIn, lambda i, request: (500, b"{}"))
+    with pytest.raises(SystemExit) as exit_info:
+        main(["sim", "weighing", "--policy", "http", "--policy-url", srv.url, "--episodes", "1", "--no-cameras",
+              "--size", "16", "--out", str(tmp_path)])
+    assert exit_info.value.code == 0
+    out = capsys.readouterr().out
+    assert "wrote 1 run(s)" in out and "1 with a service fault: unresolved" in out
+    (run,) = [p for p in tmp_path.iterdir() if p.name.startswith("weighing-")]
+    assert read_manifest(run).manifest.status == "service_fault"
+    check_run(run)
