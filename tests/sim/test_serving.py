@@ -206,3 +206,18 @@ def test_cli_reports_runs_left_unresolved(servers, tmp_path, capsys) -> None:
     (run,) = [p for p in tmp_path.iterdir() if p.name.startswith("weighing-")]
     assert read_manifest(run).manifest.status == "service_fault"
     check_run(run)
+
+
+def test_openpi_droid_episode_executes_joint_velocity_chunks(servers, tmp_path) -> None:
+    """DROID at 15 Hz: (10, 8) chunks, 8 rows executed per query; 1 s = 15 periods, the
+    first settles, 14 / 8 → 2 queries."""
+    srv = servers(OpenPIStandIn, lambda i, request: chunk(10, 8))
+    (run,) = run_weighing(tmp_path, "basic", "openpi", episodes=1, seed=0, size=32, max_time_s=1.0,
+                          url=srv.url, profile="droid")
+    check_run(run)
+    assert len(srv.requests) == 2
+    assert sorted(srv.requests[0]) == ["observation/exterior_image_1_left", "observation/gripper_position",
+                                       "observation/joint_position", "observation/wrist_image_left", "prompt"]
+    spec = read_manifest(run).manifest.system.action_spec
+    assert (spec.representation, spec.mode, spec.dim, spec.max_chunk, spec.control_hz) == ("joint", "delta", 8, 8, 15.0)
+    assert [r["chunk_len"] for r in receipts(run)] == [8, 8]
