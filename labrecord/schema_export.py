@@ -9,6 +9,7 @@ import msgspec
 
 from labrecord.fileio import atomic_write_bytes, dumps_pretty
 from labrecord.models import Event, FinalScores, ObservationReceipt, OnlineScore, PopulationEntry, RunManifest
+from labrecord.models.agent import AgentReply, AgentRequest
 from labrecord.models.rxn import FigureDocument
 
 #: file stem -> (model, title); a wing's models are added here when they join the core
@@ -20,6 +21,8 @@ SCHEMA_MODELS: dict[str, tuple[Any, str]] = {
     "scores": (FinalScores, "labrecord.run/1 scores.json"),
     "population": (PopulationEntry, "labrecord.run/1 populations/<name>.jsonl line"),
     "rxn": (FigureDocument, "labrecord.rxn/1 figure document"),
+    "agent_request": (AgentRequest, "labrecord.agent/1 request to an HTTP agent"),
+    "agent_reply": (AgentReply, "labrecord.agent/1 reply of an HTTP agent"),
 }
 
 

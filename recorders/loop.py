@@ -23,9 +23,12 @@ from typing import Any, Protocol
 import numpy as np
 
 from labrecord.errors import LabrecordError
-from labrecord.models import EpisodeEnd, EpisodeStart, FinalScores, ObservationReceipt, OnlineScore, Operation
+from labrecord.models import (
+    EpisodeEnd, EpisodeStart, Failure, FinalScores, ObservationReceipt, OnlineScore, Operation, Validity,
+)
 from labrecord.recorders.actions import ChunkCheck, check_chunk
-from labrecord.recorders.policy import Capabilities, Observation, Policy, project_observation
+from labrecord.recorders.adapters.faults import InterfaceViolation, PolicyServiceFault
+from labrecord.recorders.policy import ActionChunk, Capabilities, Observation, Policy, project_observation
 from labrecord.recorders.video import VideoStream
 from labrecord.rundir import VIDEOS_DIR, RunWriter
 
@@ -42,6 +45,9 @@ class DeliveryReceipt(ObservationReceipt, kw_only=True):
     clipped: int = 0
     rejected: str | None = None
     requested: list[list[float]] = []
+    tool: str | None = None
+    interface_field: str | None = None
+    exchange: dict[str, Any] = {}
 
 
 class Environment(Protocol):
@@ -107,6 +113,24 @@ class OnlineScorer(Protocol):
         """Fields of the ``episode_end`` event: reason, physical_complete, valid_complete."""
 
 
+#: ``failure`` reason of a reply that broke the declared interface (the policy's own failure)
+INTERFACE_FAILURE = "interface"
+
+
+class ToolHost(Protocol):
+    """Carries out an agent's tool call inside the step owner (see
+    :class:`labrecord.recorders.tools.AgentTools`)."""
+
+    def handle(self, owner: StepOwner, tool: Any, observation: Observation) -> None: ...
+
+
+class SkillRun(Protocol):
+    """A reference-executor skill in progress: the next action row for the measured
+    state, or None once the operation is carried out."""
+
+    def next_row(self, state: dict[str, Any]) -> np.ndarray | None: ...
+
+
 @dataclass
 class EpisodeLog:
     """What one episode produced besides the run files (for the demonstration)."""
@@ -122,6 +146,9 @@ class EpisodeLog:
     late: int = 0
     clipped: int = 0
     wall_s: float = 0.0
+    interface_failures: int = 0
+    tool_calls: int = 0
+    faults: list[str] = field(default_factory=list)
 
 
 #: proprioception fields of the ``robot`` channel -> robomimic observation keys
@@ -173,12 +200,15 @@ def check_channels(caps: Capabilities, privileged: tuple[str, ...]) -> None:
                              f"{', '.join(declared)}; only scripted systems may read them")
 
 
+_NO_ROWS = ChunkCheck(np.zeros((0, 0)), np.zeros((0, 0)), np.zeros(0, dtype=bool))
+
+
 class StepOwner:
     """Runs episodes of one policy in one environment into one run directory."""
 
     def __init__(self, env: Environment, policy: Policy, scorer: OnlineScorer, writer: RunWriter, *,
                  instruction: str, max_time_s: float, video: bool = True, snapshot_every_s: float = 1.0,
-                 deadline_s: float | None = None, deadline_clock: str = "sim") -> None:
+                 tools: ToolHost | None = None, deadline_s: float | None = None, deadline_clock: str = "sim") -> None:
         self.env, self.policy, self.scorer, self.writer = env, policy, scorer, writer
         self.caps: Capabilities = policy.capabilities
         check_channels(self.caps, tuple(getattr(env, "privileged_channels", ())))
@@ -198,6 +228,9 @@ class StepOwner:
             for camera in env.cameras:
                 frame = env.render(camera)
                 self.videos[camera] = VideoStream(writer.path(VIDEOS_DIR) / f"{camera}.mp4", env.control_hz, frame.shape[1], frame.shape[0])
+        #: answers agent tool calls (None: the system is offered no tools); see :class:`ToolHost`
+        self.tools: ToolHost | None = tools
+        self.status = "complete"
         self.blocks: list[dict[str, np.ndarray]] = []
         self.logs: list[EpisodeLog] = []
         self._step = 0
@@ -205,48 +238,134 @@ class StepOwner:
 
     # -- one episode ------------------------------------------------------------------
     def run_episode(self, episode: int) -> EpisodeLog:
-        env, writer = self.env, self.writer
-        log = EpisodeLog()
-        queue: deque[np.ndarray] = deque()
-        started = time.perf_counter()
-        self.policy.reset(episode)
-        writer.emit(EpisodeStart, t=env.time, episode=episode)
-        self.scorer.start(self._emit, env.time)
-        last_action = self._initial_action()
-        next_snapshot = env.time
-        policy_in_control = False  # the first period settles the scene before any query
+        """One episode with this owner's policy: the push-mode calls below, in order."""
+        self.begin(episode)
         while True:
-            images = self._frames()
-            state = env.public_state()
-            if policy_in_control:
-                observation = self._observation(images, state)
-                if self.scorer.offer(observation):
-                    queue.clear()  # evidence changed: drop commands planned on older evidence
-                if not queue:
-                    queue.extend(self._query(observation, log))
-            # nothing queued (a rejected chunk): hold still in the declared convention
-            action = queue.popleft() if queue else self.env.hold_action(last_action)
-            self._record_demo(log, state, images, action, policy_in_control)
-            policy_in_control = True
-            env.apply(action)
-            last_action = action
-            env.advance(self.steps_per_control)
-            block = env.end_block()
-            block.update(self._command_columns(action, len(block["t"])))
-            self.blocks.append(block)
-            self._step += len(block["t"])
-            self.scorer.update(block)
-            if env.time >= next_snapshot and self.scorer.changed():
-                # a snapshot is synced to disk, so write one only when the live score moved
-                writer.online_score(self.scorer.snapshot(env.time))
-                next_snapshot = env.time + self.snapshot_every_s
-            if self.scorer.finished() is not None or env.time >= self.max_time_s:
+            observation = self.observe()
+            if observation is not None and self.wants_action:
+                try:
+                    self._query(observation, self._log)
+                except PolicyServiceFault as fault:
+                    self.fault(fault)
+                    break
+            if self.step():
                 break
+        return self.end()
+
+    # -- push mode: a caller outside the owner supplies the actions ----------------------
+    # ``begin`` → per control boundary ``observe`` (+ ``push`` when ``wants_action``) →
+    # ``step`` until it returns True → ``end``.  The owner keeps physics stepping, timing,
+    # the checks and every record; ``run_episode`` is this sequence with ``policy.act``.
+    def begin(self, episode: int) -> None:
+        """Reset the policy session, open the episode and the contract's tracker."""
+        self.policy.reset(episode)
+        self._log = EpisodeLog()
+        self._queue: deque[np.ndarray | None] = deque()  # None: hold still for one period
+        self._skill: Any = None
+        self._episode = episode
+        self._started = time.perf_counter()
+        self._end_reason: str | None = None
+        self.writer.emit(EpisodeStart, t=self.env.time, episode=episode)
+        self.scorer.start(self._emit, self.env.time)
+        self._last_action = self._initial_action()
+        self._next_snapshot = self.env.time
+        self._in_control = False  # the first period settles the scene before any query
+        self._now: tuple[dict[str, np.ndarray], dict[str, Any]] | None = None
+
+    def observe(self) -> Observation | None:
+        """Acquire this boundary's frames and state; the policy's projection of them, or
+        None while the policy is not in control (the settling period).  A new opportunity
+        drops the queued commands and a running skill, so :attr:`wants_action` is then
+        True and the caller must :meth:`push` an answer to this observation."""
+        images, state = self._acquire()
+        if not self._in_control:
+            return None
+        observation = self._observation(images, state)
+        if self.scorer.offer(observation):
+            # evidence changed: drop commands (and a running skill) planned on older evidence;
+            # the observation is then delivered with a receipt at this boundary
+            self._queue.clear()
+            self._skill = None
+        return observation
+
+    @property
+    def wants_action(self) -> bool:
+        """Whether nothing is queued (nor a skill running) for the next control period."""
+        return not self._queue and self._skill is None
+
+    def push(self, observation: Observation, chunk: ActionChunk, latency_s: float = 0.0) -> None:
+        """A chunk answering ``observation``: checked, receipted and queued (tool calls are
+        carried out as the module docstring of :mod:`labrecord.recorders.adapters.agent` says)."""
+        self._accept(observation, chunk, latency_s, self._log)
+
+    def push_violation(self, observation: Observation, violation: InterfaceViolation, latency_s: float = 0.0) -> None:
+        """A reply that broke the declared interface: see :meth:`_violation`."""
+        self._violation(observation, violation, latency_s, self._log)
+
+    def present(self) -> Observation:
+        """The policy's projection of the state at this instant, without delivering it (no
+        receipt, not offered to the scorer): what a Gymnasium caller sees after the end."""
+        images, state = self._acquire()
+        return self._observation(images, state)
+
+    def hold(self, periods: int) -> None:
+        """Hold still for ``periods`` control periods (an explicit wait; simulated time passes)."""
+        self._queue.extend([None] * periods)
+
+    def run_skill(self, skill: SkillRun) -> None:
+        """Let a reference-executor skill drive the robot until it is done (no queries meanwhile)."""
+        self._skill = skill
+
+    def emit(self, event_type: type, *, t: float, fields: dict[str, Any] | None = None) -> Any:
+        """Append an event with the next ``seq`` (for tool calls answered outside the scorer)."""
+        return self._emit(event_type, t=t, fields=fields)
+
+    def step(self) -> bool:
+        """Execute one control period; True when the episode is over (success or time)."""
+        env = self.env
+        images, state = self._acquire()
+        self._now = None
+        row = self._queue.popleft() if self._queue else None
+        if row is None and self._skill is not None:
+            row = self._skill.next_row(state)
+            if row is None:
+                self._skill = None
+        # nothing queued (a rejected chunk, a wait): hold still in the declared convention
+        action = row if row is not None else env.hold_action(self._last_action)
+        self._record_demo(self._log, state, images, action, self._in_control)
+        self._in_control = True
+        env.apply(action)
+        self._last_action = action
+        env.advance(self.steps_per_control)
+        block = env.end_block()
+        block.update(self._command_columns(action, len(block["t"])))
+        self.blocks.append(block)
+        self._step += len(block["t"])
+        self.scorer.update(block)
+        if env.time >= self._next_snapshot and self.scorer.changed():
+            # a snapshot is synced to disk, so write one only when the live score moved
+            self.writer.online_score(self.scorer.snapshot(env.time))
+            self._next_snapshot = env.time + self.snapshot_every_s
+        return self.scorer.finished() is not None or env.time >= self.max_time_s
+
+    def fault(self, fault: PolicyServiceFault) -> None:
+        """The policy service failed: a ``validity`` event; the episode ends unresolved."""
+        self._emit(Validity, t=self.env.time, fields={"kind": fault.kind, "source": fault.source})
+        self._log.faults.append(str(fault))
+        self._end_reason = "service_fault"
+        self.status = "service_fault"
+
+    def end(self) -> EpisodeLog:
+        """Close the episode: the last live snapshot and ``episode_end``."""
+        env, writer = self.env, self.writer
         writer.online_score(self.scorer.snapshot(env.time))
-        writer.emit(EpisodeEnd, t=env.time, episode=episode, **self.scorer.episode_end())
-        log.wall_s = time.perf_counter() - started
-        self.logs.append(log)
-        return log
+        end = self.scorer.episode_end()
+        if self._end_reason is not None:
+            end = {**end, "reason": self._end_reason, "valid_complete": False}
+        writer.emit(EpisodeEnd, t=env.time, episode=self._episode, **end)
+        self._log.wall_s = time.perf_counter() - self._started
+        self.logs.append(self._log)
+        return self._log
 
     def _emit(self, event_type: type, *, t: float, fields: dict[str, Any] | None = None, **more: Any) -> Any:
         """Append an event of ``event_type`` with the next ``seq`` (fields may include ``kind``)."""
@@ -256,6 +375,12 @@ class StepOwner:
 
     def _initial_action(self) -> np.ndarray:
         return np.asarray(self.env.hold_action(None), dtype=float)
+
+    def _acquire(self) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
+        """Frames (written to the videos) and state at this boundary, acquired once."""
+        if self._now is None:
+            self._now = (self._frames(), self.env.public_state())
+        return self._now
 
     def _frames(self) -> dict[str, np.ndarray]:
         frames: dict[str, np.ndarray] = {}
@@ -275,15 +400,29 @@ class StepOwner:
                            evidence_version=self.scorer.evidence_version, instruction=self.instruction,
                            images=seen_images, state=seen_state)
 
-    def _query(self, observation: Observation, log: EpisodeLog) -> list[np.ndarray]:
+    def _query(self, observation: Observation, log: EpisodeLog) -> None:
         """Ask the policy (physics paused), check the chunk, write the receipt."""
         wall = time.perf_counter()
-        chunk = self.policy.act(observation)
+        try:
+            chunk = self.policy.act(observation)
+        except InterfaceViolation as violation:
+            self._violation(observation, violation, time.perf_counter() - wall, log)
+            return
         latency = time.perf_counter() - wall
-        check: ChunkCheck = check_chunk(chunk.actions, self.caps.action_spec)
-        if self.deadline_clock == "wall" and self.deadline_s is not None and latency > self.deadline_s:
+        self._accept(observation, chunk, latency, log)
+
+    def _accept(self, observation: Observation, chunk: ActionChunk, latency: float, log: EpisodeLog) -> None:
+        tool = chunk.tool
+        if tool is not None and self.tools is None:
+            self._violation(observation, InterfaceViolation(self.caps.name, "type", type(tool).__name__,
+                                                            "actions (this system was offered no tools)"), latency, log)
+            return
+        check: ChunkCheck = check_chunk(chunk.actions, self.caps.action_spec) if tool is None else _NO_ROWS
+        late = self.deadline_clock == "wall" and self.deadline_s is not None and latency > self.deadline_s
+        if late:  # physics paused while the policy thought: only the wall clock sees it, and nothing late is carried out
             check = ChunkCheck(check.requested, check.applied[:0], check.clipped[:0],
                                f"late: answered {latency:.3f} s after delivery, deadline {self.deadline_s:g} s (wall)")
+            tool = None
         log.queries += 1
         log.inference_s += latency
         log.rejected += check.rejected is not None
@@ -296,10 +435,37 @@ class StepOwner:
             inference_s=round(latency, 6), chunk_len=len(check.applied), clipped=check.clipped_count,
             rejected=check.rejected,
             requested=check.requested.round(6).tolist() if (check.rejected or check.clipped_count) else [],
+            tool=type(tool).__name__ if tool is not None else None, exchange=self._exchange(),
         ))
-        if chunk.report is not None and self.caps.reports_operations:
+        if chunk.report is not None and self.caps.reports_operations and not late:
             self.scorer.reported(chunk.report, observation.t)
-        return list(check.applied)
+        if tool is not None:
+            log.tool_calls += 1
+            self.tools.handle(self, tool, observation)
+            return
+        self._queue.extend(check.applied)
+
+    def _violation(self, observation: Observation, violation: InterfaceViolation, latency: float, log: EpisodeLog) -> None:
+        """A reply that broke the declared interface: the policy's own failure (a measured
+        outcome, never a validity fault) — a receipt naming the field, a ``failure`` event
+        with reason ``interface``; nothing is applied and the robot holds still until the
+        next query at the next control boundary."""
+        log.queries += 1
+        log.inference_s += latency
+        log.interface_failures += 1
+        self.writer.observation(DeliveryReceipt(
+            obs_id=observation.obs_id, step=observation.step, t_acquired=observation.t, t_delivered=observation.t,
+            evidence_version=observation.evidence_version,
+            channels=sorted([*observation.images, *observation.state]), wall=round(latency, 6),
+            inference_s=round(latency, 6), chunk_len=0, rejected=f"interface: {violation}",
+            interface_field=violation.field, exchange=self._exchange()))
+        self._emit(Failure, t=self.env.time, fields={"reason": INTERFACE_FAILURE, "recoverable": True})
+
+    def _exchange(self) -> dict[str, Any]:
+        """What the adapter sent and received for the last query (request keys, transformed
+        input shapes, round trip), when it keeps such a summary."""
+        summary = getattr(self.policy, "exchange", None)
+        return summary() if callable(summary) else {}
 
     def _command_columns(self, action: np.ndarray, rows: int) -> dict[str, np.ndarray]:
         return {f"cmd_{i}": np.full(rows, float(v)) for i, v in enumerate(action)}
@@ -322,15 +488,16 @@ class StepOwner:
         columns = {name: np.concatenate([b[name] for b in self.blocks]) if self.blocks else np.zeros(0) for name in names}
         return pa.table(columns)
 
-    def finish(self, status: str = "complete") -> FinalScores:
+    def finish(self, status: str | None = None) -> FinalScores:
         """Write measurements and ``scores.json`` (before the simulator closes) and close videos."""
         self.writer.write_measurements(self.measurement_table())
-        scores = self.scorer.final(self.writer.manifest.run_id, status)
+        scores = self.scorer.final(self.writer.manifest.run_id, status or self.status)
         for entry, log in zip(scores.episodes, self.logs):
             # inference is a cost of its own: physics was paused while the policy ran
             entry["policy"] = {"queries": log.queries, "inference_s": round(log.inference_s, 6),
                                "rejected_chunks": log.rejected, "late_chunks": log.late, "clipped_actions": log.clipped,
-                               "episode_wall_s": round(log.wall_s, 6)}
+                               "episode_wall_s": round(log.wall_s, 6), "interface_failures": log.interface_failures,
+                               "tool_calls": log.tool_calls, "faults": log.faults}
         self.writer.write_scores(scores)
         for stream in self.videos.values():
             stream.close()

@@ -58,10 +58,13 @@ class Observation:
 @dataclass
 class ActionChunk:
     """``actions`` (k, dim) to apply one per control period; ``report`` is the operation
-    the policy says it is carrying out (only from policies that report operations)."""
+    the policy says it is carrying out (only from policies that report operations);
+    ``tool`` is a tool call of an agent (see :mod:`labrecord.recorders.adapters.agent`),
+    answered by the recorder instead of actions."""
 
     actions: np.ndarray
     report: Operation | None = None
+    tool: Any = None
 
 
 @runtime_checkable
@@ -79,3 +82,20 @@ def project_observation(channels: tuple[str, ...], images: dict[str, np.ndarray]
     """Keep only the channels a policy declared (the whitelist projection of sec. 5.1)."""
     wanted = set(channels)
     return ({k: v for k, v in images.items() if k in wanted}, {k: v for k, v in state.items() if k in wanted})
+
+
+class PushedPolicy:
+    """A system that acts from outside the step owner (a Gymnasium agent, vla-eval's
+    runner): it declares its capabilities, and its actions arrive through
+    :meth:`~labrecord.recorders.loop.StepOwner.push`; ``act`` is never called."""
+
+    def __init__(self, capabilities: Capabilities) -> None:
+        self.capabilities = capabilities
+
+    def reset(self, episode: int) -> None:
+        """The caller resets its own policy."""
+
+    def act(self, observation: Observation) -> ActionChunk:
+        from labrecord.errors import LabrecordError
+
+        raise LabrecordError(f"{self.capabilities.name}: actions of a pushed system come through StepOwner.push")

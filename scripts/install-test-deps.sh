@@ -9,7 +9,10 @@ export DEBIAN_FRONTEND=noninteractive
 sudo_=""; [ "$(id -u)" = 0 ] || sudo_="sudo"
 $sudo_ apt-get update -qq
 $sudo_ apt-get install -y -qq osra tesseract-ocr tesseract-ocr-eng fonts-dejavu-core libegl1 libgl1-mesa-dri libosmesa6 >/dev/null
-python3 -m pip install -q -e ".[dev,sim,chem,ray,report]"
+python3 -m pip install -q -e ".[dev,sim,chem,ray,report,policies,gym,vla-eval]"
+# openpi-client pins numpy<2; only its pure-Python codec is used, as the reference the
+# OpenPI adapter's wire format is checked against
+python3 -m pip install -q --no-deps "openpi-client==0.1.2"
 python3 -m pip install -q "torch==2.13.0" "robomimic==0.3.0" six
 bash scripts/install-lerobot-venv.sh >/dev/null
 echo "test dependencies installed"

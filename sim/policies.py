@@ -127,17 +127,21 @@ class ScriptedWeighingPolicy(ABC):
         return ActionChunk(self._toward(robot, row))
 
     def _toward(self, robot: dict[str, Any], target: np.ndarray | None) -> np.ndarray:
-        """The delta action moving the measured tool pose toward ``[x, y, z, yaw, grip]``
-        (None: stay where it is, gripper open)."""
-        if target is None:
-            return np.zeros((1, ACTION_SPEC.dim))
-        here = np.asarray(robot["eef_pos"], dtype=float)
-        step = np.clip(np.asarray(target[:3]) - here, -0.05, 0.05)
-        turn = matrix_to_rotvec(down_rotation(float(target[3])) @ quat_matrix(robot["eef_quat"]).T)
-        norm = float(np.linalg.norm(turn))
-        if norm > TURN_STEP:
-            turn *= TURN_STEP / norm
-        return np.concatenate([step, turn, [target[4]]])[None, :]
+        return delta_toward(robot, target)
+
+
+def delta_toward(robot: dict[str, Any], target: np.ndarray | None) -> np.ndarray:
+    """The (1, 7) end-effector delta moving the measured tool pose toward ``[x, y, z, yaw,
+    grip]`` (None: stay where it is, gripper open)."""
+    if target is None:
+        return np.zeros((1, ACTION_SPEC.dim))
+    here = np.asarray(robot["eef_pos"], dtype=float)
+    step = np.clip(np.asarray(target[:3]) - here, -0.05, 0.05)
+    turn = matrix_to_rotvec(down_rotation(float(target[3])) @ quat_matrix(robot["eef_quat"]).T)
+    norm = float(np.linalg.norm(turn))
+    if norm > TURN_STEP:
+        turn *= TURN_STEP / norm
+    return np.concatenate([step, turn, [target[4]]])[None, :]
 
 
 def down_rotation(yaw: float) -> np.ndarray:

@@ -16,14 +16,14 @@ import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
 from labrecord import parallel
 from labrecord.errors import LabrecordError
 from labrecord.models import (
-    Assets, Budget, Evaluation, ObservationSpec, Physics, Population, RunManifest, Seeds, System, Task,
+    Assets, Budget, Evaluation, Intervention, ObservationSpec, Physics, Population, RunManifest, Seeds, System, Task,
 )
 from labrecord.rundir import DEMO_FILE, RunWriter, utc_now
 
@@ -45,7 +45,7 @@ class EpisodeSpec:
     seed: int
     instance: Any
     cameras: bool = True
-    size: int = 224
+    size: int | None = 224
     max_time_s: float | None = None
     policy_options: tuple[tuple[str, Any], ...] = ()
     deadline_s: float | None = None
@@ -174,7 +174,7 @@ def _record_key(record: Any) -> tuple[str, str]:
 
 
 def run_weighing(out_dir: str | os.PathLike[str], condition: str = "basic", policy: str = "reference",
-                 episodes: int = 20, seed: int = 0, workers: int = 1, *, cameras: bool = True, size: int = 224,
+                 episodes: int = 20, seed: int = 0, workers: int = 1, *, cameras: bool = True, size: int | None = None,
                  max_time_s: float | None = None, progress: Callable[[int], None] | None = None,
                  executor: str = "local", address: str | None = None, deadline_s: float | None = None,
                  deadline_clock: str = "sim", **policy_options: Any) -> list[Path]:
@@ -184,21 +184,58 @@ def run_weighing(out_dir: str | os.PathLike[str], condition: str = "basic", poli
     ``local`` or ``ray``, with a Ray cluster ``address``); each episode's seeds depend on its
     index only, so every executor writes the same runs.
 
+    ``policy`` is a scripted baseline (:data:`labrecord.sim.policies.POLICIES`) or a served
+    policy (``openpi``, ``http``, ``lerobot``; ``policy_options`` are the keywords of
+    :func:`labrecord.sim.serving.connect`).  ``size`` defaults to 224 px, or the served
+    profile's render size.  A served policy that stops answering mid-episode leaves that
+    run with status ``service_fault`` (unresolved); the remaining episodes are still run
+    and fault in turn if the service stays away.
+
     Example::
 
         runs = run_weighing("runs", "basic", "reference", episodes=4, seed=0)
+        runs = run_weighing("runs", "basic", "openpi", episodes=2, url="ws://127.0.0.1:8000", profile="libero")
     """
     from labrecord.sim.policies import make_policy
+    from labrecord.sim.serving import EXTERNAL, connect
 
-    make_policy(policy, seed, **policy_options)  # fail fast on a bad name or option
     if deadline_clock not in ("sim", "wall"):
         raise LabrecordError(f"deadline clock {deadline_clock!r}: expected sim or wall")
     if deadline_s is not None and not deadline_s > 0:
         raise LabrecordError(f"deadline {deadline_s!r} s: expected a positive number of seconds")
+    served = None
+    if policy in EXTERNAL:
+        if workers > 1 or executor != "local":
+            raise LabrecordError(f"--policy {policy}: a served policy runs its episodes in turn over one connection; "
+                                 "use --workers 1 and the local executor")
+        served = connect(policy, **policy_options)  # the capability preflight, before anything is written
+        size = size or served.render_size
+    else:
+        make_policy(policy, seed, **policy_options)  # fail fast on a bad name or option
+    timing = EpisodeTiming(max_time_s, deadline_s, deadline_clock)
+    try:
+        return _run_all(out_dir, condition, policy, episodes, seed, workers, cameras, size or 224, timing, progress,
+                        served, policy_options if served is None else {}, executor, address)
+    finally:
+        if served is not None:
+            served.close()
+
+
+class EpisodeTiming(NamedTuple):
+    """The time budget of every episode of one call: the longest episode and the response deadline."""
+
+    max_time_s: float | None
+    deadline_s: float | None
+    deadline_clock: str
+
+
+def _run_all(out_dir: str | os.PathLike[str], condition: str, policy: str, episodes: int, seed: int, workers: int,
+             cameras: bool, size: int, timing: EpisodeTiming, progress: Callable[[int], None] | None,
+             served: Any, policy_options: dict[str, Any], executor: str, address: str | None) -> list[Path]:
     Path(out_dir).mkdir(parents=True, exist_ok=True)
     drawn = instances(condition, episodes, seed)
-    specs = [EpisodeSpec(str(out_dir), condition, policy, i, seed, inst, cameras, size, max_time_s,
-                         tuple(sorted(policy_options.items())), deadline_s, deadline_clock)
+    specs = [EpisodeSpec(str(out_dir), condition, policy, i, seed, inst, cameras, size, timing.max_time_s,
+                         tuple(sorted(policy_options.items())), timing.deadline_s, timing.deadline_clock)
              for i, inst in enumerate(drawn)]
     for spec in specs:
         target = Path(out_dir) / run_id_of(spec)
@@ -207,6 +244,12 @@ def run_weighing(out_dir: str | os.PathLike[str], condition: str = "basic", poli
     # registered before any episode runs: the population fixes the denominators
     register_population(out_dir, population_name(condition, seed), population_records(condition, seed, drawn))
     advance = progress or (lambda n=1: None)
+    if served is not None:  # one connection, episodes in turn (a connection is not picklable)
+        paths = []
+        for spec in specs:
+            paths.append(run_episode(spec, served))
+            advance(1)
+        return paths
     paths = []
     for path in parallel.map(run_episode, specs, workers=workers, executor=executor, address=address):
         paths.append(path)
@@ -222,41 +265,81 @@ def instruction_of(instance: Any) -> str:
     return f"Bring the balance reading to {instance.target_g:.0f} g using the labeled standards, then stop."
 
 
-def run_episode(spec: EpisodeSpec) -> Path:
-    """One episode, one run directory (``<out_dir>/<run_id>``)."""
+def run_episode(spec: EpisodeSpec, served: Any = None) -> Path:
+    """One episode, one run directory (``<out_dir>/<run_id>``); ``served`` is a connected
+    policy (:class:`labrecord.sim.serving.Served`), else ``spec.policy`` names a baseline."""
+    from labrecord.sim.policies import make_policy
+
+    if served is not None:
+        policy = served.policy
+    else:
+        policy = make_policy(spec.policy, spec.seed * 100003 + spec.index, **dict(spec.policy_options))
+    episode = open_episode(spec, policy, served)
+    try:
+        episode.owner.run_episode(0)
+    except BaseException:
+        episode.abort()
+        raise
+    return episode.close()
+
+
+@dataclasses.dataclass
+class OpenEpisode:
+    """A run directory being written by its step owner (see :func:`open_episode`)."""
+
+    spec: EpisodeSpec
+    owner: Any
+    writer: RunWriter
+    env: Any
+
+    def close(self) -> Path:
+        """Scores, measurements and ``demo.hdf5``; the run's final status."""
+        try:
+            scores = self.owner.finish()
+            _write_demo(self.writer, self.owner, self.owner.logs[-1], self.spec, scores)
+        except BaseException:
+            self.abort()
+            raise
+        self.writer.close(self.owner.status)
+        return self.writer.dir
+
+    def abort(self) -> None:
+        self.writer.close("aborted")
+        _BENCHES.clear()
+        self.env.close()
+
+
+def open_episode(spec: EpisodeSpec, policy: Any, served: Any = None) -> OpenEpisode:
+    """Set the bench up for ``spec``'s instance and open its run directory with a step owner
+    for ``policy``; the caller drives the owner (``run_episode`` or the push-mode calls)."""
     if sys.platform.startswith("linux"):
         os.environ.setdefault("MUJOCO_GL", "egl")  # headless offscreen rendering; osmesa also works
     from labrecord.recorders.loop import StepOwner
     from labrecord.recorders.online import ContractScorer
     from labrecord.scorers.contracts import get_contract
     from labrecord.sim.env import CAMERAS
-    from labrecord.sim.policies import make_policy
     from labrecord.sim.scene import Placement, random_layout
 
     contract = get_contract("weighing")
-    policy = make_policy(spec.policy, spec.seed * 100003 + spec.index, **dict(spec.policy_options))
-    env = _bench(policy.capabilities.action_spec, CAMERAS if spec.cameras else (), spec.size)
+    # cameras the policy reads are rendered even without videos
+    cameras = CAMERAS if spec.cameras else tuple(c for c in CAMERAS if c in policy.capabilities.channels)
+    env = _bench(policy.capabilities.action_spec, cameras, spec.size or 224)
     instance = dataclasses.replace(spec.instance, f_empty_n=env.f_empty_n)
     layout = random_layout(instance.start, np.random.default_rng(instance.layout_seed))
     env.reset(Placement(sample_g=instance.sample_g, initially_on_pan=instance.start, layout=layout))
-    manifest = _manifest(spec, instance, policy, contract, layout)
+    manifest = _manifest(spec, instance, policy, contract, layout, served)
     max_time = spec.max_time_s or MAX_TIME_S[spec.condition] + EXTRA_TIME_S.get(spec.policy, 0.0)
     scorer = ContractScorer(contract, instance, columns=contract_columns(), window_s=spec.deadline_s)
     env.display = scorer.display
     writer = RunWriter.create(spec.out_dir, manifest)
     try:
         owner = StepOwner(env, policy, scorer, writer, instruction=instruction_of(instance), max_time_s=max_time,
-                          video=spec.cameras, deadline_s=spec.deadline_s, deadline_clock=spec.deadline_clock)
-        log = owner.run_episode(0)
-        scores = owner.finish()
-        _write_demo(writer, owner, log, spec, scores)
+                          video=spec.cameras, tools=served.tools if served is not None else None,
+                          deadline_s=spec.deadline_s, deadline_clock=spec.deadline_clock)
     except BaseException:
         writer.close("aborted")
-        _BENCHES.clear()
-        env.close()
         raise
-    writer.close("complete")
-    return writer.dir
+    return OpenEpisode(spec, owner, writer, env)
 
 
 #: one calibrated bench per process and configuration, reused across episodes (the model
@@ -286,7 +369,7 @@ def contract_columns() -> tuple[str, ...]:
             *(f"{w}_{name}" for w in WEIGHING_STANDARDS for name in ("over_pan", "on_table", "z")))
 
 
-def _manifest(spec: EpisodeSpec, instance: Any, policy: Any, contract: Any, layout: Any) -> RunManifest:
+def _manifest(spec: EpisodeSpec, instance: Any, policy: Any, contract: Any, layout: Any, served: Any = None) -> RunManifest:
     import mujoco
 
     from labrecord.sim.env import PHYSICS_HZ
@@ -298,7 +381,10 @@ def _manifest(spec: EpisodeSpec, instance: Any, policy: Any, contract: Any, layo
         task=Task(family="weighing", task_id=f"weighing-{spec.condition}", version=contract.version,
                   condition=spec.condition, variant=instance.variant(), contract_hash=contract.contract_hash()),
         system=System(name=caps.name, kind=caps.kind, revision=caps.revision, action_spec=caps.action_spec,  # type: ignore[arg-type]
-                      observation=ObservationSpec(channels=list(caps.channels)), memory=caps.memory),
+                      observation=ObservationSpec(channels=list(caps.channels)), memory=caps.memory,
+                      tools=list(served.preflight.hooks) if served is not None else [],
+                      preflight=served.preflight if served is not None else None),
+        intervention=served.intervention if served is not None else Intervention(),
         evaluation=Evaluation(version="1", population=Population(name=population_name(spec.condition, spec.seed),
                                                                  instance_id=instance_id_of(spec.index)),
                               budget=Budget(clock=spec.deadline_clock, max_steps=None,  # type: ignore[arg-type]

@@ -18,8 +18,21 @@ def sim() -> None:
 
 @sim.command(context_settings=CONTEXT_SETTINGS)
 @click.option("--condition", type=click.Choice(["basic", "extended"]), default="basic", show_default=True)
-@click.option("--policy", type=click.Choice(["reference", "clumsy", "fixed-preference", "random"]), default="reference",
-              show_default=True, help="clumsy: the reference policy that drops its first carried standard and recovers it.")
+@click.option("--policy", type=click.Choice(["reference", "clumsy", "fixed-preference", "random", "openpi", "http", "lerobot"]),
+              default="reference", show_default=True,
+              help="A scripted baseline (clumsy: the reference policy that drops its first carried standard and "
+                   "recovers it), or a served policy: openpi (websocket), http (agent bridge), lerobot (saved policy).")
+@click.option("--policy-url", default=None, help="openpi: ws://HOST:PORT; http: http://HOST:PORT/PATH.")
+@click.option("--profile", type=click.Choice(["libero", "droid"]), default="libero", show_default=True,
+              help="openpi: how observations are fed and chunks executed.")
+@click.option("--policy-path", type=click.Path(exists=True, file_okay=False), default=None,
+              help="lerobot: a directory saved by PreTrainedPolicy.save_pretrained.")
+@click.option("--convention", type=click.Choice(["eef_delta", "joint_pos", "joint_vel"]), default="eef_delta",
+              show_default=True, help="http: the action convention the agent's rows are in.")
+@click.option("--tools", default=None, help="http: comma-separated tools offered (default all five; "
+              "call_skill makes the system execution-supported).")
+@click.option("--timeout", "timeout_s", type=click.FloatRange(min=0.1), default=60.0, show_default=True,
+              help="Seconds a served policy may take to answer before a transport fault.")
 @click.option("--denomination", type=click.Choice(["w10", "w20", "w50", "w100"]), default=None,
               help="Standard the fixed-preference policy always transfers (default w50).")
 @click.option("--episodes", type=click.IntRange(min=1), default=20, show_default=True)
@@ -30,14 +43,16 @@ def sim() -> None:
               help="ray runs the episodes on a Ray cluster (pip install 'labrecord[ray]').")
 @click.option("--ray-address", default=None, help="Ray cluster address (default: RAY_ADDRESS, else a local instance of --workers CPUs).")
 @click.option("--no-cameras", is_flag=True, help="Skip rendering and videos (faster).")
-@click.option("--size", type=click.IntRange(min=16), default=224, show_default=True, help="Camera width and height (px).")
+@click.option("--size", type=click.IntRange(min=16), default=None,
+              help="Camera width and height (px; default 224, or the openpi profile's render size).")
 @click.option("--deadline-s", type=click.FloatRange(min=0, min_open=True), default=None,
               help="Response deadline from an observation's delivery (s); a later choice is not identified.")
 @click.option("--deadline-clock", type=click.Choice(["sim", "wall"]), default="sim", show_default=True,
               help="Clock of the deadline: wall also refuses chunks whose inference outlasts it (physics pauses meanwhile).")
-@output_options(csv=False, json_help='Print {"out": DIR, "runs": [RUN_DIR, ...]}.')
-def weighing(condition: str, policy: str, denomination: str | None, episodes: int, seed: int, out_dir: str,
-             workers: int, executor: str, ray_address: str | None, no_cameras: bool, size: int,
+@output_options(csv=False, json_help='Print {"out": DIR, "runs": [RUN_DIR, ...], "service_faults": N}.')
+def weighing(condition: str, policy: str, policy_url: str | None, profile: str, policy_path: str | None, convention: str,
+             tools: str | None, timeout_s: float, denomination: str | None, episodes: int, seed: int, out_dir: str,
+             workers: int, executor: str, ray_address: str | None, no_cameras: bool, size: int | None,
              deadline_s: float | None, deadline_clock: str, as_json: bool) -> None:
     """Feedback weighing: one run directory per episode under --out.
 
@@ -47,15 +62,28 @@ def weighing(condition: str, policy: str, denomination: str | None, episodes: in
       labrecord sim weighing --policy fixed-preference --denomination w20 --episodes 8 --out runs/ --workers 2
       labrecord sim weighing --episodes 100 --out runs/ --executor ray --ray-address auto
       labrecord sim weighing --policy clumsy --episodes 8 --deadline-s 5 --deadline-clock wall --out runs/
+      labrecord sim weighing --policy openpi --policy-url ws://127.0.0.1:8000 --profile libero --episodes 4 --out runs/
+      labrecord sim weighing --policy http --policy-url http://127.0.0.1:8080/act --episodes 4 --out runs/
+      labrecord sim weighing --policy lerobot --policy-path outputs/train/act/pretrained_model --episodes 4 --out runs/
     """
     from labrecord.sim import run_weighing
+    from labrecord.sim.serving import EXTERNAL
 
-    options = {"denomination": denomination} if denomination and policy == "fixed-preference" else {}
+    options: dict = {"denomination": denomination} if denomination and policy == "fixed-preference" else {}
+    if policy in EXTERNAL:
+        options = {"url": policy_url, "profile": profile, "path": policy_path, "convention": convention,
+                   "timeout_s": timeout_s}
+        if tools is not None:
+            options["tools"] = tuple(t.strip() for t in tools.split(",") if t.strip())
     with progress(episodes, f"weighing {condition} / {policy}") as advance:
         paths = run_weighing(out_dir, condition, policy, episodes, seed, workers, cameras=not no_cameras, size=size,
                              progress=advance, executor=executor, address=ray_address, deadline_s=deadline_s,
                              deadline_clock=deadline_clock, **options)
+    from labrecord.rundir import read_manifest
+
+    faulted = sum(read_manifest(path).manifest.status == "service_fault" for path in paths)
     if as_json:
-        echo_json({"out": out_dir, "runs": [str(p) for p in paths]})
+        echo_json({"out": out_dir, "runs": [str(p) for p in paths], "service_faults": faulted})
     else:
-        click.echo(f"wrote {len(paths)} run(s) under {out_dir}")
+        note = f" ({faulted} with a service fault: unresolved)" if faulted else ""
+        click.echo(f"wrote {len(paths)} run(s) under {out_dir}{note}")

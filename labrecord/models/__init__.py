@@ -12,6 +12,7 @@ from labrecord.models.operation import Operation
 from labrecord.models.populations import (
     POPULATION_TYPES, Checkpoint, FixedStart, Instance, OraclePair, Pair, PopulationEntry,
 )
+from labrecord.models.preflight import Preflight
 from labrecord.models.records import FinalScores, MetricValue, ObservationReceipt, OnlineScore
 
 __all__ = [name for name in dir() if not name.startswith("_")]

@@ -6,6 +6,8 @@ from typing import Any, Literal
 
 import msgspec
 
+from labrecord.models.preflight import Preflight
+
 RUN_SCHEMA = "labrecord.run/1"
 RUN_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$"
 _RUN_ID = re.compile(RUN_ID_PATTERN)
@@ -51,6 +53,7 @@ class System(Model, kw_only=True):
     observation: ObservationSpec = msgspec.field(default_factory=ObservationSpec)
     memory: str | None = None
     tools: list[str] = []
+    preflight: Preflight | None = None
 
 
 class Population(Model, kw_only=True):

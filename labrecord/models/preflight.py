@@ -1,0 +1,23 @@
+"""The capability preflight of a served policy, recorded in ``run.json`` ``system.preflight``.
+
+Written once when the evaluator connects to a policy service, before any episode: the
+protocol and endpoint, what the service declared or was checked to accept (observation
+channels, action convention, tool hooks), what it announced on connect, and the checks
+that passed.  A service enters a comparison only after this preflight (Labference 8.4).
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+
+
+class Preflight(msgspec.Struct, kw_only=True, omit_defaults=True):
+    protocol: str                      # "openpi-websocket" | "labrecord.agent/1" | "lerobot"
+    endpoint: str                      # ws:// or http:// URL, or the policy directory
+    profile: str | None = None         # openpi profile (libero | droid)
+    channels: list[str] = []           # observation channels the service receives
+    action_convention: str             # joint_pos | joint_vel | eef_delta
+    hooks: list[str] = []              # tools offered to an agent
+    announced: dict[str, Any] = {}     # what the service sent on connect (openpi metadata, policy config)
+    checks: list[str] = []             # checks that passed before the first episode
