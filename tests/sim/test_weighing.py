@@ -248,7 +248,11 @@ def test_two_policies_on_one_seed_share_the_instances(tmp_path):
     reference = groups["reference"]
     # the reference ran one of the two registered instances: the other is missing, not dropped
     assert reference["coverage"]["missing"] == [{"population": "weighing-basic-s0", "instance_id": "i001"}]
-    assert reference["metrics"]["B_next"]["den"] == 2
+    # one of two registered checkpoints is unresolved: no value, bounds over both outcomes
+    assert reference["coverage"]["B_next"] == {"resolved": 1, "registered": 2}
+    b_next = reference["metrics"]["B_next"]
+    assert b_next["value"] is None and b_next["ci"] is None
+    assert reference["metrics"]["B_next.upper"]["value"] - reference["metrics"]["B_next.lower"]["value"] == 0.5
 
 
 def test_clumsy_drops_its_first_standard_and_recovers(tmp_path):
