@@ -1,7 +1,10 @@
-"""sim wing of labrecord: the embedded MuJoCo weighing bench, executor and baseline policies.
+"""sim wing of labrecord: the embedded MuJoCo weighing and centrifuge benches, executors and
+baseline policies.
 
-``run_weighing`` is importable without MuJoCo; the simulator loads when it runs.
+``run_weighing`` and ``run_centrifuge`` are importable without MuJoCo; the simulator
+loads when they run.
 """
+from labrecord.sim.centrifuge import run_centrifuge
 from labrecord.sim.weighing import run_weighing
 
-__all__ = ["run_weighing"]
+__all__ = ["run_centrifuge", "run_weighing"]

@@ -13,6 +13,7 @@ def sim() -> None:
     \b
     Example:
       labrecord sim weighing --condition basic --policy reference --episodes 20 --seed 0 --out runs/
+      labrecord sim centrifuge --condition basic --policy reference --episodes 8 --seed 0 --out runs/
     """
 
 
@@ -42,4 +43,36 @@ def weighing(condition: str, policy: str, denomination: str | None, episodes: in
     with progress(episodes, f"weighing {condition} / {policy}") as advance:
         paths = run_weighing(out_dir, condition, policy, episodes, seed, workers, cameras=not no_cameras, size=size,
                              progress=advance, **options)
+    click.echo(f"wrote {len(paths)} run(s) under {out_dir}")
+
+
+@sim.command(context_settings=CONTEXT_SETTINGS)
+@click.option("--condition", type=click.Choice(["basic", "extended"]), default="basic", show_default=True,
+              help="basic: one tube seated, one to place; extended: both tubes to place.")
+@click.option("--policy", type=click.Choice(["reference", "fixed-preference", "random", "clumsy"]), default="reference",
+              show_default=True)
+@click.option("--slot", type=click.IntRange(0, 11), default=None,
+              help="Local slot the fixed-preference policy always chooses (default 0; the next free one when taken).")
+@click.option("--episodes", type=click.IntRange(min=1), default=8, show_default=True)
+@click.option("--seed", type=int, default=0, show_default=True)
+@click.option("--out", "out_dir", type=click.Path(file_okay=False), default="runs", show_default=True)
+@click.option("--workers", type=click.IntRange(min=1), default=1, show_default=True, help="Episodes in parallel processes.")
+@click.option("--no-cameras", is_flag=True, help="Skip rendering and videos (faster).")
+@click.option("--size", type=click.IntRange(min=16), default=224, show_default=True, help="Camera width and height (px).")
+def centrifuge(condition: str, policy: str, slot: int | None, episodes: int, seed: int, out_dir: str, workers: int,
+               no_cameras: bool, size: int) -> None:
+    """Centrifuge loading: one run directory per episode under --out.
+
+    \b
+    Example:
+      labrecord sim centrifuge --condition basic --policy reference --episodes 8 --seed 0 --out runs/
+      labrecord sim centrifuge --condition extended --policy clumsy --episodes 4 --out runs/ --no-cameras
+      labrecord sim centrifuge --policy fixed-preference --slot 3 --episodes 8 --out runs/
+    """
+    from labrecord.sim.centrifuge import run_centrifuge
+
+    options = {"slot": slot} if slot is not None and policy == "fixed-preference" else {}
+    with progress(episodes, f"centrifuge {condition} / {policy}") as advance:
+        paths = run_centrifuge(out_dir, condition, policy, episodes, seed, workers, cameras=not no_cameras, size=size,
+                               progress=advance, **options)
     click.echo(f"wrote {len(paths)} run(s) under {out_dir}")
