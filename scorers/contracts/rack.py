@@ -17,6 +17,9 @@ T'_world,tube = T'_world,rack · T_rack,tube).
   identifies ``place(tube, slot)``, otherwise ``pick(tube, slot)``.
 * Lifting the bound tube out of the rack confirms ``pick:tube``; then ``place(tube, table)``
   is legal.  Success: the tube on the marked table region, released, slow, held 3 s.
+* After the retrieval, the tube resting on the table *outside* the marked region,
+  released and slow for 0.5 s, is ``failure missed_region`` (recoverable: the obligation
+  ``place:table`` stays open).
 """
 from __future__ import annotations
 
@@ -122,7 +125,8 @@ def _cos_sin(yaw: float) -> tuple[float, float]:
     return float(np.cos(angle)[0]), float(np.sin(angle)[0])
 
 
-FEATURE_FIELDS = ("step", "t", "valid", "occluded", "tube_slot", "placed", "lifted", "approach", "success", "held")
+FEATURE_FIELDS = ("step", "t", "valid", "occluded", "tube_slot", "placed", "lifted", "approach", "success", "held",
+                  "stray")
 RackFeatures = namedtuple("RackFeatures", FEATURE_FIELDS)  # type: ignore[misc]
 
 
@@ -141,6 +145,7 @@ class RackStepper:
         self.place = KeyHold(th.place_hold_s)
         self.approach = KeyHold(th.sustain_s)
         self.dwell = HoldTimer(th.dwell_s)
+        self.stray = HoldTimer(th.place_hold_s)
 
     def push(self, row: Any) -> Any:
         th = self.th
@@ -166,9 +171,12 @@ class RackStepper:
         approach = self.approach.push(g_slot + 12 * grasped if approaching else -1, t)
         x1, x2, y1, y2 = self.instance.table_region
         tx, ty = float_of(row, "tube_x"), float_of(row, "tube_y")
-        success = (bool_of(row, "tube_on_table") and not contact and slow and x1 <= tx <= x2 and y1 <= ty <= y2)
+        resting_on_table = bool_of(row, "tube_on_table") and not contact and slow
+        inside = x1 <= tx <= x2 and y1 <= ty <= y2
+        success = resting_on_table and inside
         held = self.dwell.push(success, t)
-        return RackFeatures(int(row["step"]), t, True, occluded, slot, placed, lifted, approach, success, held)
+        stray = self.stray.push(resting_on_table and not inside and not bool_of(row, "tube_in_rack"), t)
+        return RackFeatures(int(row["step"]), t, True, occluded, slot, placed, lifted, approach, success, held, stray)
 
 
 class RackContract(TaskContract):
@@ -176,8 +184,9 @@ class RackContract(TaskContract):
     version: ClassVar[str] = "rack/1"
     recognizer: ClassVar[str] = "descending-approach/1"
     sensor_source: ClassVar[str] = "tube_pose"
+    failure_reasons: ClassVar[frozenset[str]] = frozenset({"missed_region"})
     features_type = RackFeatures
-    signature = ("valid", "occluded", "placed", "lifted", "approach", "success", "held")
+    signature = ("valid", "occluded", "placed", "lifted", "approach", "success", "held", "stray")
 
     @classmethod
     def default_thresholds(cls) -> RackThresholds:
@@ -237,6 +246,13 @@ class RackContract(TaskContract):
                 "measured": {"slot": SLOTS[state.bound]}, "attempt": 1}))
             state.retrieved = True
             state.changes += 1
+        if f.stray and state.retrieved and (prev is None or not prev.stray):
+            key = "place:table"
+            events.append(ContractEvent("failure", f.t, f.step, {
+                "op": Operation("place", TUBE, TABLE), "reason": "missed_region", "attempt": state.attempt(key),
+                "recoverable": True}))
+            state.attempts[key] = state.attempt(key)
+            state.failures += 1
         return events
 
     def recognize(self, state: RackState, f: Any, prev: Any, instance: RackInstance) -> Operation | None:
@@ -274,15 +290,18 @@ class RackContract(TaskContract):
             g_slot = _slot_index(*local(get("grip_x"), get("grip_y")), th)
             approaching = ~occluded & (g_slot >= 0) & (height >= 0.0) & (height <= th.approach_height_m) \
                 & (get("grip_vz") <= -th.descend_m_s)
-            success = column(table, "tube_on_table", bool) & ~contact & slow & (x1 <= tx) & (tx <= x2) & (y1 <= ty) & (ty <= y2)
+            resting_on_table = column(table, "tube_on_table", bool) & ~contact & slow
+            inside = (x1 <= tx) & (tx <= x2) & (y1 <= ty) & (ty <= y2)
+            success = resting_on_table & inside
         resting = in_rack & ~contact & slow & (slot >= 0)
         _, held = hold_flags(success, t, th.dwell_s)
+        _, stray = hold_flags(resting_on_table & ~inside & ~in_rack, t, th.place_hold_s)
         return {"step": column(table, "step", np.int64), "t": t, "valid": np.ones(len(t), dtype=bool),
                 "occluded": occluded, "tube_slot": slot,
                 "placed": hold_key(np.where(resting & ~occluded, slot, -1), t, th.place_hold_s),
                 "lifted": grasped & ~in_rack,
                 "approach": hold_key(np.where(approaching, g_slot + 12 * grasped, -1), t, th.sustain_s),
-                "success": success, "held": held}
+                "success": success, "held": held, "stray": stray}
 
 
 def checkpoint_instances(n: int, rng_task: np.random.Generator, rng_layout: np.random.Generator) -> list[tuple[str, RackInstance]]:

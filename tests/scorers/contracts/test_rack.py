@@ -90,6 +90,27 @@ def test_table_success_needs_the_marked_region() -> None:
     assert not of_type(events, "dwell")
 
 
+def test_a_release_outside_the_region_after_retrieval_is_a_recoverable_failure() -> None:
+    """Released at (0.1, 0.5) — outside x 0.3–0.5 / y −0.3–−0.1 — and resting 0.5 s: one
+    ``missed_region`` failure at about 0.5 s after the release; picked up and put inside
+    the region, the episode still completes."""
+    inst = RackInstance(rack_pose=START)
+    s = episode("A4").lift().hold(0.2).to_table(x=0.1, y=0.5)
+    released = len(s.rows) / 500.0
+    s.hold(1.0).lift().hold(0.2).to_table().hold(3.5)
+    events = run(inst, s)
+    (failure,) = of_type(events, "failure")
+    assert failure.fields["reason"] == "missed_region" and failure.fields["op"] == Operation("place", "tube", "table")
+    assert failure.t - released == pytest.approx(0.5, abs=0.01)
+    assert events[-1] == {"physical_complete": True}
+
+
+def test_resting_outside_the_region_before_retrieval_is_no_failure() -> None:
+    inst = RackInstance(rack_pose=START)
+    s = RackStream(inst).hold(1.5)  # the tube starts on the table at (0.2, 0)
+    assert not of_type(run(inst, s), "failure")
+
+
 @settings(max_examples=40, deadline=None)
 @given(label=st.sampled_from(SLOTS), yaw=st.floats(-math.pi, math.pi), q=st.lists(st.floats(-1, 1), min_size=4, max_size=4),
        shift=st.lists(st.floats(-2, 2), min_size=3, max_size=3))
