@@ -72,6 +72,9 @@ class Environment(Protocol):
     def hold_action(self, last: np.ndarray | None) -> np.ndarray:
         """The action row that keeps the robot still (gripper as in ``last``; None: open)."""
 
+    # optional: ``environment_in_control() -> bool``, true while the environment runs a
+    # transition of its own (no observation, no policy query; control_mask false)
+
 
 class OnlineScorer(Protocol):
     """A task contract running live: it turns measurement blocks into events."""
@@ -203,10 +206,16 @@ class StepOwner:
         last_action = self._initial_action()
         next_snapshot = env.time
         policy_in_control = False  # the first period settles the scene before any query
+        # an environment transition (an occluded rack move, Labference sec. 8.3): the
+        # policy is neither observed nor queried and the robot holds still meanwhile
+        env_in_control = getattr(env, "environment_in_control", lambda: False)
         while True:
             images = self._frames()
             state = env.public_state()
-            if policy_in_control:
+            paused = env_in_control()
+            if paused:
+                queue.clear()
+            elif policy_in_control:
                 observation = self._observation(images, state)
                 if self.scorer.offer(observation):
                     queue.clear()  # evidence changed: drop commands planned on older evidence
@@ -214,7 +223,7 @@ class StepOwner:
                     queue.extend(self._query(observation, log))
             # nothing queued (a rejected chunk): hold still in the declared convention
             action = queue.popleft() if queue else self.env.hold_action(last_action)
-            self._record_demo(log, state, images, action, policy_in_control)
+            self._record_demo(log, state, images, action, policy_in_control and not paused)
             policy_in_control = True
             env.apply(action)
             last_action = action
