@@ -11,13 +11,13 @@
 The baseline is (1) on the very same command sequence; the recorder must keep at least
 70 % of it.  Also measured: how close the settled display comes to the true load.
 
-The other scenes (``--scenes centrifuge``; all by default) are measured the same way on
+The other scenes (``--scenes centrifuge,rack``; all by default) are measured the same way on
 their reference episodes without cameras: the recorded runs against their applied
 actions replayed through the arm controller and ``mj_step`` alone (the baseline, same
 process, same commands).
 
     python benchmarks/bench_sim.py --episodes 3
-    python benchmarks/bench_sim.py --episodes 2 --scenes centrifuge
+    python benchmarks/bench_sim.py --episodes 2 --scenes centrifuge,rack
 """
 from __future__ import annotations
 
@@ -135,6 +135,10 @@ def _scene_runs(scene: str, out: str, episodes: int, seed: int) -> list:
         from labrecord.sim import run_centrifuge
 
         return run_centrifuge(out, "basic", "reference", episodes, seed, cameras=False)
+    if scene == "rack":
+        from labrecord.sim import run_rack
+
+        return run_rack(out, "extended", "reference", episodes, seed, cameras=False)
     raise ValueError(scene)
 
 
@@ -145,6 +149,12 @@ def _scene_env(scene: str, instance: object) -> object:
 
         env = CentrifugeEnv(instance.calibration, cameras=())  # type: ignore[attr-defined]
         env.reset(instance, settle_steps=SETTLE_STEPS)
+        return env
+    if scene == "rack":
+        from labrecord.sim.rack_scene import RackEnv
+
+        env = RackEnv(len(instance.distractors), cameras=())  # type: ignore[attr-defined]
+        env.reset(instance)
         return env
     raise ValueError(scene)
 
@@ -189,7 +199,7 @@ def main() -> None:
     parser.add_argument("--size", type=int, default=128, help="camera width and height")
     parser.add_argument("--repeat", type=int, default=3, help="interleaved repetitions; the fastest of each counts")
     parser.add_argument("--display-configs", type=int, default=10)
-    parser.add_argument("--scenes", default="weighing,centrifuge", help="comma-separated scenes to measure")
+    parser.add_argument("--scenes", default="weighing,centrifuge,rack", help="comma-separated scenes to measure")
     args = parser.parse_args()
     scenes = args.scenes.split(",")
     if "weighing" not in scenes:

@@ -22,7 +22,10 @@ def drive(env, policy, instruction: str, until_s: float) -> None:
     while env.time < until_s:
         observation = Observation(obs_id=f"o{step}", step=step, t=env.time, evidence_version=0, instruction=instruction,
                                   state=env.public_state())
-        env.apply(np.asarray(policy.act(observation).actions)[0])
+        if getattr(env, "environment_in_control", lambda: False)():
+            env.apply(env.hold_action(None))  # the environment's transition: no policy query
+        else:
+            env.apply(np.asarray(policy.act(observation).actions)[0])
         env.advance(int(round(env.physics_hz / env.control_hz)))
         env.end_block()
         step += 1
@@ -54,7 +57,31 @@ def centrifuge(size: int) -> np.ndarray:
     return view(env, (0.12, 0.0, 0.1), 0.55, 120.0, -35.0)
 
 
-SCENES = {"centrifuge": centrifuge}
+def rack(size: int) -> np.ndarray:
+    from labrecord.sim.rack import instances, instruction_of
+    from labrecord.sim.rack_policies import make_policy
+    from labrecord.sim.rack_scene import RackEnv
+
+    instance = instances("extended", 1, seed=0)[0]
+    env = RackEnv(len(instance.distractors), cameras=("front",), size=size)
+    env.reset(instance)
+    policy = make_policy("reference")
+    drive(env, policy, instruction_of(instance), 19.2)
+    return view(env, (0.2, 0.05, 0.05), 0.75, 150.0, -40.0)
+
+
+def weighing(size: int) -> np.ndarray:
+    from labrecord.sim.env import WeighingEnv
+    from labrecord.sim.scene import Placement, random_layout
+    from labrecord.sim.weighing import instances
+
+    instance = instances("basic", 1, seed=0)[0]
+    env = WeighingEnv(cameras=("front",), size=size)
+    env.reset(Placement(instance.sample_g, instance.start, random_layout(instance.start, np.random.default_rng(instance.layout_seed))))
+    return view(env, (0.1, 0.0, 0.06), 0.7, 150.0, -35.0)
+
+
+SCENES = {"weighing": weighing, "centrifuge": centrifuge, "rack": rack}
 
 
 def main() -> None:

@@ -1,5 +1,5 @@
 """``labrecord demo``: a short evaluation, end to end, on this machine (weighing by default;
-``family="all"`` adds the centrifuge bench into the same corpus).
+``family="all"`` adds the centrifuge and rack benches into the same corpus).
 
 Simulates the ``reference`` and ``fixed-preference`` policies on the same registered
 instances, then validates, ingests, scores, audits and reports — the whole labrecord
@@ -18,13 +18,13 @@ from labrecord.errors import LabrecordError
 
 DEMO_POLICIES = ("reference", "fixed-preference")
 #: simulated task families, in the order ``--family all`` runs them
-FAMILIES = ("weighing", "centrifuge")
+FAMILIES = ("weighing", "centrifuge", "rack")
 
 
 def _runner(family: str) -> Callable[..., list[Path]]:
-    from labrecord.sim import run_centrifuge, run_weighing
+    from labrecord.sim import run_centrifuge, run_rack, run_weighing
 
-    return {"weighing": run_weighing, "centrifuge": run_centrifuge}[family]
+    return {"weighing": run_weighing, "centrifuge": run_centrifuge, "rack": run_rack}[family]
 
 #: metrics shown in the demo's summary, in this order (present when their population is)
 HEADLINE = ("B_next", "C_id", "accuracy_identified", "completion.physical", "completion.valid", "completion.clean")

@@ -15,7 +15,7 @@ from labrecord.cli.common import CONTEXT_SETTINGS, echo_json, echo_table, progre
 @click.option("--episodes", default=None, type=click.IntRange(min=1),
               help="Episodes per policy and family (default 12 = one full block of weighing targets and answers; "
                    "4 with --family all).")
-@click.option("--family", type=click.Choice(["weighing", "centrifuge", "all"]), default="weighing", show_default=True,
+@click.option("--family", type=click.Choice(["weighing", "centrifuge", "rack", "all"]), default="weighing", show_default=True,
               help="Simulated task family, or all of them into one corpus.")
 @click.option("--seed", default=0, show_default=True, type=int)
 @click.option("--workers", default=1, show_default=True, type=click.IntRange(min=1), help="Episodes in parallel processes.")
