@@ -46,7 +46,7 @@ MISS_SPOT = (0.36, -0.12)
 
 def tips(poses: dict[str, Any]) -> list[list[float]]:
     """The observed tube tips (unlabeled)."""
-    return [poses[k] for k in sorted(poses) if k.startswith("seen")]
+    return [poses[k] for k in sorted(poses) if k.startswith("seen") and not math.isnan(poses[k][0])]
 
 
 def rack_local(poses: dict[str, Any], point: list[float]) -> tuple[float, float]:

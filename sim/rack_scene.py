@@ -206,8 +206,9 @@ class RackScene(CentrifugeScene):
     def object_poses(self) -> dict[str, Any]:
         """The rack frame ``[x, y, z, yaw]`` and the bottom tips of every tube as ``seen0``,
         ``seen1`` … in sorted order, unlabeled (same-cap tubes look alike: which one is the
-        sample is not given)."""
+        sample is not given); ``seen0``–``seen3`` always, nan where a condition has fewer tubes."""
         tips = sorted([round(float(v), 5) for v in self.tube_pose(name)[0]] for name in self.tubes)
+        tips += [[math.nan] * 3] * (1 + len(DISTRACTORS) - len(tips))  # one shape for every condition
         return {"rack": [round(v, 6) for v in self.rack_pose()], **{f"seen{i}": tip for i, tip in enumerate(tips)}}
 
 

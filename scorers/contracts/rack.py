@@ -14,7 +14,11 @@ T'_world,tube = T'_world,rack · T_rack,tube).
 * Recognizer ``descending-approach/1``: the first sustained (0.2 s) descending approach
   (gripper vertical speed ≤ −0.01 m/s, at most 0.12 m above the rack top) into one slot
   region (within 10 mm of the slot centre) before contact; with the tube in the gripper it
-  identifies ``place(tube, slot)``, otherwise ``pick(tube, slot)``.
+  identifies ``place(tube, slot)``, otherwise ``pick(tube, slot)``.  A carried tube descending
+  the same way away from every slot region, the gripper at most 0.12 m above the table
+  (table top at world z = 0), identifies ``place(tube, table)``.
+* Between the placement and the end of the first occluded transition the legal set is
+  ``wait``: the environment moves next.
 * Lifting the bound tube out of the rack confirms ``pick:tube``; then ``place(tube, table)``
   is legal.  Success: the tube on the marked table region, released, slow, held 3 s.
 * After the retrieval, the tube resting on the table *outside* the marked region,
@@ -41,6 +45,8 @@ ROWS, COLS = "ABC", 4
 SLOTS = tuple(f"{r}{c}" for r in ROWS for c in range(1, COLS + 1))
 TABLE = "table"
 TUBE = "tube"
+#: approach key of a carried tube descending onto the table (slot keys are 0..23)
+TABLE_KEY = 24
 
 
 @dataclass(frozen=True)
@@ -168,7 +174,10 @@ class RackStepper:
         height = float_of(row, "grip_z") - z0
         approaching = (not occluded and g_slot >= 0 and 0.0 <= height <= th.approach_height_m
                        and float_of(row, "grip_vz") <= -th.descend_m_s)
-        approach = self.approach.push(g_slot + 12 * grasped if approaching else -1, t)
+        gz = float_of(row, "grip_z")
+        to_table = (not occluded and grasped and g_slot < 0 and 0.0 <= gz <= th.approach_height_m
+                    and float_of(row, "grip_vz") <= -th.descend_m_s)
+        approach = self.approach.push(g_slot + 12 * grasped if approaching else (TABLE_KEY if to_table else -1), t)
         x1, x2, y1, y2 = self.instance.table_region
         tx, ty = float_of(row, "tube_x"), float_of(row, "tube_y")
         resting_on_table = bool_of(row, "tube_on_table") and not contact and slow
@@ -215,6 +224,8 @@ class RackContract(TaskContract):
     def legal_set(self, state: RackState, goal: RackInstance) -> list[Operation]:
         if state.retrieved:
             return [Operation("place", TUBE, TABLE)]
+        if state.bound >= 0 and state.transitions == 0:
+            return [Operation("wait")]  # placed: the environment's occluded transition comes first
         if state.bound >= 0:
             return [Operation("pick", TUBE, SLOTS[state.bound])]
         return sorted_ops(Operation("place", TUBE, SLOTS[i]) for i in range(len(SLOTS)) if i not in state.occupied)
@@ -258,6 +269,8 @@ class RackContract(TaskContract):
     def recognize(self, state: RackState, f: Any, prev: Any, instance: RackInstance) -> Operation | None:
         if f.approach < 0 or (prev is not None and prev.approach == f.approach):
             return None
+        if f.approach == TABLE_KEY:
+            return Operation("place", TUBE, TABLE)
         slot, carrying = f.approach % 12, f.approach >= 12
         return Operation("place" if carrying else "pick", TUBE, SLOTS[slot])
 
@@ -290,6 +303,9 @@ class RackContract(TaskContract):
             g_slot = _slot_index(*local(get("grip_x"), get("grip_y")), th)
             approaching = ~occluded & (g_slot >= 0) & (height >= 0.0) & (height <= th.approach_height_m) \
                 & (get("grip_vz") <= -th.descend_m_s)
+            gz = get("grip_z")
+            to_table = ~occluded & grasped & (g_slot < 0) & (gz >= 0.0) & (gz <= th.approach_height_m) \
+                & (get("grip_vz") <= -th.descend_m_s)
             resting_on_table = column(table, "tube_on_table", bool) & ~contact & slow
             inside = (x1 <= tx) & (tx <= x2) & (y1 <= ty) & (ty <= y2)
             success = resting_on_table & inside
@@ -300,7 +316,8 @@ class RackContract(TaskContract):
                 "occluded": occluded, "tube_slot": slot,
                 "placed": hold_key(np.where(resting & ~occluded, slot, -1), t, th.place_hold_s),
                 "lifted": grasped & ~in_rack,
-                "approach": hold_key(np.where(approaching, g_slot + 12 * grasped, -1), t, th.sustain_s),
+                "approach": hold_key(np.where(approaching, g_slot + 12 * grasped, np.where(to_table, TABLE_KEY, -1)),
+                                     t, th.sustain_s),
                 "success": success, "held": held, "stray": stray}
 
 

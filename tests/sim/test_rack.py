@@ -83,6 +83,11 @@ def test_reference_extended_retrieves_the_same_tube_after_the_move(tmp_path):
 
     occluded = pq.read_table(run / "measurements.parquet", columns=["occluded"]).column("occluded").to_numpy()
     assert occluded.sum() >= 1000  # >= 2 s of 500 Hz rows
+    from labrecord.exporters.parquet import export_parquet
+
+    export_parquet(run.parent, tmp_path / "flat")
+    steps = pq.read_table(tmp_path / "flat" / "steps.parquet", columns=["policy_in_control"])
+    assert (~steps.column("policy_in_control").to_numpy()).sum() == (~mask).sum()  # the export keeps the mask
 
 
 def test_clumsy_misses_the_region_and_recovers(tmp_path):

@@ -105,6 +105,27 @@ def test_a_release_outside_the_region_after_retrieval_is_a_recoverable_failure()
     assert events[-1] == {"physical_complete": True}
 
 
+def test_between_placement_and_transition_only_waiting_is_legal() -> None:
+    events = run(RackInstance(rack_pose=START), episode("B3"))
+    legal = {o.fields["decision"]: o.fields["legal"] for o in of_type(events, "opportunity")}
+    assert legal["d1"] == [Operation("wait")] and legal["d2"] == [Operation("pick", "tube", "B3")]
+
+
+def test_a_carried_tube_descending_onto_the_table_is_a_table_placement() -> None:
+    """Gripper at (0.4, −0.2), 0.08 m above the table (≤ 0.12), descending 0.05 m/s with the
+    tube grasped, away from every slot: ``place(tube, table)`` after 0.2 s."""
+    inst = RackInstance(rack_pose=START)
+    s = episode("B3").lift().hold(0.3)
+    s.grip = {"x": 0.4, "y": -0.2, "z": 0.08, "vz": -0.05}
+    s.tube.update(x=0.4, y=-0.2, z=0.02)
+    s.hold(0.4)
+    events = run(inst, s)
+    last = of_type(events, "choice")[-1]
+    assert last.fields["op"] == Operation("place", "tube", "table") and last.fields["first"]
+    d3 = [o for o in of_type(events, "opportunity") if o.fields["decision"] == "d3"][0]
+    assert last.fields["opp"] == d3.fields["opp"]
+
+
 def test_resting_outside_the_region_before_retrieval_is_no_failure() -> None:
     inst = RackInstance(rack_pose=START)
     s = RackStream(inst).hold(1.5)  # the tube starts on the table at (0.2, 0)
