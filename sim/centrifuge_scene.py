@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from labrecord.sim.env import DEFAULT_SIZE, RAMP_STEPS, WeighingEnv
+from labrecord.sim.env import DEFAULT_SIZE, WeighingEnv
 from labrecord.sim.scene import ARM, ARM_BASE, ARM_JOINTS, FINGER_OPEN_M, HOME_Q, WeighingScene, arm_path
 
 TUBES: tuple[str, ...] = ("tube_a", "tube_b")
@@ -344,4 +344,4 @@ class CentrifugeEnv(WeighingEnv):
         return self.scene.render(camera)
 
 
-__all__ = ["CentrifugeEnv", "CentrifugeScene", "RAMP_STEPS", "TUBES"]
+__all__ = ["CentrifugeEnv", "CentrifugeScene", "TUBES"]

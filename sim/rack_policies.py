@@ -26,8 +26,6 @@ from __future__ import annotations
 import math
 from typing import Any
 
-import numpy as np
-
 from labrecord.errors import LabrecordError
 from labrecord.models import Operation
 from labrecord.recorders.policy import ActionChunk, Capabilities, Observation
@@ -172,7 +170,7 @@ class ScriptedRackPolicy(ScriptedCentrifugePolicy):
         if op.kind == "place" and op.dest != "table":
             label = str(op.dest)
             return [lambda r, p: self.lift_from((*STAND, 0.0), grasp_yaw(p["rack"][3])),
-                    lambda r, p: self.put_down(slot_world(p, label), grasp_yaw(p["rack"][3]), retreat=True)]
+                    lambda r, p: self.put_down(slot_world(p, label), grasp_yaw(p["rack"][3]))]
         if op.kind == "pick":
             label = str(op.dest)
             yaw = grasp_yaw(poses["rack"][3])
@@ -190,14 +188,14 @@ class ScriptedRackPolicy(ScriptedCentrifugePolicy):
                 Step(grasp, 1.0, yaw, hold=0.6),
                 Step((grasp[0], grasp[1], SAFE_Z), 1.0, yaw, speed=0.15)]
 
-    def put_down(self, floor: tuple[float, float, float], yaw: float, retreat: bool) -> list[Step]:
+    def put_down(self, floor: tuple[float, float, float], yaw: float) -> list[Step]:
         """Carry the held tube over ``floor``, lower its tip to 3 mm above it, let go, withdraw."""
         over = (floor[0], floor[1], floor[2] + GRASP_FROM_TIP + 0.003)
         out = [Step((floor[0], floor[1], SAFE_Z), 1.0, yaw, speed=0.2, hold=0.2),
                Step(over, 1.0, yaw, speed=0.08, hold=0.3),
                Step(over, OPEN, yaw, hold=0.5),
                Step((floor[0], floor[1], SAFE_Z), OPEN, yaw, speed=0.12)]
-        return out + [Step(HOME, 0.0)] if retreat else out + [Step(HOME, 0.0)]
+        return out + [Step(HOME, 0.0)]
 
     def set_down(self, poses: dict[str, Any], yaw: float) -> list[Step]:
         from labrecord.sim.rack_scene import REGION
@@ -207,7 +205,7 @@ class ScriptedRackPolicy(ScriptedCentrifugePolicy):
         if self.misses < self.allowed_misses:
             self.misses += 1
             spot = MISS_SPOT
-        return self.put_down((spot[0], spot[1], 0.0), yaw, retreat=True)
+        return self.put_down((spot[0], spot[1], 0.0), yaw)
 
     allowed_misses = 0
 
@@ -269,4 +267,4 @@ def make_policy(name: str, seed: int = 0, **options: Any) -> ScriptedRackPolicy:
     return cls(seed, **options)
 
 
-__all__ = ["POLICIES", "make_policy", "np"]
+__all__ = ["POLICIES", "make_policy"]
