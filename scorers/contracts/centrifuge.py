@@ -255,6 +255,19 @@ class CentrifugeStepper:
         values["held"] = self.dwell.push(values["success"], t)
         return CentrifugeFeatures(**values)
 
+    def push_block(self, columns: Any) -> dict[str, np.ndarray]:
+        """Features of a block of consecutive rows (column -> (n,) array), continuing from
+        the rows pushed before, with the bulk replay's numpy expressions: equal to
+        :meth:`CentrifugeContract.features_bulk` over the whole episode at these rows."""
+        holds = {f"{kind}:{tube}": hold for tube in TUBES
+                 for kind, hold in (("seat", self.seat[tube]), ("shallow", self.shallow[tube]))}
+        out, run_start = self.contract.block_features(
+            lambda name: np.asarray(columns[name], dtype=np.float64), lambda name: np.asarray(columns[name], dtype=bool),
+            np.asarray(columns["step"], dtype=np.int64), self.instance, holds, self.dwell.start)
+        if len(out["t"]):
+            self.dwell.start = float(run_start[-1]) if out["success"][-1] else None
+        return out
+
 
 class CentrifugeContract(TaskContract):
     family: ClassVar[str] = "centrifuge"
@@ -357,35 +370,62 @@ class CentrifugeContract(TaskContract):
         return CentrifugeStepper(self, instance)
 
     def features_bulk(self, table: Any, instance: CentrifugeInstance) -> dict[str, np.ndarray]:
+        out, _ = self.block_features(lambda name: column(table, name, np.float64), lambda name: column(table, name, bool),
+                                     column(table, "step", np.int64), instance)
+        return out
+
+    def block_features(self, get: Any, flag: Any, step: np.ndarray, instance: CentrifugeInstance,
+                       holds: dict[str, KeyHold] | None = None,
+                       dwell_start: float | None = None) -> tuple[dict[str, np.ndarray], np.ndarray]:
+        """Features of consecutive rows read through ``get`` (float columns) and ``flag``
+        (bool columns); returns them and the dwell's run-start times.  ``holds`` (the
+        stepper's 0.5 s holds, keyed ``seat:<tube>`` / ``shallow:<tube>``) and
+        ``dwell_start`` continue the timers of earlier rows; without them the rows are a
+        whole episode (the bulk replay)."""
         th = self.thresholds
 
-        def get(name: str) -> np.ndarray:
-            return column(table, name, np.float64)
+        def held_key(key: np.ndarray, t: np.ndarray, name: str) -> np.ndarray:
+            return hold_key(key, t, th.seat_hold_s) if holds is None else _hold_key_from(key, t, th.seat_hold_s, holds[name])
 
         t = get("t")
-        out: dict[str, np.ndarray] = {"step": column(table, "step", np.int64), "t": t, "valid": np.ones(len(t), dtype=bool)}
+        out: dict[str, np.ndarray] = {"step": step, "t": t, "valid": np.ones(len(t), dtype=bool)}
         now = {}
         for tube in TUBES:
             p = PREFIX[tube]
             g = self.geometry(instance, _rotor_columns(get), _tube_columns(get, tube))
-            supported, contact = column(table, f"{tube}_supported", bool), column(table, f"{tube}_contact", bool)
+            supported, contact = flag(f"{tube}_supported"), flag(f"{tube}_contact")
             with np.errstate(invalid="ignore"):
                 slow = get(f"{tube}_speed") <= th.low_motion_m_s
             resting = supported & ~contact & slow & (g["near"] >= 0)
             seated_now = resting & g["geom_ok"]
             now[tube] = np.where(seated_now, g["near"], -1)
             out[f"{p}_near"], out[f"{p}_depth"] = g["near"], g["depth"]
-            out[f"{p}_aim"] = np.where(column(table, f"{tube}_grasped", bool) & g["aim_ok"], g["near"], -1)
-            out[f"{p}_seated"] = hold_key(now[tube], t, th.seat_hold_s)
+            out[f"{p}_aim"] = np.where(flag(f"{tube}_grasped") & g["aim_ok"], g["near"], -1)
+            out[f"{p}_seated"] = held_key(now[tube], t, f"seat:{tube}")
             with np.errstate(invalid="ignore"):
                 misfit = 2 * g["near"] + np.where(g["depth"] < th.min_depth_frac, 0, 1)
-            out[f"{p}_shallow"] = hold_key(np.where(resting & ~seated_now, misfit, -1), t, th.seat_hold_s)
+            out[f"{p}_shallow"] = held_key(np.where(resting & ~seated_now, misfit, -1), t, f"shallow:{tube}")
             out[f"{p}_supported"] = supported
         a, b = now["tube_a"], now["tube_b"]
         n = instance.calibration.n_slots
         out["success"] = (a >= 0) & (b >= 0) & (b == (a + n // 2) % n)
-        _, out["held"] = hold_flags(out["success"], t, th.dwell_s)
-        return out
+        run_start, out["held"] = hold_flags(out["success"], t, th.dwell_s, start=dwell_start)
+        return out, run_start
+
+
+def _hold_key_from(key: np.ndarray, t: np.ndarray, duration: float, hold: KeyHold) -> np.ndarray:
+    """:func:`hold_key` continued from ``hold``'s state (the rows before ``key[0]``), which
+    is left at the last row — the same values :meth:`KeyHold.push` gives row by row."""
+    n = len(key)
+    if n == 0:
+        return key.copy()
+    changed = np.empty(n, dtype=bool)
+    changed[0] = hold.key is None or int(key[0]) != hold.key
+    changed[1:] = key[1:] != key[:-1]
+    last = np.maximum.accumulate(np.where(changed, np.arange(n), -1))
+    since = np.where(last >= 0, t[np.maximum(last, 0)], hold.since)
+    hold.key, hold.since = int(key[-1]), float(since[-1])
+    return np.where((key >= 0) & (t - since >= duration), key, -1)
 
 
 # -- instance and pair generators --------------------------------------------------------

@@ -108,6 +108,24 @@ def test_clumsy_fails_shallow_and_recovers(tmp_path):
     assert episode_end(run).physical_complete
     (group,) = score_corpus(tmp_path, resamples=0)["groups"]
     assert group["metrics"]["completion.recovered"]["num"] == 1 and group["metrics"]["completion.clean"]["num"] == 0
+    # the recorder's block path equals the replay's bulk features at every row, for any block size
+    import numpy as np
+    import pyarrow.parquet as pq
+
+    from labrecord.scorers.contracts import get_contract
+
+    contract = get_contract("centrifuge")
+    manifest = read_manifest(run).manifest
+    instance = contract.instance_from_task(manifest.task)
+    table = pq.read_table(run / "measurements.parquet")
+    bulk = contract.features_bulk(table, instance)
+    columns = {name: table.column(name).to_numpy() for name in table.column_names}
+    for size in (1, 37, 50, 2000):
+        stepper = contract.stepper(instance)
+        blocks = [stepper.push_block({k: v[i:i + size] for k, v in columns.items()}) for i in range(0, table.num_rows, size)]
+        for name in bulk:
+            joined = np.concatenate([b[name] for b in blocks])
+            assert np.array_equal(joined, bulk[name], equal_nan=joined.dtype.kind == "f"), (size, name)
 
 
 def test_extended_reference_loads_both_tubes_opposite(tmp_path):
