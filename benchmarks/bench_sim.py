@@ -14,7 +14,13 @@ The baseline is (1) on the very same command sequence; the recorder must keep at
 70 % of it.  Times are CPU seconds of this process (``time.process_time``, all its
 threads): on a shared machine wall time mostly measures the other processes.  Also measured: how close the settled display comes to the true load.
 
+The other scenes (``--scenes centrifuge,rack``; all by default) are measured the same way on
+their reference episodes without cameras: the recorded runs against their applied
+actions replayed through the arm controller and ``mj_step`` alone (the baseline, same
+process, same commands).
+
     python benchmarks/bench_sim.py --episodes 3
+    python benchmarks/bench_sim.py --episodes 2 --scenes centrifuge,rack
 """
 from __future__ import annotations
 
@@ -138,6 +144,68 @@ def display_error(configs: int, seed: int) -> float:
     return worst
 
 
+def _scene_runs(scene: str, out: str, episodes: int, seed: int) -> list:
+    if scene == "centrifuge":
+        from labrecord.sim import run_centrifuge
+
+        return run_centrifuge(out, "basic", "reference", episodes, seed, cameras=False)
+    if scene == "rack":
+        from labrecord.sim import run_rack
+
+        return run_rack(out, "extended", "reference", episodes, seed, cameras=False)
+    raise ValueError(scene)
+
+
+def _scene_env(scene: str, instance: object) -> object:
+    if scene == "centrifuge":
+        from labrecord.sim.centrifuge import SETTLE_STEPS
+        from labrecord.sim.centrifuge_scene import CentrifugeEnv
+
+        env = CentrifugeEnv(instance.calibration, cameras=())  # type: ignore[attr-defined]
+        env.reset(instance, settle_steps=SETTLE_STEPS)
+        return env
+    if scene == "rack":
+        from labrecord.sim.rack_scene import RackEnv
+
+        env = RackEnv(len(instance.distractors), cameras=())  # type: ignore[attr-defined]
+        env.reset(instance)
+        return env
+    raise ValueError(scene)
+
+
+def scene_rates(scene: str, episodes: int, seed: int) -> tuple[float, float, float]:
+    """(simulated s, recorded wall s, replay wall s) of ``scene``'s reference episodes:
+    recorded runs (no cameras) and their applied actions replayed through the controller
+    and ``mj_step`` without measuring or scoring."""
+    import mujoco
+
+    from labrecord.demo import DemoReader
+    from labrecord.rundir import read_events, read_manifest
+
+    with tempfile.TemporaryDirectory() as out:
+        wall = time.perf_counter()
+        runs = _scene_runs(scene, out, episodes, seed)
+        wall = time.perf_counter() - wall
+        sim_s, replay = 0.0, 0.0
+        for run in runs:
+            sim_s += read_events(run)[-1].t
+            with DemoReader(run / "demo.hdf5") as reader:
+                actions = reader.demo(reader.demo_names[0]).actions.astype(float)
+            from labrecord.scorers.contracts import get_contract
+
+            task = read_manifest(run).manifest.task
+            env = _scene_env(scene, get_contract(task.family).instance_from_task(task))
+            model, data = env.scene.model, env.scene.data  # type: ignore[attr-defined]
+            steps = int(round(env.physics_hz / env.control_hz))  # type: ignore[attr-defined]
+            start = time.perf_counter()
+            for action in actions:
+                env.apply(action)  # type: ignore[attr-defined]
+                for _ in range(steps):
+                    mujoco.mj_step(model, data)
+            replay += time.perf_counter() - start
+    return sim_s, wall, replay
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--episodes", type=int, default=3, help="reference episodes per configuration (size)")
@@ -146,7 +214,12 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3, help="interleaved repetitions; the fastest of each counts")
     parser.add_argument("--display-configs", type=int, default=10)
     parser.add_argument("--skip-cameras", action="store_true", help="leave out the camera configuration")
+    parser.add_argument("--scenes", default="weighing,centrifuge,rack", help="comma-separated scenes to measure")
     args = parser.parse_args()
+    scenes = args.scenes.split(",")
+    if "weighing" not in scenes:
+        other_scenes(scenes, args)
+        return
 
     recorded(1, args.seed + 1, cameras=not args.skip_cameras, size=args.size)  # warm-up: imports, renderer, encoder
     # the machine is shared: interleave the configurations and keep each one's fastest pass
@@ -176,6 +249,20 @@ def main() -> None:
           "set-up and the fsynced file writes (run.json, measurements, scores, demo)")
     print(f"display: max |settled reading - true load| over {args.display_configs} loads = "
           f"{display_error(args.display_configs, args.seed):.2f} g")
+    other_scenes(scenes, args)
+
+
+def other_scenes(scenes: list[str], args: argparse.Namespace) -> None:
+    """Rows for the scenes besides weighing, each against its own replay baseline."""
+    rows = []
+    for scene in (s for s in scenes if s != "weighing"):
+        sim_s, wall, replay = scene_rates(scene, args.episodes, args.seed)
+        rows.append((f"{scene}: controller + physics replay (baseline)", sim_s, replay, replay))
+        rows.append((f"{scene}: physics + recorder, no cameras: whole runs", sim_s, wall, replay))
+    if rows:
+        print(f"{'configuration':50s} {'sim s':>8s} {'wall s':>8s} {'sim s / wall s':>15s} {'vs base':>8s}")
+    for name, sim_s, wall, base in rows:
+        print(f"{name:50s} {sim_s:8.2f} {wall:8.2f} {sim_s / wall:15.1f} {base / wall:8.2f}")
 
 
 if __name__ == "__main__":

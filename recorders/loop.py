@@ -79,6 +79,9 @@ class Environment(Protocol):
     def hold_action(self, last: np.ndarray | None) -> np.ndarray:
         """The action row that keeps the robot still (gripper as in ``last``; None: open)."""
 
+    # optional: ``environment_in_control() -> bool``, true while the environment runs a
+    # transition of its own (no observation, no policy query; control_mask false)
+
 
 class OnlineScorer(Protocol):
     """A task contract running live: it turns measurement blocks into events."""
@@ -278,6 +281,12 @@ class StepOwner:
         drops the queued commands and a running skill, so :attr:`wants_action` is then
         True and the caller must :meth:`push` an answer to this observation."""
         images, state = self._acquire()
+        if self._environment_in_control():
+            # an environment transition (an occluded rack move, Labference sec. 8.3): the
+            # policy is neither observed nor queried and the robot holds still meanwhile
+            self._queue.clear()
+            self._skill = None
+            return None
         if not self._in_control:
             return None
         observation = self._observation(images, state)
@@ -332,7 +341,7 @@ class StepOwner:
                 self._skill = None
         # nothing queued (a rejected chunk, a wait): hold still in the declared convention
         action = row if row is not None else env.hold_action(self._last_action)
-        self._record_demo(self._log, state, images, action, self._in_control)
+        self._record_demo(self._log, state, images, action, self._in_control and not self._environment_in_control())
         self._in_control = True
         env.apply(action)
         self._last_action = action
@@ -347,6 +356,11 @@ class StepOwner:
             self.writer.online_score(self.scorer.snapshot(env.time))
             self._next_snapshot = env.time + self.snapshot_every_s
         return self.scorer.finished() is not None or env.time >= self.max_time_s
+
+    def _environment_in_control(self) -> bool:
+        """Whether the environment, not the policy, drives this period (``control_mask`` false)."""
+        in_control = getattr(self.env, "environment_in_control", None)
+        return bool(in_control()) if callable(in_control) else False
 
     def fault(self, fault: PolicyServiceFault) -> None:
         """The policy service failed: a ``validity`` event; the episode ends unresolved."""

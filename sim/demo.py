@@ -1,4 +1,5 @@
-"""``labrecord demo``: a short weighing evaluation, end to end, on this machine.
+"""``labrecord demo``: a short evaluation, end to end, on this machine (weighing by default;
+``family="all"`` adds the centrifuge and rack benches into the same corpus).
 
 Simulates the ``reference`` and ``fixed-preference`` policies on the same registered
 instances, then validates, ingests, scores, audits and reports — the whole labrecord
@@ -18,6 +19,14 @@ from labrecord.errors import LabrecordError
 DEMO_POLICIES = ("reference", "fixed-preference")
 #: camera size of the demo's videos (smaller than the 224 default: the demo is a quick tour)
 DEMO_SIZE = 128
+#: simulated task families, in the order ``--family all`` runs them
+FAMILIES = ("weighing", "centrifuge", "rack")
+
+
+def _runner(family: str) -> Callable[..., list[Path]]:
+    from labrecord.sim import run_centrifuge, run_rack, run_weighing
+
+    return {"weighing": run_weighing, "centrifuge": run_centrifuge, "rack": run_rack}[family]
 
 #: metrics shown in the demo's summary, in this order (present when their population is)
 HEADLINE = ("B_next", "C_id", "accuracy_identified", "completion.physical", "completion.valid", "completion.clean")
@@ -39,7 +48,8 @@ class DemoResult:
         return {"out": str(self.out), "runs_dir": str(self.runs_dir), "db": str(self.db),
                 "scores": str(self.scores), "report": str(self.report), "runs": self.runs,
                 "validation": self.validation, "audit": self.audit,
-                "groups": [{"system": g["identity"].get("system_name"), "metrics": headline(g)} for g in self.groups]}
+                "groups": [{"task": g["identity"].get("task_id"), "system": g["identity"].get("system_name"),
+                            "metrics": headline(g)} for g in self.groups]}
 
 
 def headline(group: dict[str, Any]) -> dict[str, Any]:
@@ -48,11 +58,15 @@ def headline(group: dict[str, Any]) -> dict[str, Any]:
 
 def run_demo(out: str | os.PathLike[str] = "labrecord-demo", *, episodes: int = 12, seed: int = 0, workers: int = 1,
              condition: str = "basic", cameras: bool = True, overwrite: bool = False, resamples: int = 1000,
-             say: Callable[[str], None] = print, progress: Callable[[str, int], Any] | None = None) -> DemoResult:
-    """Run the whole loop into ``out``; ``say`` receives one line per stage."""
+             say: Callable[[str], None] = print, progress: Callable[[str, int], Any] | None = None,
+             family: str = "weighing") -> DemoResult:
+    """Run the whole loop into ``out``; ``say`` receives one line per stage.
+
+    ``family`` is one simulated task family or ``all`` (each family's reference and
+    fixed-preference policies, ``episodes`` each, into one corpus).
+    """
     from labrecord.scorers.corpus import audit_corpus, score_corpus
     from labrecord.scorers.report import write_report
-    from labrecord.sim import run_weighing
     from labrecord.store import connect, ingest_runs
     from labrecord.fileio import atomic_write_bytes, dumps_pretty
     from labrecord.validation import validate_paths
@@ -65,15 +79,21 @@ def run_demo(out: str | os.PathLike[str] = "labrecord-demo", *, episodes: int = 
     runs_dir, db, scores, report = out / "runs", out / "corpus.duckdb", out / "scores.json", out / "report.html"
     result = DemoResult(out, runs_dir, db, scores, report)
 
-    for policy in DEMO_POLICIES:
-        say(f"simulating {episodes} {condition} weighing episode(s) with the {policy} policy …")
-        if progress is None:
-            paths = run_weighing(runs_dir, condition, policy, episodes, seed, workers, cameras=cameras, size=DEMO_SIZE)
-        else:
-            with progress(f"{policy}", episodes) as advance:
-                paths = run_weighing(runs_dir, condition, policy, episodes, seed, workers, cameras=cameras, size=DEMO_SIZE,
-                                     progress=advance)
-        result.runs[policy] = len(paths)
+    if family not in (*FAMILIES, "all"):
+        raise LabrecordError(f"family {family!r}: expected one of {', '.join(FAMILIES)} or all")
+    families = FAMILIES if family == "all" else (family,)
+    for name in families:
+        run = _runner(name)
+        for policy in DEMO_POLICIES:
+            say(f"simulating {episodes} {condition} {name} episode(s) with the {policy} policy …")
+            key = policy if family == "weighing" else f"{name}/{policy}"
+            if progress is None:
+                paths = run(runs_dir, condition, policy, episodes, seed, workers, cameras=cameras, size=DEMO_SIZE)
+            else:
+                with progress(key, episodes) as advance:
+                    paths = run(runs_dir, condition, policy, episodes, seed, workers, cameras=cameras, size=DEMO_SIZE,
+                               progress=advance)
+            result.runs[key] = len(paths)
 
     validation = validate_paths([runs_dir])
     result.validation = {"errors": len(validation.errors), "warnings": len(validation.warnings)}
@@ -97,5 +117,6 @@ def run_demo(out: str | os.PathLike[str] = "labrecord-demo", *, episodes: int = 
     atomic_write_bytes(scores, dumps_pretty(scored))
     result.groups = scored["groups"]
 
-    write_report(db, report, seed=seed, resamples=resamples, title=f"labrecord demo — weighing ({condition})")
+    title = "weighing" if family == "weighing" else ", ".join(families)
+    write_report(db, report, seed=seed, resamples=resamples, title=f"labrecord demo — {title} ({condition})")
     return result

@@ -398,7 +398,7 @@ def _manifest(spec: EpisodeSpec, instance: Any, policy: Any, contract: Any, layo
     )
 
 
-def _write_demo(writer: RunWriter, owner: Any, log: Any, spec: EpisodeSpec, scores: Any) -> None:
+def _write_demo(writer: RunWriter, owner: Any, log: Any, spec: EpisodeSpec, scores: Any, family: str = "weighing") -> None:
     """Pre-action obs, applied action, next obs per control step into ``demo.hdf5``."""
     from labrecord.demos import DemoWriter
     from labrecord.recorders.loop import flatten_state, privileged_keys
@@ -416,7 +416,7 @@ def _write_demo(writer: RunWriter, owner: Any, log: Any, spec: EpisodeSpec, scor
     rewards[-1] = float(success)
     t = np.asarray([ts[0] for ts in log.timestamps])
     caps = owner.caps
-    with DemoWriter(writer.path(DEMO_FILE), {"env_name": f"labrecord-weighing-{spec.condition}",
+    with DemoWriter(writer.path(DEMO_FILE), {"env_name": f"labrecord-{family}-{spec.condition}",
                                              "labrecord": {"run_id": writer.manifest.run_id}}) as demo:
         demo.begin(writer.manifest.run_id, 0, control_hz=caps.action_spec.control_hz, action_units=caps.action_spec.units,
                    privileged_obs=privileged_keys(keys))

@@ -12,19 +12,22 @@ from labrecord.cli.common import CONTEXT_SETTINGS, echo_json, echo_table, output
 @click.command(context_settings=CONTEXT_SETTINGS)
 @click.option("--out", default="labrecord-demo", show_default=True, type=click.Path(file_okay=False),
               help="Folder for runs, corpus, scores and report.")
-@click.option("--episodes", default=12, show_default=True, type=click.IntRange(min=1),
-              help="Episodes per policy (12 = one full block of targets and answers).")
+@click.option("--episodes", default=None, type=click.IntRange(min=1),
+              help="Episodes per policy and family (default 12 = one full block of weighing targets and answers; "
+                   "4 with --family all).")
+@click.option("--family", type=click.Choice(["weighing", "centrifuge", "rack", "all"]), default="weighing", show_default=True,
+              help="Simulated task family, or all of them into one corpus.")
 @click.option("--seed", default=0, show_default=True, type=int)
 @click.option("--workers", default=1, show_default=True, type=click.IntRange(min=1), help="Episodes in parallel processes.")
 @click.option("--condition", type=click.Choice(["basic", "extended"]), default="basic", show_default=True)
 @click.option("--no-cameras", is_flag=True, help="Skip rendering and videos (faster).")
 @click.option("--overwrite", is_flag=True, help="Replace an existing, non-empty --out folder.")
 @output_options(csv=False, json_help="Print a JSON summary instead of tables.")
-def demo(out: str, episodes: int, seed: int, workers: int, condition: str, no_cameras: bool, overwrite: bool,
-         as_json: bool) -> None:
-    """Run a short weighing evaluation end to end on this machine.
+def demo(out: str, episodes: int | None, family: str, seed: int, workers: int, condition: str, no_cameras: bool,
+         overwrite: bool, as_json: bool) -> None:
+    """Run a short evaluation end to end on this machine (weighing, or --family all).
 
-    Simulates the reference and fixed-preference policies in the embedded MuJoCo scene on
+    Simulates the reference and fixed-preference policies in the embedded MuJoCo scenes on
     the same registered instances, validates the runs, ingests them into a DuckDB corpus,
     recomputes the metrics, replays the measurements through the task contract (audit)
     and writes a self-contained HTML report.
@@ -33,6 +36,7 @@ def demo(out: str, episodes: int, seed: int, workers: int, condition: str, no_ca
     Example:
       labrecord demo
       labrecord demo --episodes 20 --workers 2 --out demo20 --overwrite
+      labrecord demo --family all --workers 2 --no-cameras --out demo-all
     """
     from labrecord.scorers.present import format_ci, format_provisional, format_value
     from labrecord.sim.demo import headline, run_demo
@@ -44,7 +48,9 @@ def demo(out: str, episodes: int, seed: int, workers: int, condition: str, no_ca
         with progress(total, label) as advance:
             yield advance
 
-    result = run_demo(out, episodes=episodes, seed=seed, workers=workers, condition=condition,
+    if episodes is None:
+        episodes = 12 if family == "weighing" else 4
+    result = run_demo(out, episodes=episodes, family=family, seed=seed, workers=workers, condition=condition,
                       cameras=not no_cameras, overwrite=overwrite, say=say, progress=bar)
     if as_json:
         echo_json(result.to_json())
@@ -53,8 +59,9 @@ def demo(out: str, episodes: int, seed: int, workers: int, condition: str, no_ca
     for group in result.groups:
         for name, metric in headline(group).items():
             text = format_provisional(name, group["metrics"], group["coverage"]) or format_value(name, metric)
-            rows.append((group["identity"].get("system_name"), name, text, format_ci(name, metric)))
-    echo_table(["system", "metric", "value (num/den)", "95% CI"], rows, title="weighing: headline metrics")
+            rows.append((group["identity"].get("task_id"), group["identity"].get("system_name"), name,
+                         text, format_ci(name, metric)))
+    echo_table(["task", "system", "metric", "value (num/den)", "95% CI"], rows, title="headline metrics")
     click.echo(f"runs:    {result.runs_dir}")
     click.echo(f"corpus:  {result.db}   (labrecord sql \"SELECT * FROM runs\" --db {result.db})")
     click.echo(f"scores:  {result.scores}")

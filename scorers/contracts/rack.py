@@ -14,9 +14,16 @@ T'_world,tube = T'_world,rack · T_rack,tube).
 * Recognizer ``descending-approach/1``: the first sustained (0.2 s) descending approach
   (gripper vertical speed ≤ −0.01 m/s, at most 0.12 m above the rack top) into one slot
   region (within 10 mm of the slot centre) before contact; with the tube in the gripper it
-  identifies ``place(tube, slot)``, otherwise ``pick(tube, slot)``.
+  identifies ``place(tube, slot)``, otherwise ``pick(tube, slot)``.  A carried tube descending
+  the same way away from every slot region, the gripper at most 0.12 m above the table
+  (table top at world z = 0), identifies ``place(tube, table)``.
+* Between the placement and the end of the first occluded transition the legal set is
+  ``wait``: the environment moves next.
 * Lifting the bound tube out of the rack confirms ``pick:tube``; then ``place(tube, table)``
   is legal.  Success: the tube on the marked table region, released, slow, held 3 s.
+* After the retrieval, the tube resting on the table *outside* the marked region,
+  released and slow for 0.5 s, is ``failure missed_region`` (recoverable: the obligation
+  ``place:table`` stays open).
 """
 from __future__ import annotations
 
@@ -39,6 +46,8 @@ ROWS, COLS = "ABC", 4
 SLOTS = tuple(f"{r}{c}" for r in ROWS for c in range(1, COLS + 1))
 TABLE = "table"
 TUBE = "tube"
+#: approach key of a carried tube descending onto the table (slot keys are 0..23)
+TABLE_KEY = 24
 
 
 @dataclass(frozen=True)
@@ -109,7 +118,8 @@ def _slot_index(lx: np.ndarray, ly: np.ndarray, th: RackThresholds) -> np.ndarra
     return np.where(near, r * COLS + c, -1).astype(np.int64)
 
 
-FEATURE_FIELDS = ("step", "t", "valid", "occluded", "tube_slot", "placed", "lifted", "approach", "success", "held")
+FEATURE_FIELDS = ("step", "t", "valid", "occluded", "tube_slot", "placed", "lifted", "approach", "success", "held",
+                  "stray")
 RackFeatures = namedtuple("RackFeatures", FEATURE_FIELDS)  # type: ignore[misc]
 
 
@@ -145,16 +155,23 @@ def rack_features(get: Callable[..., np.ndarray], th: RackThresholds, instance: 
         slow = get("tube_speed") <= th.low_motion_m_s
         height = get("grip_z") - z0
         g_slot = _slot_index(*local(get("grip_x"), get("grip_y")), th)
-        approaching = ~occluded & (g_slot >= 0) & (height >= 0.0) & (height <= th.approach_height_m) \
-            & (get("grip_vz") <= -th.descend_m_s)
-        success = get("tube_on_table", bool) & ~contact & slow & (x1 <= tx) & (tx <= x2) & (y1 <= ty) & (ty <= y2)
+        descending = get("grip_vz") <= -th.descend_m_s
+        approaching = ~occluded & (g_slot >= 0) & (height >= 0.0) & (height <= th.approach_height_m) & descending
+        gz = get("grip_z")
+        # a carried tube descending outside every slot region: a put-down on the table
+        to_table = ~occluded & grasped & (g_slot < 0) & (gz >= 0.0) & (gz <= th.approach_height_m) & descending
+        resting_on_table = get("tube_on_table", bool) & ~contact & slow
+        inside = (x1 <= tx) & (tx <= x2) & (y1 <= ty) & (ty <= y2)
+        success = resting_on_table & inside
     resting = in_rack & ~contact & slow & (slot >= 0)
     return {"step": get("step", np.int64), "t": t, "valid": np.ones(len(t), dtype=bool),
             "occluded": occluded, "tube_slot": slot,
             "placed": timers.key("placed", np.where(resting & ~occluded, slot, -1), th.place_hold_s),
             "lifted": grasped & ~in_rack,
-            "approach": timers.key("approach", np.where(approaching, g_slot + 12 * grasped, -1), th.sustain_s),
-            "success": success, "held": timers.flag("held", success, th.dwell_s)}
+            "approach": timers.key("approach", np.where(approaching, g_slot + 12 * grasped,
+                                                        np.where(to_table, TABLE_KEY, -1)), th.sustain_s),
+            "success": success, "held": timers.flag("held", success, th.dwell_s),
+            "stray": timers.flag("stray", resting_on_table & ~inside & ~in_rack, th.place_hold_s)}
 
 
 class RackContract(TaskContract):
@@ -162,8 +179,9 @@ class RackContract(TaskContract):
     version: ClassVar[str] = "rack/1"
     recognizer: ClassVar[str] = "descending-approach/1"
     sensor_source: ClassVar[str] = "tube_pose"
+    failure_reasons: ClassVar[frozenset[str]] = frozenset({"missed_region"})
     features_type = RackFeatures
-    signature = ("valid", "occluded", "placed", "lifted", "approach", "success", "held")
+    signature = ("valid", "occluded", "placed", "lifted", "approach", "success", "held", "stray")
 
     @classmethod
     def default_thresholds(cls) -> RackThresholds:
@@ -192,6 +210,8 @@ class RackContract(TaskContract):
     def legal_set(self, state: RackState, goal: RackInstance) -> list[Operation]:
         if state.retrieved:
             return [Operation("place", TUBE, TABLE)]
+        if state.bound >= 0 and state.transitions == 0:
+            return [Operation("wait")]  # placed: the environment's occluded transition comes first
         if state.bound >= 0:
             return [Operation("pick", TUBE, SLOTS[state.bound])]
         return sorted_ops(Operation("place", TUBE, SLOTS[i]) for i in range(len(SLOTS)) if i not in state.occupied)
@@ -223,11 +243,20 @@ class RackContract(TaskContract):
                 "measured": {"slot": SLOTS[state.bound]}, "attempt": 1}))
             state.retrieved = True
             state.changes += 1
+        if f.stray and state.retrieved and (prev is None or not prev.stray):
+            key = "place:table"
+            events.append(ContractEvent("failure", f.t, f.step, {
+                "op": Operation("place", TUBE, TABLE), "reason": "missed_region", "attempt": state.attempt(key),
+                "recoverable": True}))
+            state.attempts[key] = state.attempt(key)
+            state.failures += 1
         return events
 
     def recognize(self, state: RackState, f: Any, prev: Any, instance: RackInstance) -> Operation | None:
         if f.approach < 0 or (prev is not None and prev.approach == f.approach):
             return None
+        if f.approach == TABLE_KEY:
+            return Operation("place", TUBE, TABLE)
         slot, carrying = f.approach % 12, f.approach >= 12
         return Operation("place" if carrying else "pick", TUBE, SLOTS[slot])
 

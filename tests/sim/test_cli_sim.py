@@ -33,3 +33,15 @@ def test_sim_help_has_example(capsys):
 def test_importing_the_sim_wing_does_not_load_mujoco():
     code = "import sys, labrecord.sim, labrecord.recorders.loop; assert 'mujoco' not in sys.modules"
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+@pytest.mark.parametrize("scene", ["centrifuge", "rack"])
+def test_sim_scene_help_has_example(scene, capsys):
+    assert run_cli("sim", scene, "-h") == 0
+    out = capsys.readouterr().out
+    assert "Example:" in out and "clumsy" in out
+
+
+def test_sim_rack_refuses_a_bad_slot(capsys):
+    assert run_cli("sim", "rack", "--policy", "fixed-preference", "--slot", "D9", "--out", "unused") == 2
+    assert "D9" in capsys.readouterr().err

@@ -37,3 +37,16 @@ def test_demo_refuses_to_overwrite_without_flag(tmp_path: Path) -> None:
     assert result.exit_code == 1
     assert "already exists and is not empty; pass --overwrite" in result.output
     assert (out / "keep.txt").read_text() == "mine"
+
+
+def test_demo_family_all_scores_every_family(tmp_path: Path) -> None:
+    out = tmp_path / "demo"
+    result = CliRunner().invoke(cli, ["demo", "--family", "all", "--out", str(out), "--episodes", "1", "--no-cameras",
+                                      "--json"])
+    assert result.exit_code == 0, result.output
+    summary = json.loads(result.stdout)
+    assert set(summary["runs"]) == {f"{family}/{policy}" for family in ("weighing", "centrifuge", "rack")
+                                    for policy in ("reference", "fixed-preference")}
+    assert summary["validation"]["errors"] == 0 and summary["audit"]["disagreements"] == 0
+    tasks = {(group["task"], group["system"]) for group in summary["groups"]}
+    assert {("centrifuge-basic", "reference"), ("weighing-basic", "reference"), ("rack-basic", "reference")} <= tasks

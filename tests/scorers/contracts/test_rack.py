@@ -90,6 +90,48 @@ def test_table_success_needs_the_marked_region() -> None:
     assert not of_type(events, "dwell")
 
 
+def test_a_release_outside_the_region_after_retrieval_is_a_recoverable_failure() -> None:
+    """Released at (0.1, 0.5) — outside x 0.3–0.5 / y −0.3–−0.1 — and resting 0.5 s: one
+    ``missed_region`` failure at about 0.5 s after the release; picked up and put inside
+    the region, the episode still completes."""
+    inst = RackInstance(rack_pose=START)
+    s = episode("A4").lift().hold(0.2).to_table(x=0.1, y=0.5)
+    released = len(s.rows) / 500.0
+    s.hold(1.0).lift().hold(0.2).to_table().hold(3.5)
+    events = run(inst, s)
+    (failure,) = of_type(events, "failure")
+    assert failure.fields["reason"] == "missed_region" and failure.fields["op"] == Operation("place", "tube", "table")
+    assert failure.t - released == pytest.approx(0.5, abs=0.01)
+    assert events[-1] == {"physical_complete": True}
+
+
+def test_between_placement_and_transition_only_waiting_is_legal() -> None:
+    events = run(RackInstance(rack_pose=START), episode("B3"))
+    legal = {o.fields["decision"]: o.fields["legal"] for o in of_type(events, "opportunity")}
+    assert legal["d1"] == [Operation("wait")] and legal["d2"] == [Operation("pick", "tube", "B3")]
+
+
+def test_a_carried_tube_descending_onto_the_table_is_a_table_placement() -> None:
+    """Gripper at (0.4, −0.2), 0.08 m above the table (≤ 0.12), descending 0.05 m/s with the
+    tube grasped, away from every slot: ``place(tube, table)`` after 0.2 s."""
+    inst = RackInstance(rack_pose=START)
+    s = episode("B3").lift().hold(0.3)
+    s.grip = {"x": 0.4, "y": -0.2, "z": 0.08, "vz": -0.05}
+    s.tube.update(x=0.4, y=-0.2, z=0.02)
+    s.hold(0.4)
+    events = run(inst, s)
+    last = of_type(events, "choice")[-1]
+    assert last.fields["op"] == Operation("place", "tube", "table") and last.fields["first"]
+    d3 = [o for o in of_type(events, "opportunity") if o.fields["decision"] == "d3"][0]
+    assert last.fields["opp"] == d3.fields["opp"]
+
+
+def test_resting_outside_the_region_before_retrieval_is_no_failure() -> None:
+    inst = RackInstance(rack_pose=START)
+    s = RackStream(inst).hold(1.5)  # the tube starts on the table at (0.2, 0)
+    assert not of_type(run(inst, s), "failure")
+
+
 @settings(max_examples=40, deadline=None)
 @given(label=st.sampled_from(SLOTS), yaw=st.floats(-math.pi, math.pi), q=st.lists(st.floats(-1, 1), min_size=4, max_size=4),
        shift=st.lists(st.floats(-2, 2), min_size=3, max_size=3))

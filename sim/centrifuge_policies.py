@@ -1,0 +1,333 @@
+"""Scripted centrifuge-loading policies and their executor (tilted-axis insertion).
+
+Every policy reads the declared evaluator-state channel ``object_poses`` (tube tips and
+axes, the rotor frame) besides cameras and proprioception — the same declared-channel
+rule as the weighing policies — and decides only when nothing is in its hand and the
+scene has settled:
+
+* ``reference`` — a tube in a slot region but not seated is pushed home first; with the
+  rotor empty it loads the slot of its current pose nearest the arm's side, otherwise the
+  slot opposite the tube actually seated; stops when both sit opposite;
+* ``fixed-preference`` — always its preferred local slot (default 0), the next free one
+  when that is taken;
+* ``random`` — a uniformly drawn free slot (seeded per episode);
+* ``clumsy`` — the reference choices, but its first insertion stops at 40 % depth and
+  lets go (a shallow insertion the contract flags from the measured depth); it then
+  regrasps the tube in the bore and pushes it home.
+
+An insertion is executed as waypoints ``[x, y, z, yaw, tilt, grip]`` of the tool centre:
+grasp the tube upright in its stand with the fingers closing across the slot's
+tangential direction, carry it above the slot with the hand tilted by the slot's tilt
+(the tube's axis on the slot axis), descend along the axis to the target depth, release
+and withdraw along the axis.  The grasp offset (tip below the tool centre along the
+axis) is measured after the lift, so a tube that slipped in the fingers still lands on
+the floor of the bore.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from labrecord.errors import LabrecordError
+from labrecord.models import ActionSpec, Operation
+from labrecord.recorders.policy import ActionChunk, Capabilities, Observation
+from labrecord.sim.control import action_spec, matrix_to_rotvec
+from labrecord.sim.policies import TURN_STEP, down_rotation, quat_matrix
+
+CONTROL_HZ = 10.0
+ACTION_SPEC: ActionSpec = action_spec("eef_delta", CONTROL_HZ)
+#: cameras and proprioception (native) plus the declared privileged channel
+CHANNELS = ("front", "wrist", "robot", "object_poses")
+HOME = (0.10, 0.0, 0.30)
+SAFE_Z = 0.26
+#: the tube is grasped this far above its bottom tip (m); the stand hole is 30 mm deep
+GRASP_FROM_TIP = 0.064
+#: start of the straight insertion, measured along the slot axis above the mouth (m)
+APPROACH_M = 0.06
+SETTLE_S = 1.2
+SHALLOW_FRAC = 0.4
+
+
+@dataclass
+class Step:
+    """A tool-centre target ``pos`` with hand ``yaw`` and ``tilt`` (rad) and ``grip`` (0 open,
+    1 closed), reached at ``speed`` m/s, then held ``hold`` s."""
+
+    pos: tuple[float, float, float]
+    grip: float
+    yaw: float = 0.0
+    tilt: float = 0.0
+    speed: float = 0.25
+    hold: float = 0.0
+
+
+def tool_rotation(yaw: float, tilt: float) -> np.ndarray:
+    """The hand pointing down turned by ``yaw``, then tilted by ``tilt`` about its finger
+    axis: the tool z (the grasped tube's cap → tip axis) becomes
+    (sin tilt cos yaw, sin tilt sin yaw, −cos tilt)."""
+    c, s = math.cos(tilt), math.sin(tilt)
+    return down_rotation(yaw) @ np.array([[c, 0.0, s], [0.0, 1.0, 0.0], [-s, 0.0, c]])
+
+
+def hand_for_axis(axis: np.ndarray) -> tuple[float, float]:
+    """``(yaw, tilt)`` with yaw in (−π/2, π/2] whose tool z is ``axis`` (unit, pointing down)."""
+    tilt = math.acos(float(np.clip(-axis[2], -1.0, 1.0)))
+    if tilt < 1e-9:
+        return 0.0, 0.0
+    yaw = math.atan2(float(axis[1]), float(axis[0]))
+    if yaw > math.pi / 2:
+        yaw, tilt = yaw - math.pi, -tilt
+    elif yaw <= -math.pi / 2:
+        yaw, tilt = yaw + math.pi, -tilt
+    return yaw, tilt
+
+
+def sample_steps(start: np.ndarray, steps: list[Step], control_hz: float) -> np.ndarray:
+    """(N, 6) rows ``[x, y, z, yaw, tilt, grip]`` at the control rate, linear between steps."""
+    period = 1.0 / control_hz
+    rows: list[np.ndarray] = []
+    here = np.asarray(start, dtype=float)
+    for step in steps:
+        goal = np.array([*step.pos, step.yaw, step.tilt], dtype=float)
+        n = max(1, int(np.ceil(np.linalg.norm(goal[:3] - here[:3]) / (step.speed * period))),
+                int(np.ceil(np.abs(goal[3:] - here[3:]).max() / (1.0 * period))))
+        for k in range(1, n + 1):
+            rows.append(np.append(here + (goal - here) * k / n, step.grip))
+        rows += [np.append(goal, step.grip)] * int(round(step.hold / period))
+        here = goal
+    return np.asarray(rows)
+
+
+def rotor_slots(poses: dict[str, list[float]], calibration: Any) -> tuple[np.ndarray, np.ndarray]:
+    """World mouths (n, 3) and axes (n, 3) of every slot under the observed rotor pose."""
+    x, y, z, yaw = poses["rotor"]
+    mouths, axes = calibration.slots()
+    c, s = math.cos(yaw), math.sin(yaw)
+    rot = np.array([[c, -s, 0.0], [s, c, 0.0], [0.0, 0.0, 1.0]])
+    return mouths @ rot.T + np.array([x, y, z]), axes @ rot.T
+
+
+def tube_slot(poses: dict[str, list[float]], tube: str, calibration: Any) -> tuple[int, float]:
+    """``(slot, depth fraction)`` of a tube whose tip lies within 5 mm of a slot axis below
+    its mouth, else ``(-1, nan)`` (what the cameras show of where a tube sits)."""
+    mouths, axes = rotor_slots(poses, calibration)
+    tip = np.asarray(poses[tube][:3])
+    e = tip - mouths
+    depth = (e * axes).sum(axis=1)
+    radial = np.linalg.norm(e - depth[:, None] * axes, axis=1)
+    j = int(np.argmin(radial))
+    if radial[j] > 0.005 or depth[j] < -0.005:
+        return -1, math.nan
+    return j, float(depth[j] / calibration.socket_depth_m)
+
+
+class ScriptedCentrifugePolicy:
+    """Shared machinery: wait until settled, choose ``insert(tube, slot)``, execute it."""
+
+    name = "scripted"
+    #: insertion depth of the first attempt as a fraction of the effective depth
+    first_depth = 1.0
+
+    def __init__(self, seed: int = 0, calibration: Any = None) -> None:
+        from labrecord.scorers.contracts.centrifuge import RotorCalibration
+
+        self.seed = seed
+        self.calibration = calibration or RotorCalibration()
+        self.capabilities = Capabilities(name=self.name, kind="scripted", action_spec=ACTION_SPEC, channels=CHANNELS,
+                                         reports_operations=True, revision="1")
+        self.reset(0)
+
+    def reset(self, episode: int) -> None:
+        self.episode = episode
+        self.plan: np.ndarray | None = None
+        self.cursor = 0
+        self.phases: list[Any] = []
+        self.wait_until = SETTLE_S
+        self.stopped = False
+        self.insertions = 0
+        self.rest: np.ndarray | None = None
+        self.rng = np.random.default_rng([self.seed, episode])
+
+    # -- choice -----------------------------------------------------------------------
+    def occupancy(self, poses: dict[str, list[float]]) -> tuple[dict[str, int], dict[str, int]]:
+        """``(seated, unfinished)``: tubes home in a slot (depth ≥ 90 %) and tubes in a slot short of it."""
+        seated, unfinished = {}, {}
+        for tube in ("tube_a", "tube_b"):
+            j, frac = tube_slot(poses, tube, self.calibration)
+            if j >= 0:
+                (seated if frac >= 0.9 else unfinished)[tube] = j
+        return seated, unfinished
+
+    def choose_slot(self, poses: dict[str, list[float]], seated: dict[str, int]) -> int:
+        """The local slot for the next tube (rotor holding ``seated``)."""
+        n = self.calibration.n_slots
+        if seated:
+            return (next(iter(seated.values())) + n // 2) % n
+        # the pair across the rotor that lies most to the arm's sides (both ends in easy reach)
+        mouths, _ = rotor_slots(poses, self.calibration)
+        center = np.asarray(poses["rotor"][:2])
+        return int(np.argmin(np.abs(mouths[:, 0] - center[0])))
+
+    def choose(self, poses: dict[str, list[float]]) -> Operation | None:
+        seated, unfinished = self.occupancy(poses)
+        if len(seated) == 2:
+            return Operation("stop")
+        for tube, j in unfinished.items():
+            return Operation("insert", tube, f"slot{j}")
+        tube = next(t for t in ("tube_a", "tube_b") if t not in seated)
+        return Operation("insert", tube, f"slot{self.choose_slot(poses, seated)}")
+
+    # -- acting -----------------------------------------------------------------------
+    def act(self, observation: Observation) -> ActionChunk:
+        robot, poses = observation.state["robot"], observation.state["object_poses"]
+        if self.plan is not None and self.cursor < len(self.plan):
+            return self._next_row(robot)
+        if self.phases:  # the next leg is planned from the measured state
+            self._start(robot, self.phases.pop(0)(robot, poses))
+            return self._next_row(robot)
+        if self.plan is not None:
+            self.plan = None
+            self.wait_until = observation.t + SETTLE_S
+            self.rest = np.asarray([*HOME, 0.0, 0.0, 0.0])
+        if self.stopped or observation.t < self.wait_until:
+            return ActionChunk(self._toward(robot, self.rest))
+        op = self.choose(poses)
+        if op is None or op.kind in ("stop", "wait"):
+            self.stopped = op is None or op.kind == "stop"
+            return ActionChunk(self._toward(robot, self.rest), report=op)
+        self.insertions += 1
+        self.phases = self.phases_for(op, poses)
+        self._start(robot, self.phases.pop(0)(robot, poses))
+        chunk = self._next_row(robot)
+        chunk.report = op
+        return chunk
+
+    def depth_for(self, attempt: int) -> float:
+        return self.first_depth if attempt == 1 else 1.0
+
+    def phases_for(self, op: Operation, poses: dict[str, list[float]]) -> list[Any]:
+        """Plan builders for ``op``, each called when the previous leg has run."""
+        tube, j = str(op.object), int(str(op.dest)[4:])
+        frac = self.depth_for(self.insertions)
+        in_slot, _ = tube_slot(poses, tube, self.calibration)
+        if in_slot == j:  # regrasp the tube where it sits and push it home
+            return [lambda r, p: self.regrasp(tube, p), lambda r, p: self.insert(tube, j, p, r, 1.0)]
+        return [lambda r, p: self.pick(tube, j, p), lambda r, p: self.insert(tube, j, p, r, frac)]
+
+    def pick(self, tube: str, j: int, poses: dict[str, list[float]]) -> list[Step]:
+        """Grasp the tube upright in its stand, fingers across slot ``j``'s tangent; lift."""
+        tip = np.asarray(poses[tube][:3])
+        _, axes = rotor_slots(poses, self.calibration)
+        yaw, _ = hand_for_axis(axes[j])
+        grasp = (float(tip[0]), float(tip[1]), float(tip[2]) + GRASP_FROM_TIP)
+        return [Step((grasp[0], grasp[1], SAFE_Z), 0.0, yaw),
+                Step(grasp, 0.0, yaw, speed=0.12, hold=0.3),
+                Step(grasp, 1.0, yaw, hold=0.6),
+                Step((grasp[0], grasp[1], SAFE_Z), 1.0, yaw, speed=0.15)]
+
+    def regrasp(self, tube: str, poses: dict[str, list[float]]) -> list[Step]:
+        """Open fingers down the tube's own axis to the grasp height, close, draw it out."""
+        tip, axis = np.asarray(poses[tube][:3]), np.asarray(poses[tube][3:6])
+        yaw, tilt = hand_for_axis(axis)
+        grasp = tip - GRASP_FROM_TIP * axis
+        above = grasp - APPROACH_M * axis
+        return [Step(tuple(above + np.array([0, 0, 0.05])), 0.0, yaw, tilt),  # type: ignore[arg-type]
+                Step(tuple(above), 0.0, yaw, tilt, speed=0.1),  # type: ignore[arg-type]
+                Step(tuple(grasp), 0.0, yaw, tilt, speed=0.05, hold=0.3),  # type: ignore[arg-type]
+                Step(tuple(grasp), 1.0, yaw, tilt, hold=0.6),  # type: ignore[arg-type]
+                Step(tuple(above), 1.0, yaw, tilt, speed=0.05, hold=0.3)]  # type: ignore[arg-type]
+
+    def insert(self, tube: str, j: int, poses: dict[str, list[float]], robot: dict[str, Any], frac: float) -> list[Step]:
+        """Carry the grasped tube onto slot ``j``'s axis, push it to ``frac`` of the depth, let go."""
+        mouths, axes = rotor_slots(poses, self.calibration)
+        mouth, axis = mouths[j], axes[j]
+        yaw, tilt = hand_for_axis(axis)
+        # the tip as the hand holds it (tool frame, measured): carried onto the slot axis
+        held = quat_matrix(robot["eef_quat"]).T @ (np.asarray(poses[tube][:3]) - np.asarray(robot["eef_pos"]))
+        tip_from_tcp = tool_rotation(yaw, tilt) @ held
+        depth = self.calibration.socket_depth_m * frac + (0.001 if frac >= 1.0 else 0.0)
+        above = mouth - APPROACH_M * axis - tip_from_tcp
+        seat = mouth + depth * axis - tip_from_tcp
+        return [Step((float(above[0]), float(above[1]), max(SAFE_Z, float(above[2]))), 1.0, yaw, tilt, speed=0.2),
+                Step(tuple(above), 1.0, yaw, tilt, speed=0.1, hold=0.3),  # type: ignore[arg-type]
+                Step(tuple(seat), 1.0, yaw, tilt, speed=0.04, hold=0.4),  # type: ignore[arg-type]
+                Step(tuple(seat), 0.0, yaw, tilt, hold=0.6),  # type: ignore[arg-type]
+                Step(tuple(above), 0.0, yaw, tilt, speed=0.08),  # type: ignore[arg-type]
+                Step(HOME, 0.0, 0.0, 0.0)]
+
+    def _start(self, robot: dict[str, Any], steps: list[Step]) -> None:
+        start = self.plan[-1][:5] if self.plan is not None and len(self.plan) else np.append(robot["eef_pos"], (0.0, 0.0))
+        self.plan = sample_steps(start, steps, CONTROL_HZ)
+        self.cursor = 0
+
+    def _next_row(self, robot: dict[str, Any]) -> ActionChunk:
+        assert self.plan is not None
+        row = self.plan[self.cursor]
+        self.cursor += 1
+        return ActionChunk(self._toward(robot, row))
+
+    def _toward(self, robot: dict[str, Any], target: np.ndarray | None) -> np.ndarray:
+        """The delta action moving the measured tool pose toward ``[x, y, z, yaw, tilt, grip]``."""
+        if target is None:
+            return np.zeros((1, ACTION_SPEC.dim))
+        step = np.clip(np.asarray(target[:3]) - np.asarray(robot["eef_pos"], dtype=float), -0.05, 0.05)
+        turn = matrix_to_rotvec(tool_rotation(float(target[3]), float(target[4])) @ quat_matrix(robot["eef_quat"]).T)
+        norm = float(np.linalg.norm(turn))
+        if norm > TURN_STEP:
+            turn *= TURN_STEP / norm
+        return np.concatenate([step, turn, [target[5]]])[None, :]
+
+
+class ReferencePolicy(ScriptedCentrifugePolicy):
+    name = "reference"
+
+
+class FixedPreferencePolicy(ScriptedCentrifugePolicy):
+    """Always its preferred local slot, or the next free slot after it."""
+
+    name = "fixed-preference"
+
+    def __init__(self, seed: int = 0, calibration: Any = None, slot: int = 0) -> None:
+        self.slot = slot
+        super().__init__(seed, calibration)
+        if not 0 <= slot < self.calibration.n_slots:
+            raise LabrecordError(f"slot {slot}: expected 0..{self.calibration.n_slots - 1}")
+
+    def choose_slot(self, poses: dict[str, list[float]], seated: dict[str, int]) -> int:
+        n = self.calibration.n_slots
+        taken = set(seated.values())
+        return next((self.slot + k) % n for k in range(n) if (self.slot + k) % n not in taken)
+
+
+class RandomPolicy(ScriptedCentrifugePolicy):
+    """A uniformly drawn free slot."""
+
+    name = "random"
+
+    def choose_slot(self, poses: dict[str, list[float]], seated: dict[str, int]) -> int:
+        free = [j for j in range(self.calibration.n_slots) if j not in set(seated.values())]
+        return int(free[int(self.rng.integers(len(free)))])
+
+
+class ClumsyPolicy(ScriptedCentrifugePolicy):
+    """Reference choices; the first insertion lets go at 40 % depth, then it recovers."""
+
+    name = "clumsy"
+    first_depth = SHALLOW_FRAC
+
+
+POLICIES: dict[str, type[ScriptedCentrifugePolicy]] = {
+    "reference": ReferencePolicy, "fixed-preference": FixedPreferencePolicy, "random": RandomPolicy,
+    "clumsy": ClumsyPolicy,
+}
+
+
+def make_policy(name: str, seed: int = 0, **options: Any) -> ScriptedCentrifugePolicy:
+    """Build a centrifuge baseline by name (``reference``, ``fixed-preference``, ``random``, ``clumsy``)."""
+    cls = POLICIES.get(name)
+    if cls is None:
+        raise LabrecordError(f"policy {name!r}: expected one of {', '.join(POLICIES)}")
+    return cls(seed, **options)

@@ -1,0 +1,233 @@
+"""Placement-recall episodes in the embedded MuJoCo rack bench, one run directory per episode.
+
+:func:`run_rack` is the library entry point behind ``labrecord sim rack``:
+
+* ``basic`` — an empty rack, the sample in its stand, a stationary occluded interval;
+* ``extended`` — three distractor tubes with the sample's cap (same appearance) in
+  registered slots, and the rack moved and turned (any yaw) during the occlusion, so the
+  sample's identity comes only from the placement history.
+
+Instances are drawn per episode from ``default_rng([seed, 0, episode])`` (task state:
+distractor slots) and ``[seed, 1, episode]`` (layout: rack poses).  The population
+``rack-<condition>-s<seed>`` registers each instance with its retrieval checkpoint
+(decision ``d2``: after the placement and the transition).  Environment-controlled
+control periods are ``occluded`` in the measurements and ``control_mask`` false in
+``demo.hdf5``.  A ``missed_region`` failure that a later success on the marked region
+resolves gets a ``recovery`` event; a reported retrieval is also recorded as a state
+report of the recalled slot, bound to the current opportunity.
+"""
+from __future__ import annotations
+
+import hashlib
+import math
+import os
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from labrecord.errors import LabrecordError
+from labrecord.models import (
+    Assets, Budget, Evaluation, ObservationSpec, Operation, Physics, Population, Recovery, RunManifest, Seeds,
+    StateReport, System, Task,
+)
+from labrecord.recorders.online import ContractScorer
+from labrecord.rundir import RunWriter, utc_now
+from labrecord.sim.centrifuge import run_specs
+from labrecord.sim.weighing import EpisodeSpec, _write_demo, instance_id_of, register_population
+
+FAMILY = "rack"
+CONDITIONS = ("basic", "extended")
+MAX_TIME_S = {"basic": 60.0, "extended": 60.0}
+#: the retrieval decision: after the placement (d1) and the environment transition (d2)
+RETRIEVAL_DECISION = "d2"
+
+
+def draw(condition: str, seed: int, episode: int) -> Any:
+    from labrecord.scorers.contracts.rack import SLOTS, RackInstance
+    from labrecord.sim.rack_scene import DISTRACTORS, REGION
+
+    rng_task, rng_layout = np.random.default_rng([seed, 0, episode]), np.random.default_rng([seed, 1, episode])
+    start = (0.22 + float(rng_layout.uniform(-0.02, 0.02)), 0.20 + float(rng_layout.uniform(-0.02, 0.02)), 0.05,
+             float(rng_layout.uniform(-0.3, 0.3)))
+    task_seed, layout_seed = int(rng_task.integers(2**31 - 1)), int(rng_layout.integers(2**31 - 1))
+    if condition == "basic":
+        return RackInstance(table_region=REGION, condition="basic", rack_pose=start, task_seed=task_seed,
+                            layout_seed=layout_seed)
+    slots = [SLOTS[int(i)] for i in rng_task.choice(len(SLOTS), size=len(DISTRACTORS), replace=False)]
+    moved = (0.22 + float(rng_layout.uniform(-0.04, 0.04)), 0.20 + float(rng_layout.uniform(-0.03, 0.03)), 0.05,
+             float(rng_layout.uniform(-math.pi, math.pi)))
+    return RackInstance(distractors=tuple(sorted(zip(DISTRACTORS, slots))), table_region=REGION, condition="extended",
+                        rack_pose=start, moved_pose=moved, task_seed=task_seed, layout_seed=layout_seed)
+
+
+def instances(condition: str, episodes: int, seed: int) -> list[Any]:
+    if condition not in CONDITIONS:
+        raise LabrecordError(f"condition {condition!r}: expected one of {', '.join(CONDITIONS)}")
+    if episodes < 1:
+        raise LabrecordError(f"episodes {episodes}: expected at least 1")
+    return [draw(condition, seed, i) for i in range(episodes)]
+
+
+def population_name(condition: str, seed: int) -> str:
+    return f"{FAMILY}-{condition}-s{seed}"
+
+
+def population_records(condition: str, drawn: list[Any]) -> list[Any]:
+    from labrecord.models import Checkpoint, Instance
+
+    records: list[Any] = []
+    for index, inst in enumerate(drawn):
+        records.append(Instance(instance_id=instance_id_of(index), task_id=f"{FAMILY}-{condition}", condition=condition,
+                                fields=inst.variant()))
+        records.append(Checkpoint(instance_id=instance_id_of(index), decision=RETRIEVAL_DECISION))
+    return records
+
+
+def run_rack(out_dir: str | os.PathLike[str], condition: str = "basic", policy: str = "reference", episodes: int = 8,
+             seed: int = 0, workers: int = 1, *, cameras: bool = True, size: int = 224, max_time_s: float | None = None,
+             progress: Callable[[int], None] | None = None, **policy_options: Any) -> list[Path]:
+    """Run ``episodes`` placement-recall episodes; returns the run directories in order.
+
+    Example::
+
+        runs = run_rack("runs", "extended", "reference", episodes=4, seed=0)
+    """
+    from labrecord.sim.rack_policies import make_policy
+
+    make_policy(policy, seed, **policy_options)
+    Path(out_dir).mkdir(parents=True, exist_ok=True)
+    drawn = instances(condition, episodes, seed)
+    specs = [EpisodeSpec(str(out_dir), condition, policy, i, seed, inst, cameras, size, max_time_s,
+                         tuple(sorted(policy_options.items()))) for i, inst in enumerate(drawn)]
+    for spec in specs:
+        target = Path(out_dir) / run_id_of(spec)
+        if target.exists():
+            raise LabrecordError(f"{target}: run directory already exists; choose another --out or --seed")
+    register_population(out_dir, population_name(condition, seed), population_records(condition, drawn))
+    return run_specs(specs, run_episode, workers, progress)
+
+
+def run_id_of(spec: EpisodeSpec) -> str:
+    return f"{FAMILY}-{spec.condition}-{spec.policy}-s{spec.seed}-e{spec.index:03d}"
+
+
+def instruction_of(instance: Any) -> str:
+    return ("Place the sample tube in a free hole of the rack and withdraw; after the pause, "
+            "retrieve that same tube and set it on the green region, then stop.")
+
+
+class RackScorer(ContractScorer):
+    """The contract scorer plus the rack's separate records: a reported retrieval also
+    writes a state report of the recalled slot (reference: the slot the sample actually
+    settled in), and a ``missed_region`` failure resolved by a completed dwell gets a
+    ``recovery`` event."""
+
+    def start(self, emit: Callable[..., Any], t: float) -> None:
+        super().start(emit, t)
+        self.open_failures: list[int] = []
+
+    def _advance(self, f: Any) -> None:
+        for event in self.tracker.advance(f):
+            self._count(event)
+            written = event.emit(self._sink)
+            if event.type == "failure":
+                self.open_failures.append(written.seq)
+            elif event.type == "dwell" and event.fields.get("state") == "complete":
+                for seq in self.open_failures:
+                    self.emit(Recovery, t=event.t, of_seq=seq, resolved=True)
+                self.open_failures = []
+        self.advanced = f
+
+    def reported(self, op: Operation, t: float) -> None:
+        from labrecord.scorers.contracts.rack import SLOTS
+
+        super().reported(op, t)
+        current, state = self.tracker.current, self.tracker.state
+        if current is None or op.kind != "pick":
+            return
+        # through the step owner's ``fields`` mapping: a state report has a ``fields`` field of its own
+        self.emit(StateReport, t=t, fields={
+            "opp": current.opp, "fields": {"sample_slot": op.dest},
+            "reference": {"sample_slot": SLOTS[state.bound] if state.bound >= 0 else None},
+            "evidence_version": current.evidence_version})
+
+    def display(self) -> dict[str, Any]:
+        return {}
+
+
+def run_episode(spec: EpisodeSpec) -> Path:
+    if sys.platform.startswith("linux"):
+        os.environ.setdefault("MUJOCO_GL", "egl")
+    from labrecord.recorders.loop import StepOwner
+    from labrecord.scorers.contracts import get_contract
+    from labrecord.sim.rack_policies import make_policy
+    from labrecord.sim.rack_scene import CAMERAS
+
+    contract = get_contract(FAMILY)
+    instance = spec.instance
+    policy = make_policy(spec.policy, spec.seed * 100003 + spec.index, **dict(spec.policy_options))
+    env = _bench(len(instance.distractors), policy.capabilities.action_spec, CAMERAS if spec.cameras else (), spec.size)
+    env.reset(instance)
+    manifest = _manifest(spec, instance, policy, contract)
+    scorer = RackScorer(contract, instance, columns=contract_columns())
+    writer = RunWriter.create(spec.out_dir, manifest)
+    try:
+        owner = StepOwner(env, policy, scorer, writer, instruction=instruction_of(instance),
+                          max_time_s=spec.max_time_s or MAX_TIME_S[spec.condition], video=spec.cameras)
+        log = owner.run_episode(0)
+        scores = owner.finish()
+        _write_demo(writer, owner, log, spec, scores, family=FAMILY)
+    except BaseException:
+        writer.close("aborted")
+        _BENCHES.clear()
+        env.close()
+        raise
+    writer.close("complete")
+    return writer.dir
+
+
+_BENCHES: dict[tuple[Any, ...], Any] = {}
+
+
+def _bench(distractors: int, action_spec: Any, cameras: tuple[str, ...], size: int) -> Any:
+    from labrecord.fileio import dumps
+    from labrecord.sim.rack_scene import RackEnv
+
+    key = (distractors, dumps(action_spec).decode(), cameras, size)
+    env = _BENCHES.get(key)
+    if env is None:
+        env = _BENCHES[key] = RackEnv(distractors, action_spec, cameras=cameras, size=size)
+    return env
+
+
+def contract_columns() -> tuple[str, ...]:
+    from labrecord.measurements import COMMON_COLUMNS, FAMILY_COLUMNS
+
+    return (*COMMON_COLUMNS, *FAMILY_COLUMNS[FAMILY])
+
+
+def _manifest(spec: EpisodeSpec, instance: Any, policy: Any, contract: Any) -> RunManifest:
+    import mujoco
+
+    from labrecord.sim.scene import PHYSICS_HZ
+
+    caps = policy.capabilities
+    layout_text = repr((instance.rack_pose, instance.moved_pose, instance.layout_seed))
+    return RunManifest(
+        run_id=run_id_of(spec), created_at=utc_now(),
+        task=Task(family=FAMILY, task_id=f"{FAMILY}-{spec.condition}", version=contract.version, condition=spec.condition,
+                  variant=instance.variant(), contract_hash=contract.contract_hash()),
+        system=System(name=caps.name, kind=caps.kind, revision=caps.revision, action_spec=caps.action_spec,  # type: ignore[arg-type]
+                      observation=ObservationSpec(channels=list(caps.channels)), memory="placement history (episode)"),
+        evaluation=Evaluation(version="1", population=Population(name=population_name(spec.condition, spec.seed),
+                                                                 instance_id=instance_id_of(spec.index)),
+                              budget=Budget(clock="sim", max_steps=None)),
+        seeds=Seeds(task_state=instance.task_seed, layout=instance.layout_seed, appearance=None,
+                    policy=spec.seed * 100003 + spec.index),
+        assets=Assets(scene="labrecord.sim.assets/rack.xml",
+                      layout_hash="sha256:" + hashlib.sha256(layout_text.encode()).hexdigest()[:16]),
+        physics=Physics(engine=f"mujoco-{mujoco.__version__}", physics_hz=PHYSICS_HZ, control_hz=caps.action_spec.control_hz),
+    )

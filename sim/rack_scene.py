@@ -1,0 +1,325 @@
+"""The MuJoCo placement-recall bench: a 3×4 tube rack the environment relocates under occlusion.
+
+The rack (``sim/assets/rack.xml``) is a mocap body whose frame is the contract's rack
+frame (origin at the slot-grid centre on the top face, row A at +y, column 1 at −x);
+each hole is a ring of boxes (convex shapes) over the rack block, whose top face is the
+hole floor 30 mm below the rim.  The long edge on row A's side is red, the short edge
+on column 1's side blue, and an orange marker sits at A1, so the rack's orientation is
+visible after any turn.  The sample tube starts in a stand on the table; in the
+extended condition three distractor tubes with the same cap occupy registered slots.
+
+The environment transition (Labference sec. 8.3, eq. 10) is the env's own: once the
+sample has rested released in the rack for :data:`TRIGGER_S` with the hand withdrawn,
+the cameras go dark (``occluded``), the robot is held still and the policy is not
+queried (``environment_in_control``); each tube's transform relative to the rack is
+saved, the empty rack is moved to the instance's ``moved_pose`` (kept where it is when
+there is none), the tubes are recreated at T'_world,tube = T'_world,rack · T_rack,tube
+with zero velocity, and the frames stay dark until :data:`OCCLUSION_S` has passed and
+every tube is at rest.
+"""
+from __future__ import annotations
+
+import importlib.resources
+import math
+import warnings
+from typing import Any
+
+import numpy as np
+
+from labrecord.sim.centrifuge_scene import CAP_RADIUS, TUBE_HALF, TUBE_RADIUS, CentrifugeScene, _quat, _ring
+from labrecord.sim.env import DEFAULT_SIZE, WeighingEnv
+from labrecord.sim.scene import ARM, ARM_BASE, ARM_JOINTS, FINGER_OPEN_M, HOME_Q, arm_path
+
+CAMERAS: tuple[str, ...] = ("front", "wrist")
+PRIVILEGED_CHANNELS: tuple[str, ...] = ("object_poses",)
+HOLE_RADIUS = 0.008
+HOLE_DEPTH = 0.03
+PITCH = 0.025
+#: where the sample tube stands before it is placed (x, y)
+STAND = (0.34, -0.02)
+#: the marked table region (x0, x1, y0, y1)
+REGION = (0.14, 0.32, -0.34, -0.18)
+DISTRACTORS: tuple[str, ...] = ("d1", "d2", "d3")
+#: a placed, released tube at rest this long with the hand withdrawn starts the transition
+TRIGGER_S = 1.5
+#: the shortest occluded interval (s); the rack moves OCCLUSION_MOVE_S into it
+OCCLUSION_S = 2.0
+OCCLUSION_MOVE_S = 0.4
+#: the hand counts as withdrawn this high above the rack top (m)
+WITHDRAWN_M = 0.15
+
+
+def slot_local(label: str) -> tuple[float, float]:
+    from labrecord.scorers.contracts.rack import slot_center
+
+    return slot_center(label, PITCH)
+
+
+def pose_matrix(x: float, y: float, z: float, yaw: float) -> np.ndarray:
+    from labrecord.scorers.contracts.rack import pose_matrix as matrix
+
+    return matrix(x, y, z, yaw)
+
+
+def hole_geoms() -> str:
+    from labrecord.scorers.contracts.rack import SLOTS
+
+    lines = []
+    for label in SLOTS:
+        x, y = slot_local(label)
+        lines += _ring(np.array([x, y, -HOLE_DEPTH / 2]), np.eye(3), f"hole_{label}", HOLE_DEPTH, "hole")
+    return "\n      ".join(lines)
+
+
+def _tubes(names: tuple[str, ...]) -> str:
+    lines = []
+    for i, name in enumerate(names):
+        lines.append(f'<body name="{name}" pos="{-0.3 + 0.05 * i} 0.45 0.05"><freejoint name="{name}"/>'
+                     f'<geom name="{name}" class="tube"/><geom name="{name}_cap" class="cap"/></body>')
+    return "\n    ".join(lines)
+
+
+def _sensors(names: tuple[str, ...]) -> list[tuple[str, str]]:
+    out = []
+    for name in names:
+        out += [(f"{name}_rack", f'body1="{name}" body2="rack"'), (f"{name}_table", f'body1="{name}" geom2="table"'),
+                (f"{name}_left", f'body1="{name}" geom2="{ARM}finger_left"'),
+                (f"{name}_right", f'body1="{name}" geom2="{ARM}finger_right"'),
+                (f"{name}_palm", f'body1="{name}" geom2="{ARM}hand"')]
+    return out
+
+
+def tube_names(distractors: int) -> tuple[str, ...]:
+    return ("tube", *DISTRACTORS[:distractors])
+
+
+def scene_xml(distractors: int) -> str:
+    text = importlib.resources.files("labrecord.sim.assets").joinpath("rack.xml").read_text()
+    names = tube_names(distractors)
+    x0, x1, y0, y1 = REGION
+    values = {"TUBE_R": f"{TUBE_RADIUS:g}", "TUBE_HALF": f"{TUBE_HALF:g}", "CAP_R": f"{CAP_RADIUS:g}",
+              "REGION_POS": f"{(x0 + x1) / 2:g} {(y0 + y1) / 2:g} 0.0005",
+              "REGION_SIZE": f"{(x1 - x0) / 2:g} {(y1 - y0) / 2:g} 0.0005"}
+    for key, value in values.items():
+        text = text.replace(key, value)
+    stand = ['<body name="stand" pos="0 0 0">']
+    stand += ["  " + g for g in _ring(np.array([*STAND, 0.015]), np.eye(3), "stand", 0.03, "stand")]
+    stand.append("</body>")
+    sensors = "\n    ".join(f'<contact name="touch_{label}" {attrs} data="found" num="1"/>' for label, attrs in _sensors(names))
+    return (text.replace("<!--RACK_HOLES-->", hole_geoms()).replace("<!--STANDS-->", "\n    ".join(stand))
+            .replace("<!--TUBES-->", _tubes(names)).replace("<!--CONTACT_SENSORS-->", sensors))
+
+
+def build_model(distractors: int) -> Any:
+    import mujoco
+
+    spec = mujoco.MjSpec.from_string(scene_xml(distractors))
+    arm = mujoco.MjSpec.from_file(arm_path())
+    frame = spec.worldbody.add_frame(pos=list(ARM_BASE))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        frame.attach_body(arm.body("link0"), ARM, "")
+    return spec.compile()
+
+
+class RackScene(CentrifugeScene):
+    """One MuJoCo model + data of the rack bench (tube placement as on the centrifuge bench)."""
+
+    def __init__(self, distractors: int, width: int = 224, height: int = 224) -> None:  # noqa: D107
+        import mujoco
+
+        self.mujoco = mujoco
+        self.tubes = tube_names(distractors)
+        self.model = build_model(distractors)
+        self.data = mujoco.MjData(self.model)
+        self.width, self.height = width, height
+        self._renderer: Any = None
+        m = self.model
+        self.dt = float(m.opt.timestep)
+        self.body_id = {name: m.body(name).id for name in (*self.tubes, "rack")}
+        self.qpos_adr = {name: int(m.jnt_qposadr[m.joint(name).id]) for name in self.tubes}
+        self.qvel_adr = {name: int(m.jnt_dofadr[m.joint(name).id]) for name in self.tubes}
+        self.arm_qpos = np.array([m.jnt_qposadr[m.joint(j).id] for j in ARM_JOINTS])
+        self.arm_qvel = np.array([m.jnt_dofadr[m.joint(j).id] for j in ARM_JOINTS])
+        self.finger_qpos = np.array([m.jnt_qposadr[m.joint(f"{ARM}finger_{side}").id] for side in ("left", "right")])
+        self.arm_ctrl = np.array([m.actuator(j).id for j in ARM_JOINTS])
+        self.grip_ctrl = int(m.actuator(f"{ARM}gripper").id)
+        self.tcp_site = int(m.site(f"{ARM}tcp").id)
+        self.mocap = int(m.body_mocapid[self.body_id["rack"]])
+        self.grip_adr = int(m.sensor_adr[m.sensor("grip_pos").id])
+        self.touch_adr = int(m.sensor_adr[m.sensor(f"touch_{_sensors(self.tubes)[0][0]}").id])
+        assert m.nsensordata == self.touch_adr + len(_sensors(self.tubes))
+        self._displayed = None
+
+    def set_rack(self, pose: tuple[float, float, float, float]) -> None:
+        x, y, z, yaw = pose
+        self.data.mocap_pos[self.mocap] = (x, y, z)
+        self.data.mocap_quat[self.mocap] = (math.cos(yaw / 2), 0.0, 0.0, math.sin(yaw / 2))
+
+    def rack_pose(self) -> tuple[float, float, float, float]:
+        q = self.data.mocap_quat[self.mocap]
+        x, y, z = (float(v) for v in self.data.mocap_pos[self.mocap])
+        return x, y, z, 2 * math.atan2(float(q[3]), float(q[0]))
+
+    def slot_world(self, label: str, pose: tuple[float, float, float, float] | None = None) -> np.ndarray:  # type: ignore[override]
+        """World point of a slot's floor centre under ``pose`` (default: the current pose)."""
+        lx, ly = slot_local(label)
+        return (pose_matrix(*(pose or self.rack_pose())) @ np.array([lx, ly, -HOLE_DEPTH, 1.0]))[:3]
+
+    def reset(self, instance: Any) -> None:  # type: ignore[override]
+        """Rack at its start pose, distractors in their slots, the sample in the stand."""
+        mujoco, m, d = self.mujoco, self.model, self.data
+        mujoco.mj_resetData(m, d)
+        self.set_rack(tuple(instance.rack_pose))  # type: ignore[arg-type]
+        mujoco.mj_kinematics(m, d)
+        down = np.array([0.0, 0.0, -1.0])
+        for name, label in dict(instance.distractors).items():
+            self.set_tube(name, self.slot_world(label) + np.array([0, 0, 0.0005]), down)
+        self.set_tube("tube", np.array([*STAND, 0.0005]), down)
+        d.qpos[self.arm_qpos] = HOME_Q
+        d.qpos[self.finger_qpos] = FINGER_OPEN_M
+        self.apply(np.array([*HOME_Q, 0.0]))
+        mujoco.mj_forward(m, d)
+
+    def relocate(self, pose: tuple[float, float, float, float], carried: list[str]) -> None:
+        """Eq. 10: move the empty rack to ``pose`` and recreate each ``carried`` tube at
+        T'_world,tube = T'_world,rack · T_rack,tube, at rest."""
+        d = self.data
+        old = pose_matrix(*self.rack_pose())
+        new = pose_matrix(*pose)
+        saved = {}
+        for name in carried:
+            body = self.body_id[name]
+            t_world = np.eye(4)
+            t_world[:3, :3] = d.xmat[body].reshape(3, 3)
+            t_world[:3, 3] = d.xpos[body]
+            saved[name] = np.linalg.solve(old, t_world)  # T_rack,tube
+        self.set_rack(pose)
+        for name, t_rack_tube in saved.items():
+            t_new = new @ t_rack_tube
+            adr, vel = self.qpos_adr[name], self.qvel_adr[name]
+            d.qpos[adr:adr + 3] = t_new[:3, 3]
+            d.qpos[adr + 3:adr + 7] = _quat(t_new[:3, :3])
+            d.qvel[vel:vel + 6] = 0.0
+        self.mujoco.mj_forward(self.model, d)
+
+    def object_poses(self) -> dict[str, Any]:
+        """The rack frame ``[x, y, z, yaw]`` and the bottom tips of every tube as ``seen0``,
+        ``seen1`` … in sorted order, unlabeled (same-cap tubes look alike: which one is the
+        sample is not given); ``seen0``–``seen3`` always, nan where a condition has fewer tubes."""
+        tips = sorted([round(float(v), 5) for v in self.tube_pose(name)[0]] for name in self.tubes)
+        tips += [[math.nan] * 3] * (1 + len(DISTRACTORS) - len(tips))  # one shape for every condition
+        return {"rack": [round(v, 6) for v in self.rack_pose()], **{f"seen{i}": tip for i, tip in enumerate(tips)}}
+
+
+class RackEnv(WeighingEnv):
+    """The rack bench as an :class:`~labrecord.recorders.loop.Environment` with its own
+    occluded transition (``environment_in_control``)."""
+
+    privileged_channels = PRIVILEGED_CHANNELS
+
+    def __init__(self, distractors: int = 0, action_spec: Any = None, cameras: tuple[str, ...] = CAMERAS,
+                 size: int = DEFAULT_SIZE) -> None:
+        from labrecord.sim.control import ArmController, action_spec as spec_of
+
+        self.scene = RackScene(distractors, size, size)
+        self.action_spec = action_spec or spec_of("eef_delta")
+        self.controller = ArmController(self.scene, self.action_spec)
+        self.control_hz = self.action_spec.control_hz
+        self.cameras = cameras
+        steps = int(round(self.physics_hz / self.control_hz))
+        m, d = self.scene.model, self.scene.data
+        k = len(self.scene.tubes)
+        self._sensor_rows = np.zeros((steps, m.nsensordata))
+        self._t = np.zeros(steps)
+        self._qvel_rows = np.zeros((steps, 6 * k))
+        self._qpos_rows = np.zeros((steps, 7 * k))
+        self._k = 0
+        self._step = 0
+        self._ramp = None
+        self.display = lambda: {}
+        first = self.scene.qpos_adr["tube"], self.scene.qvel_adr["tube"]
+        assert [self.scene.qpos_adr[n] for n in self.scene.tubes] == list(range(first[0], first[0] + 7 * k, 7))
+        self._qpos_view = d.qpos[first[0]:first[0] + 7 * k]
+        self._qvel_view = d.qvel[first[1]:first[1] + 6 * k]
+        self._sensordata = d.sensordata
+        self._data = d
+        self.moved_pose: tuple[float, float, float, float] | None = None
+        self._reset_transition()
+
+    def _reset_transition(self) -> None:
+        self.phase = "before"        # before -> occluded -> after
+        self.resting_since: float | None = None
+        self.occluded_since = 0.0
+        self.moved = False
+
+    def reset(self, instance: Any, settle_steps: int = 0) -> None:  # type: ignore[override]
+        self.scene.reset(instance)
+        self.moved_pose = tuple(instance.moved_pose) if instance.moved_pose else None  # type: ignore[assignment]
+        for _ in range(settle_steps):
+            self.scene.step()
+        self._k = 0
+        self._step = 0
+        self._ramp = None
+        self._reset_transition()
+
+    def environment_in_control(self) -> bool:
+        return self.phase == "occluded"
+
+    def end_block(self) -> dict[str, np.ndarray]:
+        """Rack measurement columns for the steps since the last call, then the transition's
+        next move (taken at this control boundary)."""
+        n, scene = self._k, self.scene
+        k = len(scene.tubes)
+        found = (self._sensor_rows[:n, scene.touch_adr:] > 0).reshape(n, k, 5)
+        closed = float(self._data.ctrl[scene.grip_ctrl]) < 0.5 * FINGER_OPEN_M
+        qpos = self._qpos_rows[:n, :7]
+        lin = self._qvel_rows[:n].reshape(n, k, 6)[:, :, :3]
+        speed = np.sqrt((lin * lin).sum(axis=2))
+        w, x, y, z = (qpos[:, 3 + i] for i in range(4))
+        axis = -np.stack([2 * (x * z + w * y), 2 * (y * z - w * x), 1 - 2 * (x * x + y * y)], axis=1)
+        tip = qpos[:, :3] + axis * TUBE_HALF
+        rx, ry, rz, ryaw = scene.rack_pose()
+        grip = self._sensor_rows[:n, scene.grip_adr:scene.grip_adr + 6]
+        columns: dict[str, np.ndarray] = {
+            "step": np.arange(self._step, self._step + n, dtype=np.int64), "t": self._t[:n].copy(),
+            "rack_x": np.full(n, rx), "rack_y": np.full(n, ry), "rack_z": np.full(n, rz), "rack_yaw": np.full(n, ryaw),
+            "tube_x": np.ascontiguousarray(tip[:, 0]), "tube_y": np.ascontiguousarray(tip[:, 1]),
+            "tube_z": np.ascontiguousarray(tip[:, 2]),
+            "tube_in_rack": found[:, 0, 0].copy(), "tube_on_table": found[:, 0, 1].copy(),
+            "tube_contact": found[:, 0, 2] | found[:, 0, 3] | found[:, 0, 4],
+            "tube_grasped": found[:, 0, 2] & found[:, 0, 3] & closed,
+            "tube_speed": speed[:, 0].copy(),
+            "grip_x": grip[:, 0].copy(), "grip_y": grip[:, 1].copy(), "grip_z": grip[:, 2].copy(),
+            "grip_vz": grip[:, 5].copy(),
+            "occluded": np.full(n, self.phase == "occluded"),
+        }
+        self._step += n
+        self._k = 0
+        if n:
+            self._transition(columns, found, speed)
+        return columns
+
+    def _transition(self, columns: dict[str, np.ndarray], found: np.ndarray, speed: np.ndarray) -> None:
+        t = float(columns["t"][-1])
+        if self.phase == "before":
+            rest = (columns["tube_in_rack"] & ~columns["tube_contact"] & (columns["tube_speed"] <= 0.01)
+                    & (columns["grip_z"] - columns["rack_z"] >= WITHDRAWN_M)).all()
+            self.resting_since = (self.resting_since if self.resting_since is not None else float(columns["t"][0])) if rest else None
+            if self.resting_since is not None and t - self.resting_since >= TRIGGER_S:
+                self.phase, self.occluded_since = "occluded", t
+        elif self.phase == "occluded":
+            if not self.moved and t - self.occluded_since >= OCCLUSION_MOVE_S:
+                carried = [name for i, name in enumerate(self.scene.tubes) if found[-1, i, 0]]
+                if self.moved_pose is not None:
+                    self.scene.relocate(self.moved_pose, carried)
+                self.moved = True
+            elif self.moved and t - self.occluded_since >= OCCLUSION_S and (speed[-1] <= 0.01).all():
+                self.phase = "after"
+
+    def public_state(self) -> dict[str, Any]:
+        return {"robot": self.scene.robot_state(), "object_poses": self.scene.object_poses()}
+
+    def render(self, camera: str) -> np.ndarray:
+        frame = self.scene.render(camera)
+        return np.zeros_like(frame) if self.phase == "occluded" else frame

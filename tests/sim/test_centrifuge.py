@@ -1,0 +1,163 @@
+"""End to end: simulated centrifuge-loading runs validate, the replay audit agrees with every
+online event, and the scripted policies choose and fail as designed."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from labrecord.errors import LabrecordError
+from labrecord.models import Choice, EpisodeEnd, Failure, Opportunity, Recovery
+from labrecord.rundir import read_events, read_manifest
+from labrecord.scorers.audit import audit_run
+from labrecord.scorers.contracts.centrifuge import opposite
+from labrecord.scorers.corpus import score_corpus
+from labrecord.sim import run_centrifuge
+from labrecord.sim.centrifuge import instances, population_records
+from labrecord.validation import validate_folder, validate_run
+
+
+def first_native_choices(run: Path) -> list[tuple[Choice, Opportunity]]:
+    events = read_events(run)
+    opened = {e.opp: e for e in events if isinstance(e, Opportunity)}
+    return [(e, opened[e.opp]) for e in events if isinstance(e, Choice) and e.first and e.track == "native"]
+
+
+def episode_end(run: Path) -> EpisodeEnd:
+    return next(e for e in read_events(run) if isinstance(e, EpisodeEnd))
+
+
+def check_run(run: Path) -> None:
+    report, _ = validate_run(run)
+    assert report.ok, [str(f) for f in report.errors]
+    audit = audit_run(run)
+    assert audit.ok, [str(f) for f in audit.findings]
+    assert audit.events_checked > 0
+
+
+@pytest.fixture(scope="module")
+def reference_runs(tmp_path_factory):
+    out = tmp_path_factory.mktemp("runs")
+    return run_centrifuge(out, "basic", "reference", episodes=2, seed=0, size=32)
+
+
+def test_reference_runs_validate_audit_and_complete(reference_runs):
+    for run in reference_runs:
+        check_run(run)
+        assert episode_end(run).physical_complete
+        (choice, opportunity), = first_native_choices(run)
+        start = read_manifest(run).manifest.task.variant["start"]
+        assert choice.op.dest == f"slot{opposite(start['tube_a'])}" and choice.op in opportunity.legal
+        assert (run / "videos" / "front.mp4").is_file() and (run / "demo.hdf5").is_file()
+
+
+def test_reference_runs_score_in_their_own_family(reference_runs):
+    root = reference_runs[0].parent
+    assert validate_folder(root).ok
+    (group,) = score_corpus(root, resamples=0)["groups"]
+    m = group["metrics"]
+    assert (m["B_next"]["num"], m["B_next"]["den"]) == (2, 2)
+    assert (m["completion.clean"]["num"], m["completion.clean"]["den"]) == (2, 2)
+    # episodes 0 and 1 are the two members of one answer-changing pair
+    assert (m["P_state"]["num"], m["P_state"]["den"]) == (1, 1)
+
+
+def test_instances_come_in_pairs_and_do_not_depend_on_the_episode_count():
+    drawn, pairs = instances("basic", 8, seed=0)
+    assert instances("basic", 5, seed=0)[0] == drawn[:5]
+    assert pairs == [("answer_changing", [0, 1]), ("geometric", [2, 3]), ("answer_changing", [4, 5]), ("geometric", [6, 7])]
+    a, b = drawn[0], drawn[1]
+    assert a.held == b.held == "tube_b" and dict(a.start)["tube_a"] != dict(b.start)["tube_a"]  # legal slots differ
+    g, h = drawn[2], drawn[3]
+    assert g.start == h.start and g.rotor_yaw != h.rotor_yaw  # same local target, rotor turned
+    records = population_records("basic", drawn, pairs)
+    kinds = [type(r).__name__ for r in records]
+    assert kinds.count("Instance") == 8 and kinds.count("Checkpoint") == 8 and kinds.count("Pair") == 4
+    # an incomplete pair is not registered
+    assert instances("basic", 3, seed=0)[1] == [("answer_changing", [0, 1])]
+    extended, none = instances("extended", 3, seed=0)
+    assert none == [] and all(inst.start == () and inst.held is None for inst in extended)
+
+
+def test_fixed_preference_b_next_is_the_hand_count(tmp_path):
+    """Preferred slot p = opposite of episode 0's loaded slot: legal exactly in the
+    instances whose tube_a sits at opposite(p) (hand count over the drawn starts)."""
+    drawn, _ = instances("basic", 3, seed=1)
+    slot = opposite(dict(drawn[0].start)["tube_a"])
+    expected = sum(dict(inst.start)["tube_a"] == opposite(slot) for inst in drawn)
+    runs = run_centrifuge(tmp_path, "basic", "fixed-preference", episodes=3, seed=1, cameras=False, max_time_s=25.0,
+                          slot=slot)
+    for run in runs:
+        check_run(run)
+        (choice, _), = first_native_choices(run)
+        loaded = dict(read_manifest(run).manifest.task.variant["start"])["tube_a"]
+        assert choice.op.dest == f"slot{slot if loaded != slot else (slot + 1) % 12}"
+    (group,) = score_corpus(tmp_path, resamples=0)["groups"]
+    assert (group["metrics"]["B_next"]["num"], group["metrics"]["B_next"]["den"]) == (expected, 3)
+    assert 0 < expected < 3
+
+
+def test_clumsy_fails_shallow_and_recovers(tmp_path):
+    run, = run_centrifuge(tmp_path, "basic", "clumsy", episodes=1, seed=0, cameras=False)
+    check_run(run)
+    events = read_events(run)
+    failures = [e for e in events if isinstance(e, Failure)]
+    assert [f.reason for f in failures] == ["shallow"]
+    assert [(r.of_seq, r.resolved) for r in events if isinstance(r, Recovery)] == [(failures[0].seq, True)]
+    assert episode_end(run).physical_complete
+    (group,) = score_corpus(tmp_path, resamples=0)["groups"]
+    assert group["metrics"]["completion.recovered"]["num"] == 1 and group["metrics"]["completion.clean"]["num"] == 0
+    # the recorder's block path equals the replay's bulk features at every row, for any block size
+    import numpy as np
+    import pyarrow.parquet as pq
+
+    from labrecord.scorers.contracts import get_contract
+
+    contract = get_contract("centrifuge")
+    manifest = read_manifest(run).manifest
+    instance = contract.instance_from_task(manifest.task)
+    table = pq.read_table(run / "measurements.parquet")
+    bulk = contract.features_bulk(table, instance)
+    columns = {name: table.column(name).to_numpy() for name in table.column_names}
+    for size in (1, 37, 50, 2000):
+        stepper = contract.stepper(instance)
+        blocks = [stepper.push_block({k: v[i:i + size] for k, v in columns.items()}) for i in range(0, table.num_rows, size)]
+        for name in bulk:
+            joined = np.concatenate([b[name] for b in blocks])
+            assert np.array_equal(joined, bulk[name], equal_nan=joined.dtype.kind == "f"), (size, name)
+
+
+def test_extended_reference_loads_both_tubes_opposite(tmp_path):
+    run, = run_centrifuge(tmp_path, "extended", "reference", episodes=1, seed=0, cameras=False)
+    check_run(run)
+    assert episode_end(run).physical_complete
+    choices = first_native_choices(run)
+    assert len(choices) == 2 and all(c.op in o.legal for c, o in choices)
+    first, second = (int(c.op.dest[4:]) for c, _ in choices)
+    assert second == opposite(first)
+
+
+def test_random_runs_validate_and_audit(tmp_path):
+    for run in run_centrifuge(tmp_path, "basic", "random", episodes=1, seed=5, cameras=False, max_time_s=20.0):
+        check_run(run)
+
+
+def test_bad_inputs(tmp_path):
+    with pytest.raises(LabrecordError, match="condition"):
+        run_centrifuge(tmp_path, "hard", episodes=1)
+    with pytest.raises(LabrecordError, match="policy"):
+        run_centrifuge(tmp_path, "basic", "nope", episodes=1)
+    with pytest.raises(LabrecordError, match="slot 12"):
+        run_centrifuge(tmp_path, "basic", "fixed-preference", episodes=1, slot=12)
+
+
+@pytest.mark.slow
+def test_reference_acceptance_eight_episodes_each_condition(tmp_path):
+    """Reference: 100 % clean completion on 8 episodes of each condition, audit clean."""
+    for condition in ("basic", "extended"):
+        runs = run_centrifuge(tmp_path / condition, condition, "reference", episodes=8, seed=0, cameras=False, workers=2)
+        for run in runs:
+            check_run(run)
+        (group,) = score_corpus(tmp_path / condition, resamples=0)["groups"]
+        assert group["metrics"]["completion.clean"]["num"] == 8, json.dumps(group["metrics"]["completion.clean"])
