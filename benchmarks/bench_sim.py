@@ -179,7 +179,7 @@ def scene_rates(scene: str, episodes: int, seed: int) -> tuple[float, float, flo
     and ``mj_step`` without measuring or scoring."""
     import mujoco
 
-    from labrecord.demo import DemoReader
+    from labrecord.demos import DemoReader
     from labrecord.rundir import read_events, read_manifest
 
     with tempfile.TemporaryDirectory() as out:

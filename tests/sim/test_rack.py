@@ -6,7 +6,7 @@ import math
 import numpy as np
 import pytest
 
-from labrecord.demo import DemoReader
+from labrecord.demos import DemoReader
 from labrecord.errors import LabrecordError
 from labrecord.models import Choice, Confirm, EpisodeEnd, Failure, Opportunity, Recovery, StateReport
 from labrecord.rundir import read_events, read_manifest
