@@ -42,6 +42,9 @@ from labrecord.errors import LabrecordError
 
 #: control periods re-stepped by default to verify a checkpoint (1 s at 10 Hz)
 VERIFY_PERIODS = 10
+#: the stated tolerance for a checkpoint replayed on another machine or library build
+#: (relative and absolute, float columns only; boolean and integer columns stay exact)
+CROSS_MACHINE_TOLERANCE = 1e-6
 CHECKPOINTS_DIR = "checkpoints"
 FORMAT = "labrecord.checkpoint/1"
 
@@ -171,12 +174,14 @@ class _Discard:
 
 
 def verify(env: Any, scorer: Any, checkpoint: Checkpoint, actions: list[np.ndarray], blocks: list[dict[str, np.ndarray]],
-           tracker_after: Any, steps_per_control: int) -> Verification:
+           tracker_after: Any, steps_per_control: int, tolerance: float = 0.0) -> Verification:
     """Restore ``checkpoint`` into ``env`` and re-step ``len(actions)`` control periods.
 
     ``blocks`` are the measurement columns the original run recorded for those periods
     (the command columns excluded), ``tracker_after`` the original tracker state at their
-    end.  Every column must be equal bitwise (NaN equal to NaN, same dtype)."""
+    end.  Every column must be equal bitwise (NaN equal to NaN, same dtype); with
+    ``tolerance`` > 0 (a checkpoint moved to another machine: :data:`CROSS_MACHINE_TOLERANCE`)
+    float columns may differ by ``tolerance · max(1, |x|)``, every other column still exactly."""
     if len(actions) != len(blocks):
         raise LabrecordError(f"verify: {len(actions)} actions for {len(blocks)} measurement blocks")
     restore_physics(env, checkpoint)
@@ -187,9 +192,7 @@ def verify(env: Any, scorer: Any, checkpoint: Checkpoint, actions: list[np.ndarr
         env.apply(action)
         env.advance(steps_per_control)
         block = env.end_block()
-        differ = [name for name, column in original.items()
-                  if name not in block or block[name].dtype != column.dtype
-                  or not np.array_equal(block[name], column, equal_nan=column.dtype.kind == "f")]
+        differ = [name for name, column in original.items() if not _same_column(block.get(name), column, tolerance)]
         if differ and first is None:
             first = period
         mismatched += [name for name in differ if name not in mismatched]
@@ -199,6 +202,14 @@ def verify(env: Any, scorer: Any, checkpoint: Checkpoint, actions: list[np.ndarr
     return Verification(periods=len(actions), bitwise=not mismatched, tracker_equal=tracker_equal,
                         mismatched_columns=sorted(mismatched), first_mismatch_period=first,
                         handoff_ready=bool(handoff.get("valid") and handoff.get("stable")))
+
+
+def _same_column(replayed: np.ndarray | None, original: np.ndarray, tolerance: float) -> bool:
+    if replayed is None or replayed.dtype != original.dtype or replayed.shape != original.shape:
+        return False
+    if original.dtype.kind != "f" or tolerance == 0.0:
+        return bool(np.array_equal(replayed, original, equal_nan=original.dtype.kind == "f"))
+    return bool(np.allclose(replayed, original, rtol=tolerance, atol=tolerance, equal_nan=True))
 
 
 def _same_state(a: Any, b: Any) -> bool:

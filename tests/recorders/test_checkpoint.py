@@ -3,13 +3,19 @@ freshly built bench and re-stepping the recorded actions reproduces the original
 measurements bitwise (same machine); a tampered body is refused."""
 from __future__ import annotations
 
+import os
+
 import numpy as np
 import pyarrow.parquet as pq
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from labrecord.errors import LabrecordError
 from labrecord.recorders.checkpoint import read_checkpoint, restore_physics
 from tests.support import require_module
+
+os.environ.setdefault("MUJOCO_GL", "egl")  # before mujoco is first imported (the policies render cameras)
 
 
 @pytest.fixture(scope="module")
@@ -76,3 +82,25 @@ def test_tampered_body_is_refused(base_run, tmp_path):
     bad.write_bytes(bytes(raw))
     with pytest.raises(LabrecordError, match="sha256"):
         read_checkpoint(bad)
+
+
+def test_same_column_hand_cases():
+    """Bitwise: 1.0 vs 1.0 + 1e-12 differs; with tolerance 1e-6 it agrees; a bool column
+    stays exact whatever the tolerance; NaN equals NaN."""
+    from labrecord.recorders.checkpoint import _same_column
+
+    a = np.array([1.0, np.nan])
+    b = np.array([1.0 + 1e-12, np.nan])
+    assert _same_column(a, a.copy(), 0.0) and not _same_column(b, a, 0.0)
+    assert _same_column(b, a, 1e-6)
+    assert not _same_column(np.array([True]), np.array([False]), 1.0)
+    assert not _same_column(None, a, 0.0) and not _same_column(a.astype(np.float32), a, 1e-6)
+
+
+@given(st.lists(st.floats(-1e6, 1e6), min_size=1, max_size=20))
+def test_same_column_is_reflexive_and_exact_copy_passes(values):
+    from labrecord.recorders.checkpoint import _same_column
+
+    column = np.asarray(values)
+    assert _same_column(column.copy(), column, 0.0)
+    assert _same_column(column.copy(), column, 1e-6)
