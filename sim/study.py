@@ -395,3 +395,67 @@ def _summary(population: str, policy: str, seed: int, compat: list[Any], results
             "compatibility": [msgspec.to_builtins(c) for c in compat], "supports": supports,
             "checkpoints_verified": sum(1 for r in results if r["verified"]), "instances": len(results),
             "results": results}
+
+
+# -- answer-changing pairs (B, P_state) ---------------------------------------------------
+def pairs_population_of(seed: int) -> str:
+    return f"pairs-weighing-{CONDITION}-s{seed}"
+
+
+def partner_of(instance: Any) -> Any:
+    """The answer-changing partner of a basic instance: the same target, layout and seeds,
+    the sample mass changed so that the needed standard is the next one in
+    ``w10 → w20 → w50 → w100 → w10`` order — the only difference, and it changes the
+    legal set at ``d0`` from ``[add(goal)]`` to ``[add(next)]`` (disjoint)."""
+    from labrecord.scorers.contracts.weighing import MASS_G, STANDARDS
+
+    (goal,) = instance.goal
+    other = STANDARDS[(STANDARDS.index(goal) + 1) % len(STANDARDS)]
+    return dataclasses.replace(instance, goal=frozenset({other}), sample_g=float(instance.target_g - MASS_G[other]))
+
+
+def run_pairs_study(out_dir: str | Path, policy: str, pairs: int = 8, seed: int = 0, workers: int = 1, *,
+                    progress: Callable[[int], None] | None = None, **policy_options: Any) -> dict[str, Any]:
+    """Answer-changing pairs for P_state: per drawn basic instance ``iNNN`` its partner
+    (:func:`partner_of`) as members ``iNNN.a`` / ``iNNN.b`` of pair ``pNNN``; the population
+    ``pairs-weighing-basic-s<seed>`` (instances, ``d0`` checkpoints, ``pair`` records) is
+    registered before any episode runs; one ordinary run folder per member.
+
+    Example::
+
+        summary = run_pairs_study("runs", "fixed-preference", pairs=4)
+    """
+    from labrecord.models import Checkpoint, Instance, Intervention, Pair
+    from labrecord.sim.policies import POLICIES
+    from labrecord.sim.weighing import EpisodeSpec, instances as draw, register_population, run_episode
+
+    if policy not in POLICIES:
+        raise LabrecordError(f"--policy {policy}: expected one of {', '.join(POLICIES)}")
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    population = pairs_population_of(seed)
+    records: list[Any] = []
+    specs = []
+    for index, base in enumerate(draw(CONDITION, pairs, seed)):
+        members = []
+        for side, inst in (("a", base), ("b", partner_of(base))):
+            instance_id = f"i{index:03d}.{side}"
+            members.append(instance_id)
+            fields = {k: v for k, v in inst.variant().items() if k != "f_empty_n"}
+            records += [Instance(instance_id=instance_id, task_id=f"weighing-{CONDITION}", condition=CONDITION, fields=fields),
+                        Checkpoint(instance_id=instance_id, decision="d0")]
+            specs.append(EpisodeSpec(str(out), CONDITION, policy, index, seed, inst, cameras=False, size=64,
+                                     policy_options=tuple(sorted(policy_options.items())),
+                                     run_id=f"pairs-weighing-{policy}-s{seed}-e{index:03d}{side}",
+                                     population=population, instance_id=instance_id, intervention=Intervention()))
+        records.append(Pair(pair_id=f"p{index:03d}", members=members, kind="answer_changing"))
+    for spec in specs:
+        if (out / spec.run_id).exists():
+            raise LabrecordError(f"{out / spec.run_id}: run directory already exists; choose another --out or --seed")
+    register_population(out, population, records)
+    advance = progress or (lambda n=1: None)
+    runs = []
+    for path in parallel.map(run_episode, specs, workers=workers):
+        runs.append(path.name)
+        advance(1)
+    return {"population": population, "policy": policy, "seed": seed, "pairs": pairs, "runs": runs}

@@ -73,3 +73,44 @@ def weighing(policy: str, supports: tuple[str, ...], denomination: str | None, i
                title=f"{summary['population']}: {summary['checkpoints_verified']}/{summary['instances']} checkpoints verified")
     click.echo(f"wrote runs, checkpoints/ and populations/{summary['population']}.jsonl under {out_dir}; "
                f"`labrecord score {out_dir}` reports gain.* (Δ)")
+
+
+@study.group(context_settings=CONTEXT_SETTINGS)
+def pairs() -> None:
+    """Answer-changing pairs (B) for P_state: two instances whose only difference changes the legal answer.
+
+    \b
+    Example:
+      labrecord study pairs weighing --policy fixed-preference --pairs 8 --seed 0 --out runs/
+    """
+
+
+@pairs.command("weighing", context_settings=CONTEXT_SETTINGS)
+@click.option("--policy", type=click.Choice(["reference", "clumsy", "fixed-preference", "random"]),
+              default="reference", show_default=True)
+@click.option("--denomination", type=click.Choice(["w10", "w20", "w50", "w100"]), default=None,
+              help="Standard the fixed-preference policy always transfers (default w50).")
+@click.option("--pairs", "n_pairs", type=click.IntRange(min=1), default=8, show_default=True)
+@click.option("--seed", type=int, default=0, show_default=True)
+@click.option("--out", "out_dir", type=click.Path(file_okay=False), default="runs", show_default=True)
+@click.option("--workers", type=click.IntRange(min=1), default=1, show_default=True, help="Episodes in parallel processes.")
+@output_options(csv=False, json_help='Print {"population", "policy", "seed", "pairs", "runs"}.')
+def pairs_weighing(policy: str, denomination: str | None, n_pairs: int, seed: int, out_dir: str, workers: int,
+                   as_json: bool) -> None:
+    """Feedback weighing (basic): per pair, the drawn instance and its partner whose sample mass needs the next standard.
+
+    \b
+    Example:
+      labrecord study pairs weighing --policy fixed-preference --pairs 8 --seed 0 --out runs/
+      labrecord score runs/            # P_state over the registered pairs
+    """
+    from labrecord.sim.study import run_pairs_study
+
+    options = {"denomination": denomination} if denomination and policy == "fixed-preference" else {}
+    with progress(2 * n_pairs, f"answer-changing pairs / {policy}") as advance:
+        summary = run_pairs_study(out_dir, policy, n_pairs, seed, workers, progress=advance, **options)
+    if as_json:
+        echo_json(summary)
+    else:
+        click.echo(f"wrote {len(summary['runs'])} run(s) and populations/{summary['population']}.jsonl under {out_dir}; "
+                   f"`labrecord score {out_dir}` reports P_state")

@@ -110,3 +110,22 @@ def test_bad_support_is_one_error_line(tmp_path, capsys):
         main(["study", "oracle", "weighing", "--support", "decision:swap", "--out", str(tmp_path)])
     assert exit_info.value.code == 1
     assert capsys.readouterr().err.startswith("Error: support 'decision:swap'")
+
+
+def test_pairs_p_state_equals_hand_count(tmp_path):
+    """Two pairs of seed 0: members need (goal, next standard).  fixed-preference commits
+    to add(w50) in both members; a pair is correct only when add(w50) is legal in both,
+    which never happens (the members' legal sets are disjoint): P_state = 0/2.  reference
+    is right in both members of its pair: P_state = 1/1."""
+    from labrecord.sim.study import partner_of, run_pairs_study
+
+    drawn = instances("basic", 2, 0)
+    hand = sum(1 for inst in drawn if {"w50"} == set(inst.goal) == set(partner_of(inst).goal))
+    assert all(set(i.goal).isdisjoint(partner_of(i).goal) for i in drawn)
+    run_pairs_study(tmp_path / "fixed", "fixed-preference", 2, 0)
+    (group,) = score_corpus(tmp_path / "fixed", resamples=0)["groups"]
+    assert group["metrics"]["P_state"]["value"] == hand / 2 == 0
+    run_pairs_study(tmp_path / "ref", "reference", 1, 0)
+    (group,) = score_corpus(tmp_path / "ref", resamples=0)["groups"]
+    assert group["metrics"]["P_state"]["value"] == 1
+    assert not validate_folder(tmp_path / "ref").errors
