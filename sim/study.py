@@ -459,3 +459,91 @@ def run_pairs_study(out_dir: str | Path, policy: str, pairs: int = 8, seed: int 
         runs.append(path.name)
         advance(1)
     return {"population": population, "policy": policy, "seed": seed, "pairs": pairs, "runs": runs}
+
+
+# -- fixed-subgoal starts (K, E_fixed) ----------------------------------------------------
+FIXED_ORACLE = "fixed-subgoal"
+
+
+def fixed_population_of(policy: str, seed: int) -> str:
+    return f"fixed-weighing-{CONDITION}-{policy}-s{seed}"
+
+
+def _supply_subgoal(subgoal: Any) -> Callable[[Any, Any], Any]:
+    """A commit hook that hands the system its correct subgoal as its first committed
+    operation (standard geometry: the system's own executor carries it out); later
+    commitments are the system's own."""
+    given: list[Any] = []
+
+    def hook(op: Any, observation: Any) -> Any:
+        if given:
+            return op
+        given.append(op)
+        return subgoal
+
+    return hook
+
+
+def run_fixed_episode(spec: Any) -> Path:
+    """One fixed-start episode: the system's commit hook receives the correct subgoal."""
+    from labrecord.models import Operation
+    from labrecord.sim.policies import make_policy
+    from labrecord.sim.weighing import open_episode
+
+    policy = make_policy(spec.policy, spec.seed * 100003 + spec.index, **dict(spec.policy_options))
+    (goal,) = spec.instance.goal
+    policy.commit_hook = _supply_subgoal(Operation("add", goal, "pan"))
+    episode = open_episode(spec, policy)
+    try:
+        episode.owner.run_episode(0)
+    except BaseException:
+        episode.abort()
+        raise
+    return episode.close()
+
+
+def run_fixed_starts_study(out_dir: str | Path, policy: str, starts: int = 8, seed: int = 0, workers: int = 1, *,
+                           progress: Callable[[int], None] | None = None, **policy_options: Any) -> dict[str, Any]:
+    """Fixed-subgoal starts K for E_fixed (eq. 6): per drawn basic instance a
+    ``fixed_start`` whose subgoal is the obligation ``add:<goal>``; the correct subgoal is
+    supplied through the system's commit hook (intervention ``replace`` / ``decision`` /
+    ``fixed-subgoal``) and the physical execution is observed: E_fixed counts the runs
+    with a ``confirm`` of that obligation.
+
+    Example::
+
+        summary = run_fixed_starts_study("runs", "reference", starts=4)
+    """
+    from labrecord.models import FixedStart, Instance, Intervention
+    from labrecord.sim.policies import POLICIES
+    from labrecord.sim.weighing import EpisodeSpec, instances as draw, register_population
+
+    if policy not in POLICIES:
+        raise LabrecordError(f"--policy {policy}: a fixed-start study needs a system with a commit hook "
+                             f"({', '.join(POLICIES)})")
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    population = fixed_population_of(policy, seed)
+    records: list[Any] = []
+    specs = []
+    for index, inst in enumerate(draw(CONDITION, starts, seed)):
+        instance_id = f"i{index:03d}"
+        (goal,) = inst.goal
+        fields = {k: v for k, v in inst.variant().items() if k != "f_empty_n"}
+        records += [Instance(instance_id=instance_id, task_id=f"weighing-{CONDITION}", condition=CONDITION, fields=fields),
+                    FixedStart(instance_id=instance_id, subgoal=f"add:{goal}")]
+        specs.append(EpisodeSpec(str(out), CONDITION, policy, index, seed, inst, cameras=False, size=64,
+                                 policy_options=tuple(sorted(policy_options.items())),
+                                 run_id=f"fixed-weighing-{policy}-s{seed}-e{index:03d}", population=population,
+                                 instance_id=instance_id,
+                                 intervention=Intervention(mode="replace", site="decision", oracle=FIXED_ORACLE)))
+    for spec in specs:
+        if (out / spec.run_id).exists():
+            raise LabrecordError(f"{out / spec.run_id}: run directory already exists; choose another --out or --seed")
+    register_population(out, population, records)
+    advance = progress or (lambda n=1: None)
+    runs = []
+    for path in parallel.map(run_fixed_episode, specs, workers=workers):
+        runs.append(path.name)
+        advance(1)
+    return {"population": population, "policy": policy, "seed": seed, "starts": starts, "runs": runs}

@@ -114,3 +114,40 @@ def pairs_weighing(policy: str, denomination: str | None, n_pairs: int, seed: in
     else:
         click.echo(f"wrote {len(summary['runs'])} run(s) and populations/{summary['population']}.jsonl under {out_dir}; "
                    f"`labrecord score {out_dir}` reports P_state")
+
+
+@study.group("fixed-starts", context_settings=CONTEXT_SETTINGS)
+def fixed_starts() -> None:
+    """Fixed-subgoal starts (K) for E_fixed: the correct subgoal supplied, physical execution observed.
+
+    \b
+    Example:
+      labrecord study fixed-starts weighing --policy reference --starts 8 --seed 0 --out runs/
+    """
+
+
+@fixed_starts.command("weighing", context_settings=CONTEXT_SETTINGS)
+@click.option("--policy", type=click.Choice(["reference", "clumsy", "fixed-preference", "random"]),
+              default="reference", show_default=True)
+@click.option("--starts", type=click.IntRange(min=1), default=8, show_default=True)
+@click.option("--seed", type=int, default=0, show_default=True)
+@click.option("--out", "out_dir", type=click.Path(file_okay=False), default="runs", show_default=True)
+@click.option("--workers", type=click.IntRange(min=1), default=1, show_default=True, help="Episodes in parallel processes.")
+@output_options(csv=False, json_help='Print {"population", "policy", "seed", "starts", "runs"}.')
+def fixed_starts_weighing(policy: str, starts: int, seed: int, out_dir: str, workers: int, as_json: bool) -> None:
+    """Feedback weighing (basic): one run per registered fixed start, its subgoal add:<goal> given to the system.
+
+    \b
+    Example:
+      labrecord study fixed-starts weighing --policy reference --starts 8 --seed 0 --out runs/
+      labrecord score runs/            # E_fixed over the registered starts
+    """
+    from labrecord.sim.study import run_fixed_starts_study
+
+    with progress(starts, f"fixed-subgoal starts / {policy}") as advance:
+        summary = run_fixed_starts_study(out_dir, policy, starts, seed, workers, progress=advance)
+    if as_json:
+        echo_json(summary)
+    else:
+        click.echo(f"wrote {len(summary['runs'])} run(s) and populations/{summary['population']}.jsonl under {out_dir}; "
+                   f"`labrecord score {out_dir}` reports E_fixed")

@@ -129,3 +129,18 @@ def test_pairs_p_state_equals_hand_count(tmp_path):
     (group,) = score_corpus(tmp_path / "ref", resamples=0)["groups"]
     assert group["metrics"]["P_state"]["value"] == 1
     assert not validate_folder(tmp_path / "ref").errors
+
+
+def test_fixed_starts_e_fixed(tmp_path):
+    """Two fixed starts (seed 0): subgoals add:<goal>.  The reference system given its
+    subgoal confirms it in both: E_fixed = 2/2.  fixed-preference, handed the same
+    subgoal through its commit hook, carries it out too (its executor is sound; its
+    failure is the decision): 2/2."""
+    from labrecord.sim.study import run_fixed_starts_study
+
+    for policy in ("reference", "fixed-preference"):
+        run_fixed_starts_study(tmp_path / policy, policy, 2, 0)
+        (group,) = score_corpus(tmp_path / policy, resamples=0)["groups"]
+        assert group["metrics"]["E_fixed"]["value"] == 1, policy
+        assert group["metrics"]["E_fixed"]["den"] == 2
+    assert not validate_folder(tmp_path / "reference").errors
