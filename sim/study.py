@@ -343,6 +343,9 @@ def _supported_branch(task: StudyTask, site: str, mode: str, checkpoint: Any, po
         raise
     episode.close()
     record.setdefault("substitution", None)
+    # the first native choice at the supported opportunity after the delivery
+    chosen = [c["op"] for c in owner.scorer.first_choices if c["opp"] == checkpoint.header.opp]
+    record["first_choice"] = chosen[0] if chosen else None
     return record
 
 

@@ -50,6 +50,9 @@ def test_fixed_preference_gain_equals_hand_count(fixed_study):
     assert entry["substitution_share"] == pytest.approx(wrong / N)
     assert entry["agreement"] is None  # replace: agreement is null (sec. 6.3)
     assert entry["started"] == entry["delivered"] == N
+    for result in summary["results"]:  # the first native choice after delivery is the substituted operation
+        branch = result["branches"]["decision:replace"]
+        assert branch["first_choice"] == branch["substituted"]
 
 
 def test_unsupported_support_is_not_compatible_and_not_registered(fixed_study):
