@@ -165,6 +165,52 @@ class WeighingEnv:
         self._k = 0
         return columns
 
+    # -- checkpoints (labrecord.recorders.checkpoint) -------------------------------------
+    def get_state(self) -> bytes:
+        """The physics state to continue from: the ``mjSTATE_INTEGRATION`` vector (time,
+        qpos, qvel, act, warm-start qacc, ctrl, mocap, user data), the whole ``MjData``
+        (the derived sensor, site and contact quantities of the last step, which the next
+        command and step read) and this wrapper's block cursor and ramp."""
+        import pickle
+
+        mujoco, m, d = self.scene.mujoco, self.scene.model, self._data
+        spec = mujoco.mjtState.mjSTATE_INTEGRATION
+        vector = np.empty(mujoco.mj_stateSize(m, spec))
+        mujoco.mj_getState(m, d, vector, spec)
+        return pickle.dumps({"integration": vector, "data": d, "k": self._k, "step": self._step,
+                             "ramp": self._ramp}, protocol=pickle.HIGHEST_PROTOCOL)
+
+    def set_state(self, state: bytes) -> None:
+        """Restore :meth:`get_state` into this bench (its ``MjData`` is copied into, so the
+        column views stay bound); the integration vector is set last and checked."""
+        import pickle
+
+        mujoco, m, d = self.scene.mujoco, self.scene.model, self._data
+        saved = pickle.loads(state)  # noqa: S301 - produced by get_state
+        mujoco.mj_copyData(d, m, saved["data"])
+        spec = mujoco.mjtState.mjSTATE_INTEGRATION
+        mujoco.mj_setState(m, d, saved["integration"], spec)
+        self._k, self._step, self._ramp = saved["k"], saved["step"], saved["ramp"]
+
+    def state_vector(self) -> np.ndarray:
+        """The ``mjSTATE_INTEGRATION`` vector alone (what a branch start is compared on)."""
+        mujoco, m = self.scene.mujoco, self.scene.model
+        spec = mujoco.mjtState.mjSTATE_INTEGRATION
+        vector = np.empty(mujoco.mj_stateSize(m, spec))
+        mujoco.mj_getState(m, self._data, vector, spec)
+        return vector
+
+    def state_digest(self) -> str:
+        """sha256 (16 hex) of the model parameters an instance sets (masses, inertias) and
+        the model size: a state is restorable only into a bench with the same digest."""
+        import hashlib
+
+        m = self.scene.model
+        h = hashlib.sha256()
+        for array in (m.body_mass, m.body_inertia, np.asarray([m.nq, m.nv, m.nu, m.opt.timestep])):
+            h.update(np.ascontiguousarray(array, dtype=np.float64).tobytes())
+        return h.hexdigest()[:16]
+
     # -- public evidence ----------------------------------------------------------------
     def public_state(self) -> dict[str, Any]:
         """Proprioception (``robot``, native) and the evaluator-state channels

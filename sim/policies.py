@@ -21,6 +21,7 @@ pool with native (image + proprioception) systems.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Callable
 import itertools
 import re
 from typing import Any
@@ -72,6 +73,9 @@ class ScriptedWeighingPolicy(ABC):
     """Shared machinery: wait for a stable reading, choose an operation, execute it."""
 
     name = "scripted"
+    #: the commit hook (a decision-site *replace* support): called with every operation this
+    #: policy commits to and the observation it chose on; returns the operation carried out
+    commit_hook: Callable[[Operation, Observation], Operation] | None = None
 
     def __init__(self, seed: int = 0) -> None:
         self.seed = seed
@@ -106,6 +110,8 @@ class ScriptedWeighingPolicy(ABC):
         poses = observation.state["object_poses"]
         standing = {w for w in STANDARDS if on_pan(poses[w])}
         op = self.choose(observation, parse_target(observation.instruction), float(display["reading_g"]), standing)
+        if op is not None and self.commit_hook is not None:
+            op = self.commit_hook(op, observation)
         if op is None or op.kind in ("stop", "wait"):
             self.stopped = op is None or op.kind == "stop"
             return ActionChunk(self._toward(robot, self.rest), report=op)

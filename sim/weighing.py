@@ -50,6 +50,11 @@ class EpisodeSpec:
     policy_options: tuple[tuple[str, Any], ...] = ()
     deadline_s: float | None = None
     deadline_clock: str = "sim"
+    #: set by a study (labrecord.sim.study): run id, population, instance and intervention record
+    run_id: str | None = None
+    population: str | None = None
+    instance_id: str | None = None
+    intervention: Any = None
 
 
 def instances(condition: str, episodes: int, seed: int) -> list[Any]:
@@ -258,6 +263,8 @@ def _run_all(out_dir: str | os.PathLike[str], condition: str, policy: str, episo
 
 
 def run_id_of(spec: EpisodeSpec) -> str:
+    if spec.run_id is not None:
+        return spec.run_id
     return f"weighing-{spec.condition}-{spec.policy}-s{spec.seed}-e{spec.index:03d}"
 
 
@@ -384,9 +391,10 @@ def _manifest(spec: EpisodeSpec, instance: Any, policy: Any, contract: Any, layo
                       observation=ObservationSpec(channels=list(caps.channels)), memory=caps.memory,
                       tools=list(served.preflight.hooks) if served is not None else [],
                       preflight=served.preflight if served is not None else None),
-        intervention=served.intervention if served is not None else Intervention(),
-        evaluation=Evaluation(version="1", population=Population(name=population_name(spec.condition, spec.seed),
-                                                                 instance_id=instance_id_of(spec.index)),
+        intervention=(spec.intervention if spec.intervention is not None
+                      else served.intervention if served is not None else Intervention()),
+        evaluation=Evaluation(version="1", population=Population(name=spec.population or population_name(spec.condition, spec.seed),
+                                                                 instance_id=spec.instance_id or instance_id_of(spec.index)),
                               budget=Budget(clock=spec.deadline_clock, max_steps=None,  # type: ignore[arg-type]
                                             response_deadline_s=spec.deadline_s)),
         seeds=Seeds(task_state=instance.task_seed, layout=instance.layout_seed, appearance=None,

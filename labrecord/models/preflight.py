@@ -21,3 +21,19 @@ class Preflight(msgspec.Struct, kw_only=True, omit_defaults=True):
     hooks: list[str] = []              # tools offered to an agent
     announced: dict[str, Any] = {}     # what the service sent on connect (openpi metadata, policy config)
     checks: list[str] = []             # checks that passed before the first episode
+
+
+class Compatibility(msgspec.Struct, kw_only=True, omit_defaults=True):
+    """Whether a system accepts one Oracle support (site, mode) (Labference 7.4, 8.4).
+
+    Written by a study before any branch runs.  A ``not_compatible`` support is left out of
+    that system's population (no ``oracle_pair`` is registered for it) and is shown as
+    "not compatible", never as a failure.
+    """
+
+    system: str
+    site: str
+    mode: str
+    status: str                        # "compatible" | "not_compatible"
+    interface: str | None = None       # the hook or channel the support goes through
+    reason: str | None = None          # why not compatible

@@ -1,0 +1,254 @@
+"""Verified decision checkpoints (Labference sec. 6.1), backend-neutral.
+
+A checkpoint is taken by the step owner at a control boundary where a registered
+decision's opportunity has just opened (the observation acquired, not yet answered).  It
+holds everything needed to continue from there:
+
+* the physics state from the simulator backend (:class:`StatefulEnvironment`: for MuJoCo
+  the ``mjSTATE_INTEGRATION`` vector — time, qpos, qvel, act, warm-start acceleration,
+  ctrl, mocap, user data — plus the derived quantities of the last step, so the first
+  replayed step sees the same sensor and contact data);
+* the contract's tracker and stepper state, the online scorer's counters;
+* the policy object (its plan, reset declaration and RNG) and the process RNG states;
+* the evidence version, the delivered-history cursor (next event ``seq``, observation
+  count, physics step) and the pending observation;
+* the handoff state the paper requires at a handoff (occupancy, release, stability).
+
+File format (``<out>/checkpoints/<name>.ckpt``, written atomically): one JSON header line
+(:class:`CheckpointHeader`: identity, cursor, handoff, verification, sha256 of the body)
+followed by a pickled body.  The body is Python pickle: load only checkpoints this
+installation wrote (:func:`read_checkpoint` refuses a body whose digest does not match).
+
+*Verification* restores the checkpoint into the backend and re-steps a stated number of
+control periods with the actions recorded after it; every measurement column must equal
+the original's bitwise (same machine, same library build), the tracker state after
+the replay must equal the original's, and the handoff must be ready (a valid, stable
+reading: the evidence the opportunity was opened on).  An unverified checkpoint never starts a branch.
+"""
+from __future__ import annotations
+
+import copy
+import hashlib
+import pickle
+import random
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+import msgspec
+import numpy as np
+
+from labrecord.errors import LabrecordError
+
+#: control periods re-stepped by default to verify a checkpoint (1 s at 10 Hz)
+VERIFY_PERIODS = 10
+#: the stated tolerance for a checkpoint replayed on another machine or library build
+#: (relative and absolute, float columns only; boolean and integer columns stay exact)
+CROSS_MACHINE_TOLERANCE = 1e-6
+CHECKPOINTS_DIR = "checkpoints"
+FORMAT = "labrecord.checkpoint/1"
+
+
+class StatefulEnvironment(Protocol):
+    """What a backend supplies to checkpoint a :class:`~labrecord.recorders.loop.Environment`."""
+
+    def get_state(self) -> bytes:
+        """The complete physics state needed to continue (opaque to the caller)."""
+
+    def set_state(self, state: bytes) -> None:
+        """Restore a state from :meth:`get_state` into this (identically configured) backend."""
+
+    def state_vector(self) -> np.ndarray:
+        """The canonical state vector (for MuJoCo: ``mjSTATE_INTEGRATION``), compared bitwise."""
+
+    def state_digest(self) -> str:
+        """A digest of the configuration a state belongs to (model parameters, masses)."""
+
+
+class Verification(msgspec.Struct, kw_only=True):
+    periods: int
+    bitwise: bool
+    tracker_equal: bool
+    mismatched_columns: list[str] = []
+    first_mismatch_period: int | None = None
+
+    handoff_ready: bool = False
+
+    @property
+    def verified(self) -> bool:
+        return self.periods > 0 and self.bitwise and self.tracker_equal and self.handoff_ready
+
+
+class CheckpointHeader(msgspec.Struct, kw_only=True):
+    format: str = FORMAT
+    run_id: str
+    instance_id: str
+    decision: str
+    opp: str
+    evidence_version: int
+    t: float
+    step: int
+    next_seq: int
+    observations: int
+    policy: str
+    policy_episode: int
+    engine: str
+    config_digest: str
+    physics_sha256: str
+    body_sha256: str = ""
+    handoff: dict[str, Any] = {}
+    verification: Verification | None = None
+
+    @property
+    def verified(self) -> bool:
+        return self.verification is not None and self.verification.verified
+
+
+@dataclass
+class Checkpoint:
+    header: CheckpointHeader
+    physics: bytes
+    #: pickled-as-a-whole Python state: scorer, policy, owner cursor, pending observation, RNGs
+    state: dict[str, Any] = field(default_factory=dict)
+
+
+#: step-owner attributes a continuation needs (queued commands, cursor, timing)
+_OWNER_FIELDS = ("_queue", "_skill", "_last_action", "_in_control", "_step", "_obs_count", "_next_snapshot", "_now")
+#: scorer attributes that hold the tracker and its counters (the emit closures are rebound)
+_SCORER_FIELDS = ("tracker", "stepper", "counts", "legal", "first_choices", "last", "advanced", "_last_sig",
+                  "_failure_seqs")
+
+
+def capture(owner: Any, observation: Any, *, instance_id: str, engine: str) -> Checkpoint:
+    """The checkpoint of ``owner`` at this boundary; ``observation`` is the one just
+    acquired (its opportunity open, not yet answered)."""
+    env, scorer = owner.env, owner.scorer
+    current = scorer.tracker.current
+    if current is None:
+        raise LabrecordError("checkpoint: no open opportunity at this boundary")
+    physics = env.get_state()
+    f = scorer.last
+    handoff = {}
+    if f is not None:
+        handoff = {"state_ref": scorer.contract.state_ref(scorer.tracker.state, f),
+                   "released": bool(getattr(f, "released", False)), "stable": bool(getattr(f, "stable", False)),
+                   "low_motion": bool(getattr(f, "low_motion", False)), "valid": bool(getattr(f, "valid", False))}
+    state = {
+        "owner": copy.deepcopy({name: getattr(owner, name) for name in _OWNER_FIELDS}),
+        "scorer": copy.deepcopy({name: getattr(scorer, name) for name in _SCORER_FIELDS}),
+        "policy": copy.deepcopy(owner.policy),
+        "observation": copy.deepcopy(observation),
+        "rng": {"numpy": np.random.get_state(), "python": random.getstate()},
+    }
+    header = CheckpointHeader(
+        run_id=owner.writer.manifest.run_id, instance_id=instance_id, decision=current.decision, opp=current.opp,
+        evidence_version=int(current.evidence_version), t=float(env.time), step=int(owner._step),
+        next_seq=int(owner.writer.next_seq), observations=int(owner._obs_count), policy=owner.caps.name,
+        policy_episode=int(getattr(owner, "_episode", 0)), engine=engine, config_digest=env.state_digest(),
+        physics_sha256=hashlib.sha256(np.ascontiguousarray(env.state_vector()).tobytes()).hexdigest(), handoff=handoff)
+    return Checkpoint(header, physics, state)
+
+
+def restore_physics(env: Any, checkpoint: Checkpoint) -> None:
+    """Put the checkpoint's physics into ``env`` (refused for another configuration)."""
+    digest = env.state_digest()
+    if digest != checkpoint.header.config_digest:
+        raise LabrecordError(f"checkpoint {checkpoint.header.run_id}/{checkpoint.header.decision}: taken on a bench "
+                             f"configured as {checkpoint.header.config_digest}, this one is {digest}")
+    env.set_state(checkpoint.physics)
+
+
+def restored_scorer(scorer: Any, checkpoint: Checkpoint) -> Any:
+    """A copy of ``scorer`` carrying the checkpoint's tracker state (events go nowhere)."""
+    clone = copy.copy(scorer)
+    for name, value in copy.deepcopy(checkpoint.state["scorer"]).items():
+        setattr(clone, name, value)
+    clone.emit = lambda *a, **k: None
+    clone._sink = _Discard()
+    return clone
+
+
+class _Discard:
+    def emit(self, *args: Any, **kwargs: Any) -> None:
+        return None
+
+
+def verify(env: Any, scorer: Any, checkpoint: Checkpoint, actions: list[np.ndarray], blocks: list[dict[str, np.ndarray]],
+           tracker_after: Any, steps_per_control: int, tolerance: float = 0.0) -> Verification:
+    """Restore ``checkpoint`` into ``env`` and re-step ``len(actions)`` control periods.
+
+    ``blocks`` are the measurement columns the original run recorded for those periods
+    (the command columns excluded), ``tracker_after`` the original tracker state at their
+    end.  Every column must be equal bitwise (NaN equal to NaN, same dtype); with
+    ``tolerance`` > 0 (a checkpoint moved to another machine: :data:`CROSS_MACHINE_TOLERANCE`)
+    float columns may differ by ``tolerance · max(1, |x|)``, every other column still exactly."""
+    if len(actions) != len(blocks):
+        raise LabrecordError(f"verify: {len(actions)} actions for {len(blocks)} measurement blocks")
+    restore_physics(env, checkpoint)
+    clone = restored_scorer(scorer, checkpoint)
+    mismatched: list[str] = []
+    first: int | None = None
+    for period, (action, original) in enumerate(zip(actions, blocks)):
+        env.apply(action)
+        env.advance(steps_per_control)
+        block = env.end_block()
+        differ = [name for name, column in original.items() if not _same_column(block.get(name), column, tolerance)]
+        if differ and first is None:
+            first = period
+        mismatched += [name for name in differ if name not in mismatched]
+        clone.update(block)
+    tracker_equal = _same_state(clone.tracker.state, tracker_after)
+    handoff = checkpoint.header.handoff
+    return Verification(periods=len(actions), bitwise=not mismatched, tracker_equal=tracker_equal,
+                        mismatched_columns=sorted(mismatched), first_mismatch_period=first,
+                        handoff_ready=bool(handoff.get("valid") and handoff.get("stable")))
+
+
+def _same_column(replayed: np.ndarray | None, original: np.ndarray, tolerance: float) -> bool:
+    if replayed is None or replayed.dtype != original.dtype or replayed.shape != original.shape:
+        return False
+    if original.dtype.kind != "f" or tolerance == 0.0:
+        return bool(np.array_equal(replayed, original, equal_nan=original.dtype.kind == "f"))
+    return bool(np.allclose(replayed, original, rtol=tolerance, atol=tolerance, equal_nan=True))
+
+
+def _same_state(a: Any, b: Any) -> bool:
+    return pickle.dumps(a) == pickle.dumps(b)
+
+
+def write_checkpoint(path: str | Path, checkpoint: Checkpoint) -> Path:
+    """Atomic write: JSON header line + pickled body (physics, Python state)."""
+    from labrecord.fileio import atomic_write_bytes
+
+    body = pickle.dumps({"physics": checkpoint.physics, "state": checkpoint.state}, protocol=pickle.HIGHEST_PROTOCOL)
+    header = msgspec.structs.replace(checkpoint.header, body_sha256=hashlib.sha256(body).hexdigest())
+    checkpoint.header = header
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write_bytes(path, msgspec.json.encode(header) + b"\n" + body)
+    return path
+
+
+def read_header(path: str | Path) -> CheckpointHeader:
+    """The header line of a checkpoint file (no body is unpickled)."""
+    path = Path(path)
+    with open(path, "rb") as fh:
+        line = fh.readline()
+    try:
+        return msgspec.json.decode(line, type=CheckpointHeader)
+    except (msgspec.DecodeError, msgspec.ValidationError) as error:
+        raise LabrecordError(f"{path}: not a labrecord checkpoint header ({error})") from None
+
+
+def read_checkpoint(path: str | Path) -> Checkpoint:
+    """Header and body; the body's sha256 must match the header's."""
+    path = Path(path)
+    raw = path.read_bytes()
+    head, _, body = raw.partition(b"\n")
+    header = read_header(path)
+    if header.format != FORMAT:
+        raise LabrecordError(f"{path}: checkpoint format {header.format!r}, expected {FORMAT!r}")
+    if hashlib.sha256(body).hexdigest() != header.body_sha256:
+        raise LabrecordError(f"{path}: checkpoint body does not match its recorded sha256; refusing to load it")
+    data = pickle.loads(body)  # noqa: S301 - our own file, digest checked above
+    return Checkpoint(header, data["physics"], data["state"])

@@ -1,0 +1,149 @@
+"""Matched Oracle studies: ``labrecord study oracle weighing`` (sim/study.py).
+
+Hand count (seed 0, basic condition, first 4 instances): every 4 consecutive instances
+of a block hold each answer standard once, so exactly one instance has goal {w50}.  At
+the checkpoint ``d0`` the legal set is ``[add(goal)]``; fixed-preference commits to
+``add(w50)``, wrong on the 3 others.  Under decision:replace the supported branch carries
+out ``add(goal)`` (correct on all 4), so gain.correct = (0 − 0)·… = 3/4 and the
+substitution share is 3/4 too.
+"""
+from __future__ import annotations
+
+import json
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from labrecord.cli import main
+from labrecord.errors import LabrecordError
+from labrecord.models import OraclePair
+from labrecord.recorders.checkpoint import read_header
+from labrecord.scorers.corpus import score_corpus
+from labrecord.sim.study import MODES, SITES, parse_support, run_oracle_study
+from labrecord.sim.weighing import instances
+from labrecord.validation import validate_folder
+
+N = 4
+
+
+def _group(result: dict, mode: str) -> dict:
+    (group,) = [g for g in result["groups"] if g["identity"]["intervention_mode"] == mode]
+    return group
+
+
+@pytest.fixture(scope="module")
+def fixed_study(tmp_path_factory):
+    out = tmp_path_factory.mktemp("oracle-fixed")
+    summary = run_oracle_study(out, "fixed-preference", [("decision", "replace"), ("semantic", "assist")], N, 0)
+    return out, summary
+
+
+def test_fixed_preference_gain_equals_hand_count(fixed_study):
+    out, summary = fixed_study
+    wrong = sum(1 for inst in instances("basic", N, 0) if inst.goal != frozenset({"w50"}))
+    assert wrong == 3  # one of each answer in 4 consecutive instances
+    group = _group(score_corpus(out, resamples=0), "replace")
+    assert group["metrics"]["gain.correct"]["value"] == pytest.approx(wrong / N)
+    assert group["coverage"]["oracle_pairs"] == N
+    entry = summary["supports"]["decision:replace"]
+    assert entry["substitution_share"] == pytest.approx(wrong / N)
+    assert entry["agreement"] is None  # replace: agreement is null (sec. 6.3)
+    assert entry["started"] == entry["delivered"] == N
+    for result in summary["results"]:  # the first native choice after delivery is the substituted operation
+        branch = result["branches"]["decision:replace"]
+        assert branch["first_choice"] == branch["substituted"]
+
+
+def test_unsupported_support_is_not_compatible_and_not_registered(fixed_study):
+    out, summary = fixed_study
+    assert summary["supports"]["semantic:assist"]["status"] == "not compatible"
+    lines = (out / "populations" / f"{summary['population']}.jsonl").read_text().splitlines()
+    pairs = [json.loads(line) for line in lines if json.loads(line)["type"] == "oracle_pair"]
+    assert len(pairs) == N and {p["site"] for p in pairs} == {"decision"}
+    assert not any("semantic" in line for line in lines)
+    assert OraclePair  # the registry uses the existing record type
+
+
+def test_study_folder_validates_and_checkpoints_are_verified(fixed_study):
+    out, summary = fixed_study
+    report = validate_folder(out)
+    assert not report.errors, report.errors
+    assert summary["checkpoints_verified"] == N
+    for result in summary["results"]:
+        header = read_header(result["checkpoint"])
+        assert header.verified and header.decision == "d0" and header.verification.bitwise
+        assert header.handoff["stable"] and header.handoff["valid"]
+
+
+def test_reference_gains_are_zero(tmp_path):
+    summary = run_oracle_study(tmp_path, "reference", [("decision", "replace")], 2, 0)
+    group = _group(score_corpus(tmp_path, resamples=0), "replace")
+    gains = {k: v["value"] for k, v in group["metrics"].items() if k.startswith("gain.")}
+    assert gains and all(v == 0 for v in gains.values()), gains
+    assert summary["supports"]["decision:replace"]["substitution_share"] == 0
+
+
+def test_served_policy_is_refused(tmp_path):
+    with pytest.raises(LabrecordError, match="scripted"):
+        run_oracle_study(tmp_path, "openpi", [("decision", "replace")], 1, 0)
+
+
+@given(st.sampled_from(SITES), st.sampled_from(MODES))
+def test_parse_support_round_trip(site, mode):
+    assert parse_support(f"{site}:{mode}") == (site, mode)
+
+
+@given(st.text(max_size=12).filter(lambda s: s.count(":") != 1 or s.split(":")[0] not in SITES
+                                   or s.split(":")[1] not in MODES))
+def test_parse_support_refuses_anything_else(text):
+    with pytest.raises(LabrecordError, match="SITE:MODE"):
+        parse_support(text)
+
+
+def test_study_help_has_example(capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        main(["study", "oracle", "weighing", "-h"])
+    assert exit_info.value.code == 0
+    assert "Example:" in capsys.readouterr().out
+
+
+def test_bad_support_is_one_error_line(tmp_path, capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        main(["study", "oracle", "weighing", "--support", "decision:swap", "--out", str(tmp_path)])
+    assert exit_info.value.code == 1
+    assert capsys.readouterr().err.startswith("Error: support 'decision:swap'")
+
+
+def test_pairs_p_state_equals_hand_count(tmp_path):
+    """Two pairs of seed 0: members need (goal, next standard).  fixed-preference commits
+    to add(w50) in both members; a pair is correct only when add(w50) is legal in both,
+    which never happens (the members' legal sets are disjoint): P_state = 0/2.  reference
+    is right in both members of its pair: P_state = 1/1."""
+    from labrecord.sim.study import partner_of, run_pairs_study
+
+    drawn = instances("basic", 2, 0)
+    hand = sum(1 for inst in drawn if {"w50"} == set(inst.goal) == set(partner_of(inst).goal))
+    assert all(set(i.goal).isdisjoint(partner_of(i).goal) for i in drawn)
+    run_pairs_study(tmp_path / "fixed", "fixed-preference", 2, 0)
+    (group,) = score_corpus(tmp_path / "fixed", resamples=0)["groups"]
+    assert group["metrics"]["P_state"]["value"] == hand / 2 == 0
+    run_pairs_study(tmp_path / "ref", "reference", 1, 0)
+    (group,) = score_corpus(tmp_path / "ref", resamples=0)["groups"]
+    assert group["metrics"]["P_state"]["value"] == 1
+    assert not validate_folder(tmp_path / "ref").errors
+
+
+def test_fixed_starts_e_fixed(tmp_path):
+    """Two fixed starts (seed 0): subgoals add:<goal>.  The reference system given its
+    subgoal confirms it in both: E_fixed = 2/2.  fixed-preference, handed the same
+    subgoal through its commit hook, carries it out too (its executor is sound; its
+    failure is the decision): 2/2."""
+    from labrecord.sim.study import run_fixed_starts_study
+
+    for policy in ("reference", "fixed-preference"):
+        run_fixed_starts_study(tmp_path / policy, policy, 2, 0)
+        (group,) = score_corpus(tmp_path / policy, resamples=0)["groups"]
+        assert group["metrics"]["E_fixed"]["value"] == 1, policy
+        assert group["metrics"]["E_fixed"]["den"] == 2
+    assert not validate_folder(tmp_path / "reference").errors
