@@ -26,7 +26,12 @@ from tests.exporters.test_lerobot import lerobot_python, run_cli
 
 CHECKPOINT_SCRIPT = Path(__file__).with_name("act_checkpoint.py")
 BC_SCRIPT = Path(__file__).with_name("robomimic_bc.py")
-PROPRIO = ["robot0_eef_pos", "robot0_gripper_qpos"]
+#: the arm bench's proprioception (robomimic names) and its size per key
+PROPRIO_DIMS = {"robot0_eef_pos": 3, "robot0_eef_quat": 4, "robot0_gripper_qpos": 2, "robot0_joint_pos": 7,
+                "robot0_joint_vel": 7}
+PROPRIO = sorted(PROPRIO_DIMS)
+STATE_NAMES = [f"{key}[{i}]" for key in PROPRIO for i in range(PROPRIO_DIMS[key])]
+ACTION_DIM = 7  # the reference policy's end-effector deltas: xyz, axis-angle, gripper
 #: ACT at toy size: every option is a documented ACTConfig field
 TINY_ACT = ["--policy.dim_model=32", "--policy.n_heads=2", "--policy.dim_feedforward=64",
             "--policy.n_encoder_layers=1", "--policy.n_decoder_layers=1", "--policy.n_vae_encoder_layers=1",
@@ -53,8 +58,7 @@ def test_lerobot_train_act_on_the_export(simulated_runs: Path, tmp_path: Path) -
     summary = json.loads(result.stdout)
     assert summary["demos"] >= 1 and summary["cameras"] == ["front", "wrist"]
     info = json.loads((dataset / "meta" / "info.json").read_text())
-    assert info["features"]["observation.state"]["names"] == [
-        "robot0_eef_pos[0]", "robot0_eef_pos[1]", "robot0_eef_pos[2]", "robot0_gripper_qpos"]
+    assert info["features"]["observation.state"]["names"] == STATE_NAMES
     assert not any(k.startswith("observation.environment") or "display_reading" in k for k in info["features"])
 
     trainer = Path(python).parent / "lerobot-train"
@@ -75,9 +79,9 @@ def test_lerobot_train_act_on_the_export(simulated_runs: Path, tmp_path: Path) -
                             capture_output=True, text=True, timeout=600)
     assert loaded.returncode == 0, loaded.stderr[-3000:]
     report = json.loads(loaded.stdout.strip().splitlines()[-1])
-    assert report["inputs"] == {"observation.state": [4], "observation.images.front": [3, 32, 32],
+    assert report["inputs"] == {"observation.state": [len(STATE_NAMES)], "observation.images.front": [3, 32, 32],
                                 "observation.images.wrist": [3, 32, 32]}
-    assert report["action_shape"] == [1, 4] and report["finite"]
+    assert report["action_shape"] == [1, ACTION_DIM] and report["finite"]
 
 
 @pytest.mark.parametrize("images", [False, True], ids=["low-dim", "images"])
@@ -94,4 +98,4 @@ def test_robomimic_bc_on_the_export(simulated_runs: Path, tmp_path: Path, images
     assert done.returncode == 0, (done.stdout + done.stderr)[-4000:]
     report = json.loads(done.stdout.strip().splitlines()[-1])
     assert len(report["checkpoints"]) == 1
-    assert report["action_shape"] == [4] and report["finite"]
+    assert report["action_shape"] == [ACTION_DIM] and report["finite"]

@@ -63,4 +63,4 @@ def test_score_prints_latency_but_keeps_it_out_of_scores_json(tmp_path: Path) ->
     text = CliRunner().invoke(cli, ["score", str(tmp_path), "--resamples", "0"])
     assert text.exit_code == 0, text.output
     assert "policy latency per decision" in text.output and "20.00" in text.output  # mean of 10 and 30 ms
-    assert set(json.loads((tmp_path / "scores.json").read_text())) == {"groups"}
+    assert set(json.loads((tmp_path / "scores.json").read_text())) == {"groups", "unassigned_invalid_runs"}
