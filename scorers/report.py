@@ -35,7 +35,9 @@ COLORS = ("#3b6ea5", "#e07b39", "#5a9e5a", "#b54a4a", "#8064a2", "#6f6f6f", "#c9
 
 def _label(group: dict[str, Any]) -> str:
     ident = group["identity"]
-    label = f"{ident['system_name']}@{ident['system_revision'] or '-'}"
+    # the task leads: one report may hold several families whose systems share a name
+    task = f"{ident['task_id']} · " if ident.get("task_id") else ""
+    label = f"{task}{ident['system_name']}@{ident['system_revision'] or '-'}"
     if ident.get("intervention_mode") not in (None, "none"):
         label += f" +{ident['oracle']}"
     return label

@@ -60,7 +60,7 @@ def test_a_decision_one_system_never_reached_is_shown_as_such(tmp_path):
     assert "0 (0 %) — no eligible opportunity" in _texts(funnel)
     # per-decision rates sit in the trajectory-indexed table, apart from the checkpoint figure
     table = decision_table(groups)
-    assert table.count("<td>d1</td><td>b@0</td><td>not reached</td>") == 1
+    assert table.count("<td>d1</td><td>weighing-basic · b@0</td><td>not reached</td>") == 1
     assert "not reached" not in _texts(rates_figure(groups))
 
 
