@@ -109,7 +109,8 @@ class StudyTask:
 
 def run_oracle_study(out_dir: str | Path, policy: str, supports: list[tuple[str, str]], instances: int = 16,
                      seed: int = 0, workers: int = 1, *, progress: Callable[[int], None] | None = None,
-                     verify_periods: int | None = None, **policy_options: Any) -> dict[str, Any]:
+                     verify_periods: int | None = None, executor: str = "local", address: str | None = None,
+                     **policy_options: Any) -> dict[str, Any]:
     """Run a matched Oracle study; returns the study summary (also written to
     ``<out>/studies/<population>.json``).
 
@@ -144,7 +145,7 @@ def run_oracle_study(out_dir: str | Path, policy: str, supports: list[tuple[str,
     register_population(out, population, _population_records(drawn, usable, population_records, instance_id_of))
     advance = progress or (lambda n=1: None)
     results = []
-    for result in parallel.map(run_instance, tasks, workers=workers):
+    for result in parallel.map(run_instance, tasks, workers=workers, executor=executor, address=address):
         results.append(result)
         advance(1)
     summary = _summary(population, policy, seed, compat, results)
@@ -418,7 +419,8 @@ def partner_of(instance: Any) -> Any:
 
 
 def run_pairs_study(out_dir: str | Path, policy: str, pairs: int = 8, seed: int = 0, workers: int = 1, *,
-                    progress: Callable[[int], None] | None = None, **policy_options: Any) -> dict[str, Any]:
+                    progress: Callable[[int], None] | None = None, executor: str = "local", address: str | None = None,
+                    **policy_options: Any) -> dict[str, Any]:
     """Answer-changing pairs for P_state: per drawn basic instance ``iNNN`` its partner
     (:func:`partner_of`) as members ``iNNN.a`` / ``iNNN.b`` of pair ``pNNN``; the population
     ``pairs-weighing-basic-s<seed>`` (instances, ``d0`` checkpoints, ``pair`` records) is
@@ -458,7 +460,7 @@ def run_pairs_study(out_dir: str | Path, policy: str, pairs: int = 8, seed: int 
     register_population(out, population, records)
     advance = progress or (lambda n=1: None)
     runs = []
-    for path in parallel.map(run_episode, specs, workers=workers):
+    for path in parallel.map(run_episode, specs, workers=workers, executor=executor, address=address):
         runs.append(path.name)
         advance(1)
     return {"population": population, "policy": policy, "seed": seed, "pairs": pairs, "runs": runs}
@@ -506,7 +508,8 @@ def run_fixed_episode(spec: Any) -> Path:
 
 
 def run_fixed_starts_study(out_dir: str | Path, policy: str, starts: int = 8, seed: int = 0, workers: int = 1, *,
-                           progress: Callable[[int], None] | None = None, **policy_options: Any) -> dict[str, Any]:
+                           progress: Callable[[int], None] | None = None, executor: str = "local",
+                           address: str | None = None, **policy_options: Any) -> dict[str, Any]:
     """Fixed-subgoal starts K for E_fixed (eq. 6): per drawn basic instance a
     ``fixed_start`` whose subgoal is the obligation ``add:<goal>``; the correct subgoal is
     supplied through the system's commit hook (intervention ``replace`` / ``decision`` /
@@ -546,7 +549,7 @@ def run_fixed_starts_study(out_dir: str | Path, policy: str, starts: int = 8, se
     register_population(out, population, records)
     advance = progress or (lambda n=1: None)
     runs = []
-    for path in parallel.map(run_fixed_episode, specs, workers=workers):
+    for path in parallel.map(run_fixed_episode, specs, workers=workers, executor=executor, address=address):
         runs.append(path.name)
         advance(1)
     return {"population": population, "policy": policy, "seed": seed, "starts": starts, "runs": runs}

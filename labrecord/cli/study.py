@@ -1,9 +1,19 @@
 """``labrecord study``: diagnostic studies run in the embedded simulator."""
 from __future__ import annotations
 
+from typing import Any
+
 import click
 
 from labrecord.cli.common import CONTEXT_SETTINGS, echo_json, echo_table, output_options, progress
+
+
+def executor_options(func: Any) -> Any:
+    """``--executor local|ray`` and ``--ray-address``: where the episodes run (labrecord.parallel.map)."""
+    func = click.option("--ray-address", default=None,
+                        help="Ray cluster address (default: RAY_ADDRESS, else a local instance of --workers CPUs).")(func)
+    return click.option("--executor", type=click.Choice(["local", "ray"]), default="local", show_default=True,
+                        help="local processes, or Ray tasks (the [ray] extra).")(func)
 
 
 @click.group(context_settings=CONTEXT_SETTINGS)
@@ -38,11 +48,12 @@ def oracle() -> None:
 @click.option("--seed", type=int, default=0, show_default=True)
 @click.option("--out", "out_dir", type=click.Path(file_okay=False), default="runs", show_default=True)
 @click.option("--workers", type=click.IntRange(min=1), default=1, show_default=True, help="Instances in parallel processes.")
+@executor_options
 @click.option("--verify-periods", type=click.IntRange(min=1), default=10, show_default=True,
               help="Control periods re-stepped from each checkpoint to verify it.")
 @output_options(csv=False, json_help="Print the study summary (compatibility, checkpoints, delivery, substitution share).")
 def weighing(policy: str, supports: tuple[str, ...], denomination: str | None, instances: int, seed: int, out_dir: str,
-             workers: int, verify_periods: int, as_json: bool) -> None:
+             workers: int, executor: str, ray_address: str | None, verify_periods: int, as_json: bool) -> None:
     """Feedback weighing (basic condition): base + supported run folders, checkpoints and populations under --out.
 
     \b
@@ -94,9 +105,10 @@ def pairs() -> None:
 @click.option("--seed", type=int, default=0, show_default=True)
 @click.option("--out", "out_dir", type=click.Path(file_okay=False), default="runs", show_default=True)
 @click.option("--workers", type=click.IntRange(min=1), default=1, show_default=True, help="Episodes in parallel processes.")
+@executor_options
 @output_options(csv=False, json_help='Print {"population", "policy", "seed", "pairs", "runs"}.')
 def pairs_weighing(policy: str, denomination: str | None, n_pairs: int, seed: int, out_dir: str, workers: int,
-                   as_json: bool) -> None:
+                   executor: str, ray_address: str | None, as_json: bool) -> None:
     """Feedback weighing (basic): per pair, the drawn instance and its partner whose sample mass needs the next standard.
 
     \b
@@ -108,7 +120,8 @@ def pairs_weighing(policy: str, denomination: str | None, n_pairs: int, seed: in
 
     options = {"denomination": denomination} if denomination and policy == "fixed-preference" else {}
     with progress(2 * n_pairs, f"answer-changing pairs / {policy}") as advance:
-        summary = run_pairs_study(out_dir, policy, n_pairs, seed, workers, progress=advance, **options)
+        summary = run_pairs_study(out_dir, policy, n_pairs, seed, workers, progress=advance, executor=executor,
+                                  address=ray_address, **options)
     if as_json:
         echo_json(summary)
     else:
@@ -133,8 +146,10 @@ def fixed_starts() -> None:
 @click.option("--seed", type=int, default=0, show_default=True)
 @click.option("--out", "out_dir", type=click.Path(file_okay=False), default="runs", show_default=True)
 @click.option("--workers", type=click.IntRange(min=1), default=1, show_default=True, help="Episodes in parallel processes.")
+@executor_options
 @output_options(csv=False, json_help='Print {"population", "policy", "seed", "starts", "runs"}.')
-def fixed_starts_weighing(policy: str, starts: int, seed: int, out_dir: str, workers: int, as_json: bool) -> None:
+def fixed_starts_weighing(policy: str, starts: int, seed: int, out_dir: str, workers: int, executor: str,
+                          ray_address: str | None, as_json: bool) -> None:
     """Feedback weighing (basic): one run per registered fixed start, its subgoal add:<goal> given to the system.
 
     \b
@@ -145,7 +160,8 @@ def fixed_starts_weighing(policy: str, starts: int, seed: int, out_dir: str, wor
     from labrecord.sim.study import run_fixed_starts_study
 
     with progress(starts, f"fixed-subgoal starts / {policy}") as advance:
-        summary = run_fixed_starts_study(out_dir, policy, starts, seed, workers, progress=advance)
+        summary = run_fixed_starts_study(out_dir, policy, starts, seed, workers, progress=advance, executor=executor,
+                                         address=ray_address)
     if as_json:
         echo_json(summary)
     else:
