@@ -23,7 +23,6 @@ import hashlib
 import os
 import sys
 from collections.abc import Callable
-from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
 from typing import Any
 
@@ -34,8 +33,9 @@ from labrecord.models import (
     Assets, Budget, Evaluation, ObservationSpec, Physics, Population, Recovery, RunManifest, Seeds, System, Task,
 )
 from labrecord.recorders.online import ContractScorer
-from labrecord.rundir import RunWriter, utc_now
-from labrecord.sim.weighing import CHECKPOINT_DECISION, EpisodeSpec, _write_demo, instance_id_of, register_population
+from labrecord.rundir import utc_now
+from labrecord.sim.episodes import cached_bench, contract_columns, record_episode, run_specs
+from labrecord.sim.weighing import CHECKPOINT_DECISION, EpisodeSpec, instance_id_of, register_population
 
 FAMILY = "centrifuge"
 CONDITIONS = ("basic", "extended")
@@ -123,26 +123,6 @@ def run_centrifuge(out_dir: str | os.PathLike[str], condition: str = "basic", po
     return run_specs(specs, run_episode, workers, progress)
 
 
-def run_specs(specs: list[Any], run: Callable[[Any], Path], workers: int, progress: Callable[[int], None] | None) -> list[Path]:
-    """Run episode specs in this process or in ``workers`` spawned processes, in order."""
-    advance = progress or (lambda n=1: None)
-    if workers <= 1:
-        paths = []
-        for spec in specs:
-            paths.append(run(spec))
-            advance(1)
-        return paths
-    import multiprocessing
-
-    results: dict[int, Path] = {}
-    with ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn")) as pool:
-        futures = {pool.submit(run, spec): spec.index for spec in specs}
-        for future in as_completed(futures):
-            results[futures[future]] = future.result()
-            advance(1)
-    return [results[i] for i in range(len(specs))]
-
-
 def run_id_of(spec: EpisodeSpec) -> str:
     return f"{FAMILY}-{spec.condition}-{spec.policy}-s{spec.seed}-e{spec.index:03d}"
 
@@ -181,7 +161,6 @@ def run_episode(spec: EpisodeSpec) -> Path:
     """One episode, one run directory (``<out_dir>/<run_id>``)."""
     if sys.platform.startswith("linux"):
         os.environ.setdefault("MUJOCO_GL", "egl")
-    from labrecord.recorders.loop import StepOwner
     from labrecord.scorers.contracts import get_contract
     from labrecord.sim.centrifuge_policies import make_policy
     from labrecord.sim.centrifuge_scene import CAMERAS
@@ -193,21 +172,9 @@ def run_episode(spec: EpisodeSpec) -> Path:
     env = _bench(instance.calibration, policy.capabilities.action_spec, CAMERAS if spec.cameras else (), spec.size)
     env.reset(instance, settle_steps=SETTLE_STEPS)
     manifest = _manifest(spec, instance, policy, contract)
-    scorer = CentrifugeScorer(contract, instance, columns=contract_columns())
-    writer = RunWriter.create(spec.out_dir, manifest)
-    try:
-        owner = StepOwner(env, policy, scorer, writer, instruction=instruction_of(instance),
-                          max_time_s=spec.max_time_s or MAX_TIME_S[spec.condition], video=spec.cameras)
-        log = owner.run_episode(0)
-        scores = owner.finish()
-        _write_demo(writer, owner, log, spec, scores, family=FAMILY)
-    except BaseException:
-        writer.close("aborted")
-        _BENCHES.clear()
-        env.close()
-        raise
-    writer.close("complete")
-    return writer.dir
+    scorer = CentrifugeScorer(contract, instance, columns=contract_columns(FAMILY))
+    return record_episode(spec, env, policy, scorer, manifest, family=FAMILY, instruction=instruction_of(instance),
+                          max_time_s=spec.max_time_s or MAX_TIME_S[spec.condition], benches=_BENCHES)
 
 
 _BENCHES: dict[tuple[Any, ...], Any] = {}
@@ -218,16 +185,7 @@ def _bench(calibration: Any, action_spec: Any, cameras: tuple[str, ...], size: i
     from labrecord.sim.centrifuge_scene import CentrifugeEnv
 
     key = (calibration, dumps(action_spec).decode(), cameras, size)
-    env = _BENCHES.get(key)
-    if env is None:
-        env = _BENCHES[key] = CentrifugeEnv(calibration, action_spec, cameras=cameras, size=size)
-    return env
-
-
-def contract_columns() -> tuple[str, ...]:
-    from labrecord.measurements import COMMON_COLUMNS, FAMILY_COLUMNS
-
-    return (*COMMON_COLUMNS, *FAMILY_COLUMNS[FAMILY])
+    return cached_bench(_BENCHES, key, lambda: CentrifugeEnv(calibration, action_spec, cameras=cameras, size=size))
 
 
 def _manifest(spec: EpisodeSpec, instance: Any, policy: Any, contract: Any) -> RunManifest:

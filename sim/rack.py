@@ -34,9 +34,9 @@ from labrecord.models import (
     StateReport, System, Task,
 )
 from labrecord.recorders.online import ContractScorer
-from labrecord.rundir import RunWriter, utc_now
-from labrecord.sim.centrifuge import run_specs
-from labrecord.sim.weighing import EpisodeSpec, _write_demo, instance_id_of, register_population
+from labrecord.rundir import utc_now
+from labrecord.sim.episodes import cached_bench, contract_columns, record_episode, run_specs
+from labrecord.sim.weighing import EpisodeSpec, instance_id_of, register_population
 
 FAMILY = "rack"
 CONDITIONS = ("basic", "extended")
@@ -161,7 +161,6 @@ class RackScorer(ContractScorer):
 def run_episode(spec: EpisodeSpec) -> Path:
     if sys.platform.startswith("linux"):
         os.environ.setdefault("MUJOCO_GL", "egl")
-    from labrecord.recorders.loop import StepOwner
     from labrecord.scorers.contracts import get_contract
     from labrecord.sim.rack_policies import make_policy
     from labrecord.sim.rack_scene import CAMERAS
@@ -172,21 +171,9 @@ def run_episode(spec: EpisodeSpec) -> Path:
     env = _bench(len(instance.distractors), policy.capabilities.action_spec, CAMERAS if spec.cameras else (), spec.size)
     env.reset(instance)
     manifest = _manifest(spec, instance, policy, contract)
-    scorer = RackScorer(contract, instance, columns=contract_columns())
-    writer = RunWriter.create(spec.out_dir, manifest)
-    try:
-        owner = StepOwner(env, policy, scorer, writer, instruction=instruction_of(instance),
-                          max_time_s=spec.max_time_s or MAX_TIME_S[spec.condition], video=spec.cameras)
-        log = owner.run_episode(0)
-        scores = owner.finish()
-        _write_demo(writer, owner, log, spec, scores, family=FAMILY)
-    except BaseException:
-        writer.close("aborted")
-        _BENCHES.clear()
-        env.close()
-        raise
-    writer.close("complete")
-    return writer.dir
+    scorer = RackScorer(contract, instance, columns=contract_columns(FAMILY))
+    return record_episode(spec, env, policy, scorer, manifest, family=FAMILY, instruction=instruction_of(instance),
+                          max_time_s=spec.max_time_s or MAX_TIME_S[spec.condition], benches=_BENCHES)
 
 
 _BENCHES: dict[tuple[Any, ...], Any] = {}
@@ -197,16 +184,7 @@ def _bench(distractors: int, action_spec: Any, cameras: tuple[str, ...], size: i
     from labrecord.sim.rack_scene import RackEnv
 
     key = (distractors, dumps(action_spec).decode(), cameras, size)
-    env = _BENCHES.get(key)
-    if env is None:
-        env = _BENCHES[key] = RackEnv(distractors, action_spec, cameras=cameras, size=size)
-    return env
-
-
-def contract_columns() -> tuple[str, ...]:
-    from labrecord.measurements import COMMON_COLUMNS, FAMILY_COLUMNS
-
-    return (*COMMON_COLUMNS, *FAMILY_COLUMNS[FAMILY])
+    return cached_bench(_BENCHES, key, lambda: RackEnv(distractors, action_spec, cameras=cameras, size=size))
 
 
 def _manifest(spec: EpisodeSpec, instance: Any, policy: Any, contract: Any) -> RunManifest:
