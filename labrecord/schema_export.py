@@ -14,12 +14,12 @@ from labrecord.models.rxn import FigureDocument
 
 #: file stem -> (model, title); a wing's models are added here when they join the core
 SCHEMA_MODELS: dict[str, tuple[Any, str]] = {
-    "run": (RunManifest, "labrecord.run/1 run.json"),
-    "event": (Event, "labrecord.run/1 events.jsonl line"),
-    "observation": (ObservationReceipt, "labrecord.run/1 observations.jsonl line"),
-    "online_score": (OnlineScore, "labrecord.run/1 online_scores.jsonl line"),
-    "scores": (FinalScores, "labrecord.run/1 scores.json"),
-    "population": (PopulationEntry, "labrecord.run/1 populations/<name>.jsonl line"),
+    "run": (RunManifest, "labrecord.run/1.1 run.json"),
+    "event": (Event, "labrecord.run/1.1 events.jsonl line"),
+    "observation": (ObservationReceipt, "labrecord.run/1.1 observations.jsonl line"),
+    "online_score": (OnlineScore, "labrecord.run/1.1 online_scores.jsonl line"),
+    "scores": (FinalScores, "labrecord.run/1.1 scores.json"),
+    "population": (PopulationEntry, "labrecord.run/1.1 populations/<name>.jsonl line"),
     "rxn": (FigureDocument, "labrecord.rxn/1 figure document"),
     "agent_request": (AgentRequest, "labrecord.agent/1 request to an HTTP agent"),
     "agent_reply": (AgentReply, "labrecord.agent/1 reply of an HTTP agent"),

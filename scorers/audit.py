@@ -334,10 +334,12 @@ def check_bindings(path: str, events: Sequence[tuple[int, BaseEvent]], receipts:
             add(line, event, "binding", f"{kind} is bound to opportunity {opp.opp!r}, superseded by {current.opp!r} "
                 "(stale evidence)", current.opp, opp.opp)
         if kind == "intervention":
-            if declared.mode == "none":
+            supports = {(d.mode, d.site) for d in declared.supports}
+            if not supports:
                 add(line, event, "intervention", "unsupported intervention: run.json declares intervention mode 'none'",
                     "none", event.mode)  # type: ignore[attr-defined]
-            elif event.mode != declared.mode or (declared.site is not None and event.site != declared.site):  # type: ignore[attr-defined]
+            elif not any(event.mode == mode and (site is None or event.site == site)  # type: ignore[attr-defined]
+                         for mode, site in supports):
                 add(line, event, "intervention", f"unsupported intervention: {event.mode}/{event.site} where run.json "  # type: ignore[attr-defined]
                     f"declares {declared.mode}/{declared.site}", f"{declared.mode}/{declared.site}",
                     f"{event.mode}/{event.site}")  # type: ignore[attr-defined]

@@ -35,7 +35,7 @@ from labrecord.scorers.choice import CheckpointUnit, ReachUnit
 from labrecord.scorers.completion import FixedUnit
 from labrecord.scorers.metrics import (
     BOOTSTRAP, UNIT_KINDS, WILSON, Estimate, Members, Unit, checkpoint_metrics, completion_metrics, contrast_unit,
-    fixed_metrics, geometry_metrics, measure, pair_metric, reach_metrics,
+    fixed_metrics, geometry_metrics, measure, pair_metric, reach_metrics, support_metrics,
 )
 from labrecord.scorers.pairs import MemberUnit
 from labrecord.scorers.reference import RefCorpus, load_reference, unresolved_reason
@@ -89,7 +89,15 @@ class SqlSource:
         return [dict(zip(names, row)) for row in cur.fetchall()]
 
     def units(self, kind: str) -> list[Any]:
-        return UNIT_KINDS[kind].from_sql(self.con)
+        unit = UNIT_KINDS[kind]
+        if kind == "support" and not self._has_column("events", "payload"):
+            # a read-only corpus or snapshot of a release before events.payload (run schema 1.1)
+            return [unit.row(*r) for r in self.con.execute(unit.sql.replace("arg_min(payload, seq)", "NULL::JSON")).fetchall()]
+        return unit.from_sql(self.con)
+
+    def _has_column(self, table: str, column: str) -> bool:
+        return bool(self.con.execute("SELECT count(*) FROM (DESCRIBE SELECT * FROM " + table + ") WHERE column_name = ?",
+                                     [column]).fetchone()[0])
 
 
 class ReferenceSource:
@@ -158,6 +166,9 @@ class CorpusScorer:
         self.registry = _Registry(source.populations())
         self.outcomes = {u.run_id: u._asdict() for u in source.units("outcome")}
         self.units = {kind: source.units(kind) for kind in ("checkpoint", "reach", "episode", "fixed", "member", "geometry")}
+        self.supports: dict[str, list[Any]] = defaultdict(list)
+        for unit in source.units("support"):
+            self.supports[unit.run_id].append(unit)
 
     def unassigned(self) -> list[dict[str, Any]]:
         """Invalid run folders whose run.json could not be read: in no group."""
@@ -364,8 +375,20 @@ class CorpusScorer:
                     metrics[f"gain.{outcome}"] = Members(units, "oracle_pair", BOOTSTRAP)
                     group.coverage[f"gain.{outcome}_unresolved_pairs"] = sum(1 for u in units if not u.resolved)
             group.coverage["oracle_pairs"] = len(planned)
+            metrics.update(self._supports(group, branches))
             metrics.update(self._interactions(group, population, planned))
         return metrics
+
+    def _supports(self, group: Group, branches: list[tuple[dict[str, Any], dict[str, Any]]]) -> dict[str, Members]:
+        """Delivery, agreement and substitution share over the supported branches (sec. 6.3)."""
+        sites = (group.field("intervention_site") or "").split("+")
+        supports = list(zip(sites, group.field("intervention_mode").split("+")))
+        rows = []
+        for pair, runs in branches:
+            run = runs["supported"]
+            resolved = run is not None and self.resolved(run)
+            rows.append((f"oracle_pair:{pair['pair_id']}", self.supports.get(run["run_id"], []) if resolved else None))  # type: ignore[index]
+        return support_metrics(rows, supports)
 
     def _interactions(self, group: Group, population: str, joint_pairs: list[dict[str, Any]]) -> dict[str, Members]:
         """The interaction contrast over the registered matched sets: a joint ``o1+o2`` pair

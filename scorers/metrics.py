@@ -58,6 +58,7 @@ UNIT_KINDS: dict[str, UnitKind] = {k.name: k for k in (
     UnitKind("member", pairs.MemberUnit, pairs.MEMBER_UNITS_SQL, pairs.member_units_reference),
     UnitKind("geometry", geometry.GeometryUnit, geometry.GEOMETRY_UNITS_SQL, geometry.geometry_units_reference),
     UnitKind("outcome", oracle.OutcomeUnit, oracle.RUN_OUTCOMES_SQL, oracle.run_outcomes_reference),
+    UnitKind("support", oracle.SupportUnit, oracle.SUPPORT_UNITS_SQL, oracle.support_units_reference),
 )}
 
 
@@ -221,6 +222,10 @@ METRICS: tuple[MetricFamily, ...] = (
     MetricFamily("e_p", "valid geometry report", BOOTSTRAP, "metres", "eq. 2"),
     MetricFamily("e_v", "valid axis report", BOOTSTRAP, "radians", "eq. 2"),
     MetricFamily("gain.<Y>", "registered Oracle pair", BOOTSTRAP, "difference of Y", "eq. 3"),
+    MetricFamily("delivery", "supported branch of a registered Oracle pair", WILSON, "rate", "sec. 6.3"),
+    MetricFamily("agreement", "supported branch of a registered decision:assist pair", WILSON, "rate", "sec. 6.3"),
+    MetricFamily("substitution_share", "supported branch of a registered decision:replace pair", WILSON, "rate",
+                 "sec. 6.3"),
     MetricFamily("interaction.<Y>", "registered matched set (base, o1, o2, o1+o2)", BOOTSTRAP, "difference of Y", "sec. 6.4"),
 )
 
@@ -334,6 +339,39 @@ def geometry_metrics(reports: Sequence[Any], unresolved: Sequence[str]) -> dict[
                                               + [rate_unit(c, None) for c in unresolved], "run", WILSON)
         metrics["e_v"] = Members([Unit(u.run_id, u.e_v, 1.0) for u in scored if u.v_valid]
                                  + [interval_unit(c, None, None, None) for c in unresolved], "run", BOOTSTRAP)
+    return metrics
+
+
+def support_metrics(members: Registered, supports: Sequence[tuple[str, str]]) -> dict[str, Members]:
+    """delivery, agreement and substitution share (sec. 6.3) over the supported branches of
+    a group's registered Oracle pairs; ``members`` holds ``(cluster, units)`` per branch,
+    ``units`` the branch run's :class:`~labrecord.scorers.oracle.SupportUnit` rows (None:
+    unresolved).  ``supports`` is the group's (site, mode) list.  Agreement is measured
+    under decision:assist; under decision:replace it is null (no members) and the
+    substitution share is reported instead.
+
+    Hand check: three replace branches, substituted in two, the third unresolved:
+
+    >>> from labrecord.scorers.oracle import SupportUnit as S
+    >>> rows = [("a", [S("a", "decision", "replace", None, True)]), ("b", [S("b", "decision", "replace", None, False)]),
+    ...         ("c", None)]
+    >>> m = support_metrics(rows, [("decision", "replace")])
+    >>> e = measure(m["substitution_share"].units); (e.value, e.lower, e.upper), measure(m["agreement"].units).value
+    ((None, 0.3333333333333333, 0.6666666666666666), None)
+    """
+    def pick(units: Any, site: str, mode: str) -> Any:
+        return next((u for u in units if (u.site, u.mode) == (site, mode)), None)
+
+    metrics = {"delivery": Members([rate_unit(c, None if units is None else all(pick(units, *s) for s in supports))
+                                    for c, units in members], "oracle_pair", WILSON)}
+    if ("decision", "assist") in supports:
+        metrics["agreement"] = Members([rate_unit(c, None if units is None else bool(
+            (u := pick(units, "decision", "assist")) and u.agreed)) for c, units in members], "oracle_pair", WILSON)
+    if ("decision", "replace") in supports:
+        metrics["substitution_share"] = Members([rate_unit(c, None if units is None else bool(
+            (u := pick(units, "decision", "replace")) and u.substituted)) for c, units in members], "oracle_pair", WILSON)
+        if ("decision", "assist") not in supports:
+            metrics["agreement"] = Members([], "oracle_pair", WILSON)  # null: the choice was substituted
     return metrics
 
 

@@ -18,6 +18,23 @@ is reported only once every pair is resolved; before that the bounded outcomes
 could take.  For joint supports o₁+o₂ the interaction contrast of a complete matched set
 is ``Y(o₁,o₂) − Y(o₁) − Y(o₂) + Y(0)`` (sign reversed for errors), averaged over the
 registered sets.
+
+Support units (sec. 6.3) — one row per delivered support of a run:
+``(run_id, site, mode, agreed, substituted)`` from its first delivered ``intervention``
+event of that (site, mode):
+
+* agreed (decision:assist only) = the first native choice at the intervention's
+  opportunity equals the recommended operation (``payload``); no identified choice
+  does not agree;
+* substituted (decision:replace only) = the original committed operation differs from
+  the substituted one.
+
+Over the supported branches of a group's registered Oracle pairs (aggregated in
+:mod:`labrecord.scorers.corpus`): ``delivery`` = share with every support delivered;
+``agreement`` = share whose first choice equals the recommendation (decision:assist;
+null under replace, where the choice is not the system's); ``substitution_share`` = share
+whose original differed from the substituted operation (decision:replace).  A branch
+with no delivery neither agrees nor is substituted.
 """
 from __future__ import annotations
 
@@ -25,6 +42,7 @@ from collections.abc import Mapping
 from statistics import fmean
 from typing import Any, NamedTuple
 
+from labrecord.models import Choice, InterventionEvent, Operation
 from labrecord.scorers.completion import EPISODE_UNITS_SQL, episode_units_reference
 from labrecord.scorers.geometry import GEOMETRY_UNITS_SQL, geometry_units_reference
 from labrecord.scorers.pairs import SCORED_CHOICE_SQL, scored_choices_reference
@@ -49,6 +67,70 @@ WITH ep AS (SELECT run_id, avg(valid::DOUBLE) AS completion FROM ({EPISODE_UNITS
 SELECT r.run_id, ep.completion, fc.correct, ge.e_p
 FROM runs r LEFT JOIN ep USING (run_id) LEFT JOIN fc USING (run_id) LEFT JOIN ge USING (run_id)
 """
+
+
+class SupportUnit(NamedTuple):
+    run_id: str
+    site: str
+    mode: str
+    agreed: bool | None
+    substituted: bool | None
+
+
+def _same_op(a: str, b: str) -> str:
+    """SQL: operation ``a`` (a STRUCT or JSON) equals operation JSON ``b``, field by field."""
+    return " AND ".join(f"({a_f}) IS NOT DISTINCT FROM ({b}->>'{f}')" for f, a_f in
+                        ((f, a.format(f=f)) for f in ("kind", "object", "dest")))
+
+
+SUPPORT_UNITS_SQL = f"""
+WITH fc AS (
+    SELECT run_id, opp, arg_min(op, seq) AS op FROM events
+    WHERE type = 'choice' AND "first" AND track = 'native' GROUP BY run_id, opp
+), iv AS (
+    SELECT run_id, site, mode, arg_min(opp, seq) AS opp, arg_min(payload, seq) AS payload,
+           arg_min(original, seq) AS original, arg_min(substituted, seq) AS substituted
+    FROM events WHERE type = 'intervention' AND delivered GROUP BY run_id, site, mode
+)
+SELECT iv.run_id, iv.site, iv.mode,
+       CASE WHEN iv.site = 'decision' AND iv.mode = 'assist'
+            THEN coalesce(fc.op IS NOT NULL AND {_same_op("fc.op.{f}", "iv.payload")}, false) END AS agreed,
+       CASE WHEN iv.site = 'decision' AND iv.mode = 'replace'
+            THEN NOT ({_same_op("iv.original->>'{f}'", "iv.substituted")}) END AS substituted
+FROM iv LEFT JOIN fc ON fc.run_id = iv.run_id AND fc.opp = iv.opp
+ORDER BY iv.run_id, iv.site, iv.mode
+"""
+
+
+def _op(value: Any) -> Operation | None:
+    import msgspec
+
+    try:
+        return msgspec.convert(value, Operation) if value is not None else None
+    except msgspec.ValidationError:
+        return None
+
+
+def support_units_reference(corpus: RefCorpus) -> list[SupportUnit]:
+    """:data:`SUPPORT_UNITS_SQL` in plain Python over the run files."""
+    units = []
+    for run in corpus.runs:
+        firsts: dict[str, Choice] = {}
+        delivered: dict[tuple[str, str], InterventionEvent] = {}
+        for event in sorted(run.events, key=lambda e: e.seq):
+            if isinstance(event, Choice) and event.first and event.track == "native":
+                firsts.setdefault(event.opp, event)
+            elif isinstance(event, InterventionEvent) and event.delivered:
+                delivered.setdefault((event.site, event.mode), event)
+        for (site, mode), event in sorted(delivered.items()):
+            agreed = substituted = None
+            if site == "decision" and mode == "assist":
+                choice = firsts.get(event.opp)
+                agreed = choice is not None and choice.op == _op(event.payload)
+            elif site == "decision" and mode == "replace":
+                substituted = _op(event.original) != _op(event.substituted)
+            units.append(SupportUnit(run.run_id, site, mode, agreed, substituted))
+    return sorted(units)
 
 
 def run_outcomes(con: Any) -> list[OutcomeUnit]:

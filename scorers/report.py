@@ -235,6 +235,40 @@ def gains_figure(groups: list[dict[str, Any]]) -> Any | None:
     return fig
 
 
+#: the Oracle panel's table: Δ beside delivery, agreement and substitution (sec. 6.3, 6.4)
+ORACLE_COLUMNS: tuple[tuple[str, str], ...] = (
+    ("gain.correct", "Δ correct"), ("gain.completion", "Δ completion"), ("interaction.correct", "interaction (correct)"),
+    ("delivery", "delivered"), ("agreement", "agreement"), ("substitution_share", "substitution share"),
+)
+
+
+def oracle_table(groups: list[dict[str, Any]]) -> str:
+    """Per supported condition: its gains (and interaction contrast, for a joint support)
+    beside delivery, recommendation agreement and substitution share.  Agreement is
+    "null" under replace (the choice was substituted); an absent column is "—"."""
+    rows = []
+    for group in groups:
+        if group["identity"].get("intervention_mode") in (None, "none") or "delivery" not in group["metrics"]:
+            continue
+        cells = []
+        for name, _ in ORACLE_COLUMNS:
+            metric = group["metrics"].get(name)
+            if metric is None:
+                cells.append("—")
+            elif metric["value"] is None and not metric["den"] and name == "agreement":
+                cells.append("null (replace)")
+            else:
+                cells.append(format_provisional(name, group["metrics"], group["coverage"]) or format_value(name, metric))
+        ident = group["identity"]
+        sites, modes = (ident.get("intervention_site") or "").split("+"), ident["intervention_mode"].split("+")
+        label = f"{_label(group)} ({'+'.join(f'{s}:{m}' for s, m in zip(sites, modes))})"
+        rows.append("<tr><td>" + html.escape(label) + "</td>" + "".join(f"<td>{html.escape(c)}</td>" for c in cells) + "</tr>")
+    if not rows:
+        return ""
+    head = "<tr><th>supported condition</th>" + "".join(f"<th>{html.escape(t)}</th>" for _, t in ORACLE_COLUMNS) + "</tr>"
+    return f"<table>{head}{''.join(rows)}</table>"
+
+
 def decision_table(groups: list[dict[str, Any]]) -> str:
     """Per registered decision and system: N_reach/N_run, N_correct/N_reach, N_correct/N_run."""
     decisions = sorted({n.split(".", 1)[1] for g in groups for n in g["metrics"] if n.startswith("reach.")
@@ -344,7 +378,10 @@ NOTES = {
     "Oracle gains": "<p class=note>Outcome measures: completion = share of the branch's episodes with valid completion; "
                     "correct = the first native choice at the shared checkpoint (a later self-correction does not count); "
                     "e_p = mean position error in metres, reversed so that positive is improvement. Rates and metres are "
-                    "drawn in separate panels.</p>",
+                    "drawn in separate panels. Beside Δ (sec. 6.3): delivered = supported branches whose support reached "
+                    "the system; agreement = branches whose first choice equals the recommended operation (decision:assist; "
+                    "null under replace); substitution share = branches whose committed operation differed from the "
+                    "substituted one (decision:replace).</p>",
 }
 
 CSS = ("body{font-family:system-ui,sans-serif;max-width:1100px;margin:2em auto;color:#222}"
@@ -364,7 +401,7 @@ def render_report(result: dict[str, Any], title: str, timing: str = "") -> str:
     body = [f"<h2>Incomplete evidence</h2>{evidence_section(result)}"]
     sections = [("Checkpoint choice, execution and completion", [rates_figure(groups)], ""),
                 ("Trajectory-indexed decisions", [funnel_figure(groups)], decision_table(groups)),
-                ("Oracle gains", [gains_figure(groups)], "")]
+                ("Oracle gains", [gains_figure(groups)], oracle_table(groups))]
     for heading, figs, extra in sections:
         images = "".join(f"<img alt='{heading}' src='data:image/png;base64,{_png(fig)}'>" for fig in figs if fig is not None)
         for fig in figs:

@@ -18,7 +18,7 @@ import msgspec
 from labrecord.examples import example_manifest
 from labrecord.fileio import dumps
 from labrecord.models import (
-    Choice, Confirm, EpisodeEnd, EpisodeStart, Failure, Geometry, Intervention, ObservationReceipt,
+    Choice, Confirm, EpisodeEnd, EpisodeStart, Failure, Geometry, Intervention, InterventionEvent, ObservationReceipt,
     Operation, Opportunity, Recovery, Validity, Violation,
 )
 from labrecord.rundir import RunWriter
@@ -36,13 +36,16 @@ class DecisionSpec:
     Wait/Stop-only legal set (a correct choice is then ``stop``).  ``answer`` is the
     standard the legal set holds (members of an answer-changing pair need different ones);
     a wrong choice adds ``w100``, or ``w10`` when ``w100`` is the answer.  ``then`` is a
-    second native choice after the first (a self-correction keeps the first as scored)."""
+    second native choice after the first (a self-correction keeps the first as scored).
+    ``oracle`` is an Oracle support delivered at the opportunity before the choice: the
+    ``intervention`` event's mode, site and payload/original/substituted fields."""
 
     decision: str = "select_weight"
     outcome: str = "correct"
     terminal: bool = False
     answer: str = "w10"
     then: str | None = None
+    oracle: dict[str, Any] | None = None
 
 
 @dataclass
@@ -124,6 +127,9 @@ def _decision(run: RunWriter, index: int, spec: DecisionSpec, t: float) -> float
     run.emit(Opportunity, t=t, opp=opp, decision=spec.decision, trigger="initial" if index == 0 else "state_change",
              legal=TERMINAL if spec.terminal else [answer], obs_id=obs_id, evidence_version=index, window_s=5.0)
     right = TERMINAL[0] if spec.terminal else answer
+    if spec.oracle is not None:
+        run.emit(InterventionEvent, t=t, opp=opp, evidence_version=index, obs_id=obs_id, payload_id=f"{opp}/oracle",
+                 **spec.oracle)
     if spec.outcome != "none":
         delay = 6.0 if spec.outcome == "late" else 0.5
         run.emit(Choice, t=t + delay, opp=opp, op=wrong if spec.outcome == "wrong" else right, first=True)

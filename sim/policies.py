@@ -11,6 +11,16 @@
 * ``clumsy`` is ``reference`` that opens its grasp on the first standard it carries
   in free air above the table, then picks it up again and carries on.
 
+Oracle supports (Labference sec. 6.2) reach a system only through an input it declares
+in ``oracle_inputs`` (its capability preflight, read by :func:`labrecord.sim.study.compatibility`):
+every one takes ``decision:replace`` through its commit hook; ``reference`` and ``clumsy``
+also read ``semantic:assist`` (the Oracle's displayed reading and stability stand in for
+their display channel) and ``decision:assist`` (a recommended operation that is one of the
+corrections they see is taken); ``random`` reads ``decision:assist`` (it takes the
+recommendation or its own draw, evenly); ``fixed-preference`` reads no Oracle context, so
+its assist supports are "not compatible".  The Oracle context arrives as
+``observation.state["oracle"]`` (:data:`ORACLE`), apart from the declared channels.
+
 All of them act through the LIBERO-style end-effector delta convention
 (:func:`labrecord.sim.control.action_spec`), one row per query, computed from the
 measured tool pose in the ``robot`` channel.  They are *scripted systems that declare
@@ -46,6 +56,8 @@ TURN_STEP = 0.3
 #: pause after a transfer so the reading reflects the released load before deciding again
 SETTLE_S = 1.0
 _TARGET = re.compile(r"(\d+(?:\.\d+)?)\s*g\b")
+#: the observation key of the Oracle context (a registered intervention, not a channel)
+ORACLE = "oracle"
 
 
 def parse_target(instruction: str) -> float:
@@ -76,6 +88,8 @@ class ScriptedWeighingPolicy(ABC):
     #: the commit hook (a decision-site *replace* support): called with every operation this
     #: policy commits to and the observation it chose on; returns the operation carried out
     commit_hook: Callable[[Operation, Observation], Operation] | None = None
+    #: the Oracle supports (site, mode) this system consumes (its capability preflight)
+    oracle_inputs: frozenset[tuple[str, str]] = frozenset({("decision", "replace")})
 
     def __init__(self, seed: int = 0) -> None:
         self.seed = seed
@@ -104,12 +118,17 @@ class ScriptedWeighingPolicy(ABC):
             self.plan = None
             self.wait_until = observation.t + SETTLE_S
             self.rest = np.asarray([*HOME, 0.0, 0.0])
+        oracle = observation.state.get(ORACLE) or {}
         display = observation.state.get("display_reading") or {}
+        if ("semantic", "assist") in self.oracle_inputs and "semantic" in oracle:
+            display = oracle["semantic"]
         if self.stopped or observation.t < self.wait_until or not display.get("stable"):
             return ActionChunk(self._toward(robot, self.rest))
         poses = observation.state["object_poses"]
         standing = {w for w in STANDARDS if on_pan(poses[w])}
         op = self.choose(observation, parse_target(observation.instruction), float(display["reading_g"]), standing)
+        if ("decision", "assist") in self.oracle_inputs and "decision" in oracle:
+            op = self.consider(op, oracle["decision"]["recommended"], standing)
         if op is not None and self.commit_hook is not None:
             op = self.commit_hook(op, observation)
         if op is None or op.kind in ("stop", "wait"):
@@ -121,6 +140,11 @@ class ScriptedWeighingPolicy(ABC):
         chunk = self._next_row(robot)
         chunk.report = op
         return chunk
+
+    def consider(self, own: Operation | None, recommended: Operation, standing: set[str]) -> Operation | None:
+        """The operation chosen with a delivered recommendation (decision:assist): the
+        system still chooses.  Only systems declaring ``("decision", "assist")`` are asked."""
+        return own
 
     def plan_for(self, op: Operation, poses: dict[str, list[float]]) -> list[Any]:
         """The executor's waypoints for ``op``."""
@@ -168,6 +192,14 @@ class ReferencePolicy(ScriptedWeighingPolicy):
     """Removes what must go, then adds what is missing, re-reading after every release."""
 
     name = "reference"
+    oracle_inputs = frozenset({("decision", "replace"), ("decision", "assist"), ("semantic", "assist")})
+
+    def consider(self, own: Operation | None, recommended: Operation, standing: set[str]) -> Operation | None:
+        """Take the recommendation when it is a correction this policy can see (add a standard
+        not on the pan, remove one on it), else keep its own choice."""
+        visible = (recommended.kind == "add" and recommended.object not in standing) or (
+            recommended.kind == "remove" and recommended.object in standing)
+        return recommended if visible else own
 
     def choose(self, observation: Observation, target_g: float, reading_g: float, standing: set[str]) -> Operation | None:
         wanted = required_set(target_g, reading_g, standing)
@@ -214,6 +246,11 @@ class RandomPolicy(ScriptedWeighingPolicy):
     """Uniform over the visible corrections and stopping; seeded per episode."""
 
     name = "random"
+    oracle_inputs = frozenset({("decision", "replace"), ("decision", "assist")})
+
+    def consider(self, own: Operation | None, recommended: Operation, standing: set[str]) -> Operation | None:
+        """The recommendation or its own draw, evenly (one more draw of its generator)."""
+        return recommended if self.rng.integers(2) == 0 else own
 
     def reset(self, episode: int) -> None:
         super().reset(episode)

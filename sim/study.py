@@ -20,17 +20,33 @@ weighing``.  For each drawn instance (basic condition):
    A checkpoint that failed verification, or a branch whose start differs from it,
    starts no supported run (that pair stays unresolved).
 
-Supports built: ``decision:replace`` — the committed operation at the supported
-opportunity is substituted by the contract's recommendation (the first operation of the
-legal set), through the system's commit hook; an ``intervention`` event records the
-opportunity, evidence version, payload id, original and substituted operations.  Other
-(site, mode) pairs, and systems without the hook, get a ``not_compatible``
-:class:`~labrecord.models.preflight.Compatibility` record and no registered pair.
+Supports built (:data:`IMPLEMENTED`), each bound to the supported opportunity and its
+evidence version, its payload checked by the task contract's
+:meth:`~labrecord.scorers.contracts.base.TaskContract.payload_scope` before delivery:
+
+* ``decision:replace`` — the committed operation is substituted by the contract's
+  recommendation (the registered selection rule: the first operation of the sorted legal
+  set) through the system's commit hook;
+* ``decision:assist`` — that recommendation is delivered as structured data in the
+  Oracle context of the observation (``state["oracle"]["decision"]``); the system still
+  chooses;
+* ``semantic:assist`` — the displayed reading and its stability indicator at the handoff
+  (``state["oracle"]["semantic"]``).
+
+Assist payloads ride on every query of the supported opportunity until its first choice;
+the receipt is the first delivered observation that carried them.  Each delivery is an
+``intervention`` event and an entry of the run's ``intervention.supports`` list (payload
+id, original and substituted outputs, receipt, first subsequent choice).  A system
+declares the supports it can consume (``oracle_inputs``); any other (site, mode) gets a
+``not_compatible`` :class:`~labrecord.models.preflight.Compatibility` record and no
+registered pair.  Given two compatible supports at two sites, the study also runs their
+*joint* branch, so the interaction contrast has complete matched sets.
 
 Populations: ``oracle-weighing-basic-<policy>-s<seed>`` holds, per instance, the base
-instance ``iNNN`` and one supported instance ``iNNN.<site>-<mode>`` per support (same
-drawn fields), a ``d0`` checkpoint for each, and the ``oracle_pair`` records — all
-registered before any episode runs, so ``score`` reports Δ (``gain.*``) unchanged.
+instance ``iNNN`` and one supported instance ``iNNN.<site>-<mode>`` per support (a joint
+one: ``iNNN.<site>-<mode>.<site>-<mode>``; same drawn fields), a ``d0`` checkpoint for
+each, and the ``oracle_pair`` records — all registered before any episode runs, so
+``score`` reports Δ (``gain.*``), agreement and substitution share unchanged.
 """
 from __future__ import annotations
 
@@ -50,23 +66,36 @@ from labrecord.fileio import atomic_write_bytes, dumps_pretty
 
 SITES = ("semantic", "decision", "geometry", "skill")
 MODES = ("assist", "replace")
-#: the supports this bench implements -> (oracle name, interface a system must offer)
-IMPLEMENTED: dict[tuple[str, str], tuple[str, str]] = {("decision", "replace"): ("contract-legal", "commit_hook")}
+#: the supports this bench delivers -> (oracle name, the interface it goes through)
+IMPLEMENTED: dict[tuple[str, str], tuple[str, str]] = {
+    ("decision", "replace"): ("contract-legal", "commit_hook"),
+    ("decision", "assist"): ("contract-recommendation", "oracle_context"),
+    ("semantic", "assist"): ("displayed-reading", "oracle_context"),
+}
 STUDIES_DIR = "studies"
 CONDITION = "basic"
+ORACLE_CHANNEL = "oracle"
+
+Support = tuple[str, str]
+#: a branch's supports: () base, one support, or a joint pair of two
+Branch = tuple[Support, ...]
 
 
-def parse_support(text: str) -> tuple[str, str]:
-    """``SITE:MODE`` -> (site, mode)."""
+def parse_support(text: str) -> Support:
+    """``SITE:MODE`` -> (site, mode); a (site, mode) this bench does not deliver is refused."""
     site, sep, mode = text.partition(":")
     if not sep or site not in SITES or mode not in MODES:
         raise LabrecordError(f"support {text!r}: expected SITE:MODE with SITE in {'|'.join(SITES)} "
                              f"and MODE in {'|'.join(MODES)}")
+    if (site, mode) not in IMPLEMENTED:
+        built = ", ".join(f"{s}:{m}" for s, m in IMPLEMENTED)
+        raise LabrecordError(f"support {text}: not built on the weighing bench (built: {built})")
     return site, mode
 
 
 def compatibility(policy: Any, site: str, mode: str) -> Any:
-    """The compatibility record of ``policy`` for one support (the system's declared hooks)."""
+    """The compatibility record of ``policy`` for one support: what the system declares it
+    can consume (``oracle_inputs``) and the hook the support needs."""
     from labrecord.models.preflight import Compatibility
 
     name = policy.capabilities.name
@@ -74,23 +103,55 @@ def compatibility(policy: Any, site: str, mode: str) -> Any:
     if implemented is None:
         return Compatibility(system=name, site=site, mode=mode, status="not_compatible",
                              reason=f"{site}:{mode} is not delivered by this bench")
-    oracle, hook = implemented
-    if not hasattr(policy, hook):
-        return Compatibility(system=name, site=site, mode=mode, status="not_compatible", interface=hook,
-                             reason=f"system {name!r} offers no {hook}")
-    return Compatibility(system=name, site=site, mode=mode, status="compatible", interface=hook)
+    _, interface = implemented
+    accepted = getattr(policy, "oracle_inputs", frozenset())
+    if (site, mode) not in accepted or (interface == "commit_hook" and not hasattr(policy, "commit_hook")):
+        return Compatibility(system=name, site=site, mode=mode, status="not_compatible", interface=interface,
+                             reason=f"system {name!r} declares no input for {site}:{mode}")
+    return Compatibility(system=name, site=site, mode=mode, status="compatible", interface=interface)
+
+
+def joint_compatibility(policy: Any, branch: Branch) -> Any:
+    """A joint support is compatible when each of its parts is."""
+    from labrecord.models.preflight import Compatibility
+
+    parts = [compatibility(policy, site, mode) for site, mode in branch]
+    refused = [c for c in parts if c.status != "compatible"]
+    return Compatibility(system=policy.capabilities.name, site="+".join(s for s, _ in branch),
+                         mode="+".join(m for _, m in branch),
+                         status="not_compatible" if refused else "compatible",
+                         interface="+".join(c.interface or "" for c in parts),
+                         reason=refused[0].reason if refused else None)
 
 
 def population_of(policy: str, seed: int) -> str:
     return f"oracle-weighing-{CONDITION}-{policy}-s{seed}"
 
 
-def supported_instance(base: str, site: str, mode: str) -> str:
-    return f"{base}.{site}-{mode}"
+def branch_key(branch: Branch) -> str:
+    """``semantic:assist`` or, joint, ``semantic:assist+decision:replace``."""
+    return "+".join(f"{site}:{mode}" for site, mode in branch)
 
 
-def pair_id_of(base: str, site: str, mode: str) -> str:
-    return f"{base}/{site}:{mode}"
+def supported_instance(base: str, branch: Branch) -> str:
+    return ".".join([base, *(f"{site}-{mode}" for site, mode in branch)])
+
+
+def pair_id_of(base: str, branch: Branch) -> str:
+    return f"{base}/{branch_key(branch)}"
+
+
+def oracle_of(branch: Branch) -> str:
+    return "+".join(IMPLEMENTED[s][0] for s in branch)
+
+
+def branches_of(supports: list[Support] | tuple[Support, ...]) -> list[Branch]:
+    """The supported branches of a study: each support alone and, for two supports at two
+    sites, their joint branch."""
+    branches: list[Branch] = [(s,) for s in supports]
+    if len(supports) == 2 and supports[0][0] != supports[1][0]:
+        branches.append(tuple(supports))
+    return branches
 
 
 @dataclasses.dataclass(frozen=True)
@@ -102,12 +163,12 @@ class StudyTask:
     seed: int
     index: int
     instance: Any
-    supports: tuple[tuple[str, str], ...]
+    branches: tuple[Branch, ...]
     policy_options: tuple[tuple[str, Any], ...] = ()
     verify_periods: int = 10
 
 
-def run_oracle_study(out_dir: str | Path, policy: str, supports: list[tuple[str, str]], instances: int = 16,
+def run_oracle_study(out_dir: str | Path, policy: str, supports: list[Support], instances: int = 16,
                      seed: int = 0, workers: int = 1, *, progress: Callable[[int], None] | None = None,
                      verify_periods: int | None = None, executor: str = "local", address: str | None = None,
                      **policy_options: Any) -> dict[str, Any]:
@@ -129,9 +190,12 @@ def run_oracle_study(out_dir: str | Path, policy: str, supports: list[tuple[str,
         raise LabrecordError("give at least one --support SITE:MODE")
     if len(set(supports)) != len(supports):
         raise LabrecordError("a --support is given twice")
+    for site, mode in supports:
+        parse_support(f"{site}:{mode}")
     probe = make_policy(policy, seed, **policy_options)
-    compat = [compatibility(probe, site, mode) for site, mode in supports]
-    usable = tuple((c.site, c.mode) for c in compat if c.status == "compatible")
+    branches = branches_of(supports)
+    compat = [compatibility(probe, *b[0]) if len(b) == 1 else joint_compatibility(probe, b) for b in branches]
+    usable = tuple(b for b, c in zip(branches, compat) if c.status == "compatible")
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     population = population_of(policy, seed)
@@ -148,14 +212,14 @@ def run_oracle_study(out_dir: str | Path, policy: str, supports: list[tuple[str,
     for result in parallel.map(run_instance, tasks, workers=workers, executor=executor, address=address):
         results.append(result)
         advance(1)
-    summary = _summary(population, policy, seed, compat, results)
+    summary = _summary(population, policy, seed, list(zip(branches, compat)), results)
     folder = out / STUDIES_DIR
     folder.mkdir(parents=True, exist_ok=True)
     atomic_write_bytes(folder / f"{population}.json", dumps_pretty(summary))
     return summary
 
 
-def _population_records(drawn: list[Any], supports: tuple[tuple[str, str], ...], base_records: Any,
+def _population_records(drawn: list[Any], branches: tuple[Branch, ...], base_records: Any,
                         instance_id_of: Any) -> list[Any]:
     from labrecord.models import Checkpoint, Instance, OraclePair
 
@@ -164,49 +228,60 @@ def _population_records(drawn: list[Any], supports: tuple[tuple[str, str], ...],
     for record in base:
         records.append(record)
         if isinstance(record, Checkpoint):
-            for site, mode in supports:
-                records.append(Checkpoint(instance_id=supported_instance(record.instance_id, site, mode),
+            for branch in branches:
+                records.append(Checkpoint(instance_id=supported_instance(record.instance_id, branch),
                                           decision=record.decision))
         elif isinstance(record, Instance):
-            for site, mode in supports:
-                records.append(Instance(instance_id=supported_instance(record.instance_id, site, mode),
+            for branch in branches:
+                records.append(Instance(instance_id=supported_instance(record.instance_id, branch),
                                         task_id=record.task_id, condition=record.condition, fields=record.fields))
     for index in range(len(drawn)):
         base_id = instance_id_of(index)
-        for site, mode in supports:
-            records.append(OraclePair(pair_id=pair_id_of(base_id, site, mode), base=base_id,
-                                      supported=supported_instance(base_id, site, mode), mode=mode,  # type: ignore[arg-type]
-                                      oracle=IMPLEMENTED[(site, mode)][0], site=site))  # type: ignore[arg-type]
+        for branch in branches:
+            records.append(OraclePair(pair_id=pair_id_of(base_id, branch), base=base_id,
+                                      supported=supported_instance(base_id, branch),
+                                      mode="+".join(m for _, m in branch), oracle=oracle_of(branch),
+                                      site="+".join(s for s, _ in branch)))
     return records
 
 
+def _stem(task: StudyTask) -> str:
+    return f"oracle-weighing-{task.policy}-s{task.seed}-e{task.index:03d}"
+
+
+def _run_id(task: StudyTask, branch: Branch) -> str:
+    """``<stem>-base``, ``<stem>-decision-replace``, ``<stem>-semantic-assist.decision-replace``."""
+    return f"{_stem(task)}-" + (".".join(f"{site}-{mode}" for site, mode in branch) or "base")
+
+
 def _run_ids(task: StudyTask) -> list[str]:
-    stem = f"oracle-weighing-{task.policy}-s{task.seed}-e{task.index:03d}"
-    return [f"{stem}-base"] + [f"{stem}-{site}-{mode}" for site, mode in task.supports]
+    return [_run_id(task, ())] + [_run_id(task, b) for b in task.branches]
 
 
-def _spec(task: StudyTask, site: str | None, mode: str | None) -> Any:
-    from labrecord.models import Intervention
+def _spec(task: StudyTask, branch: Branch) -> Any:
+    from labrecord.models import Intervention, Support as SupportRecord
     from labrecord.sim.weighing import EpisodeSpec, instance_id_of
 
     base_id = instance_id_of(task.index)
-    stem = f"oracle-weighing-{task.policy}-s{task.seed}-e{task.index:03d}"
-    if site is None:
-        run_id, instance_id = f"{stem}-base", base_id
-        intervention = Intervention(mode="none", pair_id=None, branch="base")
+    if not branch:
+        instance_id = base_id
+        intervention = Intervention(pair_id=None, branch="base")
     else:
-        run_id, instance_id = f"{stem}-{site}-{mode}", supported_instance(base_id, site, mode)  # type: ignore[arg-type]
-        intervention = Intervention(mode=mode, site=site, oracle=IMPLEMENTED[(site, mode)][0],  # type: ignore[arg-type]
-                                    pair_id=pair_id_of(base_id, site, mode), branch="supported")  # type: ignore[arg-type]
+        instance_id = supported_instance(base_id, branch)
+        intervention = Intervention(supports=[SupportRecord(site=site, mode=mode, oracle=IMPLEMENTED[(site, mode)][0])  # type: ignore[arg-type]
+                                              for site, mode in branch],
+                                    pair_id=pair_id_of(base_id, branch), branch="supported")
     return EpisodeSpec(task.out_dir, CONDITION, task.policy, task.index, task.seed, task.instance, cameras=False,
-                       size=64, policy_options=task.policy_options, run_id=run_id,
+                       size=64, policy_options=task.policy_options, run_id=_run_id(task, branch),
                        population=population_of(task.policy, task.seed), instance_id=instance_id,
                        intervention=intervention)
 
 
-def _drive(owner: Any, on_open: Callable[[Any], None], after_step: Callable[[], None] | None = None) -> None:
+def _drive(owner: Any, on_open: Callable[[Any], None], after_step: Callable[[], None] | None = None,
+           before_act: Callable[[Any], None] | None = None) -> None:
     """``run_episode`` through the push-mode calls, with ``on_open(observation)`` called
-    once when the registered decision ``d0`` opens its first opportunity."""
+    once when the registered decision ``d0`` opens its first opportunity, and
+    ``before_act(observation)`` before every query (the Oracle context goes in there)."""
     from labrecord.recorders.adapters.faults import InterfaceViolation, PolicyServiceFault
     from labrecord.sim.weighing import CHECKPOINT_DECISION
 
@@ -221,6 +296,8 @@ def _drive(owner: Any, on_open: Callable[[Any], None], after_step: Callable[[], 
             fired = True
             on_open(observation)
         if observation is not None and owner.wants_action:
+            if before_act is not None:
+                before_act(observation)
             wall = time.perf_counter()
             try:
                 chunk = owner.policy.act(observation)
@@ -245,7 +322,7 @@ def run_instance(task: StudyTask) -> dict[str, Any]:
     from labrecord.sim.policies import make_policy
     from labrecord.sim.weighing import instance_id_of, open_episode
 
-    base_spec = _spec(task, None, None)
+    base_spec = _spec(task, ())
     policy_seed = task.seed * 100003 + task.index
     episode = open_episode(base_spec, make_policy(task.policy, policy_seed, **dict(task.policy_options)))
     import mujoco  # after open_episode chose the offscreen renderer
@@ -286,8 +363,8 @@ def run_instance(task: StudyTask) -> dict[str, Any]:
     if not checkpoint.header.verified:
         result["reason"] = "checkpoint failed verification: no supported branch started"
         return result
-    for site, mode in task.supports:
-        result["branches"][f"{site}:{mode}"] = _supported_branch(task, site, mode, checkpoint, policy_seed)
+    for branch in task.branches:
+        result["branches"][branch_key(branch)] = _supported_branch(task, branch, checkpoint, policy_seed)
     return result
 
 
@@ -297,57 +374,130 @@ def _builtins(value: Any) -> Any:
     return msgspec.to_builtins(value)
 
 
-def _supported_branch(task: StudyTask, site: str, mode: str, checkpoint: Any, policy_seed: int) -> dict[str, Any]:
-    from labrecord.models.events import InterventionEvent
+class _Delivery:
+    """The supports of one branch at its supported opportunity: payloads built at the
+    handoff and scope-checked by the contract, assist payloads put in the Oracle context of
+    each query until the opportunity's first choice, the commit hook for *replace*, an
+    ``intervention`` event per delivery and the run's ``intervention.supports`` entries."""
+
+    def __init__(self, owner: Any, policy: Any, branch: Branch, checkpoint: Any, records: list[Any]) -> None:
+        self.owner, self.policy, self.branch, self.records = owner, policy, branch, records
+        header = checkpoint.header
+        self.opp, self.version = header.opp, header.evidence_version
+        self.payload_stem = f"{header.run_id}/{header.opp}"
+        self.assist: dict[str, Any] = {}
+
+    def start(self) -> None:
+        """At the handoff (physics restored): build, check and arm every support."""
+        owner = self.owner
+        contract = owner.scorer.contract
+        legal = list(owner.scorer.legal.get(self.opp) or [])
+        for (site, mode), record in zip(self.branch, self.records):
+            record.opp, record.evidence_version = self.opp, self.version
+            if site == "decision":
+                payload: Any = legal[0] if legal else None
+                record.payload_id = f"{self.payload_stem}/legal[0]"
+            else:
+                shown = owner.env.display()
+                payload = {name: shown.get(name) for name in sorted(contract.semantic_fields)}
+                record.payload_id = f"{self.payload_stem}/display"
+            refused = contract.payload_scope(site, payload, legal)
+            if refused is not None:
+                record.delivered, record.refused = False, refused
+                continue
+            if mode == "replace":
+                record.substituted = payload
+                self.policy.commit_hook = self._hook(record, payload)
+            else:
+                record.payload = payload
+                self.assist[site] = (record, payload)
+
+    def before_act(self, observation: Any) -> None:
+        """Put the armed assist payloads in this query's Oracle context while the supported
+        opportunity is current and has no first choice yet; the first query that carries
+        one is its receipt."""
+        current = self.owner.scorer.tracker.current
+        if not self.assist or current is None or current.opp != self.opp or self._chosen():
+            return
+        context = {}
+        for site, (record, payload) in self.assist.items():
+            context[site] = {"payload_id": record.payload_id, **(
+                {"recommended": payload} if site == "decision" else dict(payload))}
+            if record.receipt is None:
+                record.receipt, record.delivered = observation.obs_id, True
+                self._emit(record, payload=payload, obs_id=observation.obs_id)
+        observation.state[ORACLE_CHANNEL] = context
+
+    def _chosen(self) -> bool:
+        return any(c["opp"] == self.opp for c in self.owner.scorer.first_choices)
+
+    def _hook(self, record: Any, substituted: Any) -> Callable[[Any, Any], Any]:
+        def hook(op: Any, observation: Any) -> Any:
+            current = self.owner.scorer.tracker.current
+            if record.delivered or current is None or current.opp != self.opp:
+                return op
+            record.original, record.receipt, record.delivered = op, observation.obs_id, True
+            self._emit(record, original=op, substituted=substituted, obs_id=observation.obs_id)
+            return substituted
+
+        return hook
+
+    def _emit(self, record: Any, **fields: Any) -> None:
+        from labrecord.models.events import InterventionEvent
+
+        self.owner.emit(InterventionEvent, t=self.owner.env.time, fields={
+            "opp": self.opp, "evidence_version": self.version, "mode": record.mode, "site": record.site,
+            "payload_id": record.payload_id, "delivered": True, **fields})
+
+    def finish(self) -> None:
+        """The first native choice at the supported opportunity, after the delivery."""
+        chosen = [c["op"] for c in self.owner.scorer.first_choices if c["opp"] == self.opp]
+        for record in self.records:
+            if record.delivered:
+                record.first_choice = _operation(chosen[0]) if chosen else None
+
+
+def _operation(text: str) -> Any:
+    """The operation of its printed form ``kind(object, dest)`` (how the online scorer keeps choices)."""
+    from labrecord.models import Operation
+
+    kind, _, rest = text.partition("(")
+    return Operation(kind, *[part.strip() for part in rest.rstrip(")").split(",") if part.strip()])  # type: ignore[arg-type]
+
+
+def _supported_branch(task: StudyTask, branch: Branch, checkpoint: Any, policy_seed: int) -> dict[str, Any]:
     from labrecord.recorders.checkpoint import restore_physics
     from labrecord.sim.policies import make_policy
     from labrecord.sim.weighing import open_episode
 
     policy = make_policy(task.policy, policy_seed, **dict(task.policy_options))
-    episode = open_episode(_spec(task, site, mode), policy)
+    episode = open_episode(_spec(task, branch), policy)
     owner = episode.owner
-    record: dict[str, Any] = {"run": episode.writer.dir.name, "started": False}
+    records = episode.writer.document.manifest.intervention.supports
+    delivery = _Delivery(owner, policy, branch, checkpoint, records)
+    outcome: dict[str, Any] = {"run": episode.writer.dir.name, "started": False}
 
     def on_open(observation: Any) -> None:
         mismatch = _start_mismatch(owner, checkpoint)
         if mismatch is not None:
-            record["reason"] = f"branch start differs from the verified checkpoint: {mismatch}"
+            outcome["reason"] = f"branch start differs from the verified checkpoint: {mismatch}"
             raise _BranchRefused(mismatch)
         restore_physics(owner.env, checkpoint)
-        record["started"] = True
-        opp, version = checkpoint.header.opp, checkpoint.header.evidence_version
-
-        def hook(op: Any, seen: Any) -> Any:
-            current = owner.scorer.tracker.current
-            if "original" in record or current is None or current.opp != opp:
-                return op
-            legal = owner.scorer.legal.get(opp) or []
-            if not legal:
-                return op
-            recommended = legal[0]
-            record.update(original=str(op), substituted=str(recommended), substitution=op != recommended)
-            owner.emit(InterventionEvent, t=owner.env.time, fields={
-                "opp": opp, "evidence_version": version, "mode": mode, "site": site,
-                "payload_id": f"{checkpoint.header.run_id}/{opp}/legal[0]", "original": op,
-                "substituted": recommended, "delivered": True})
-            return recommended
-
-        policy.commit_hook = hook
+        outcome["started"] = True
+        delivery.start()
 
     try:
-        _drive(owner, on_open)
+        _drive(owner, on_open, before_act=delivery.before_act)
     except _BranchRefused:
         episode.abort()
-        return record
+        return outcome
     except BaseException:
         episode.abort()
         raise
+    delivery.finish()
     episode.close()
-    record.setdefault("substitution", None)
-    # the first native choice at the supported opportunity after the delivery
-    chosen = [c["op"] for c in owner.scorer.first_choices if c["opp"] == checkpoint.header.opp]
-    record["first_choice"] = chosen[0] if chosen else None
-    return record
+    outcome["supports"] = [_builtins(r) for r in records]
+    return outcome
 
 
 class _BranchRefused(Exception):
@@ -376,27 +526,35 @@ def _start_mismatch(owner: Any, checkpoint: Any) -> str | None:
     return None
 
 
-def _summary(population: str, policy: str, seed: int, compat: list[Any], results: list[dict[str, Any]]) -> dict[str, Any]:
-    """Delivery and substitution beside the pairs (sec. 6.3): agreement is null under replace."""
+def _summary(population: str, policy: str, seed: int, branches: list[tuple[Branch, Any]],
+             results: list[dict[str, Any]]) -> dict[str, Any]:
+    """Compatibility, delivery, agreement and substitution per support (sec. 6.3): agreement
+    under decision:assist, substitution share under replace (agreement null there).  The
+    scorer computes the same shares from the stored runs (``labrecord score``)."""
     import msgspec
 
     supports = {}
-    for c in compat:
-        key = f"{c.site}:{c.mode}"
+    for branch, c in branches:
+        key = branch_key(branch)
         if c.status != "compatible":
             supports[key] = {"status": "not compatible", "reason": c.reason}
             continue
-        branches = [r["branches"].get(key) for r in results]
-        started = [b for b in branches if b and b["started"]]
-        delivered = [b for b in started if "original" in b]
-        substituted = sum(1 for b in delivered if b["substitution"])
-        supports[key] = {
-            "status": "compatible", "pairs": len(results), "started": len(started), "delivered": len(delivered),
-            "substitution_share": substituted / len(delivered) if delivered else None,
-            "substituted": substituted, "agreement": None,
-        }
+        outcomes = [r["branches"].get(key) for r in results]
+        started = [b for b in outcomes if b and b["started"]]
+        entry: dict[str, Any] = {"status": "compatible", "pairs": len(results), "started": len(started),
+                                 "delivered": sum(1 for b in started if all(s.get("delivered") for s in b["supports"]))}
+        for index, (site, mode) in enumerate(branch):
+            records = [b["supports"][index] for b in started if b["supports"][index].get("delivered")]
+            if site == "decision" and mode == "replace":
+                changed = sum(1 for r in records if r.get("original") != r.get("substituted"))
+                entry.update(substituted=changed, substitution_share=changed / len(records) if records else None,
+                             agreement=None)
+            elif site == "decision":
+                agreed = sum(1 for r in records if r.get("first_choice") == r.get("payload"))
+                entry.update(agreed=agreed, agreement=agreed / len(records) if records else None)
+        supports[key] = entry
     return {"population": population, "policy": policy, "seed": seed, "condition": CONDITION,
-            "compatibility": [msgspec.to_builtins(c) for c in compat], "supports": supports,
+            "compatibility": [msgspec.to_builtins(c) for _, c in branches], "supports": supports,
             "checkpoints_verified": sum(1 for r in results if r["verified"]), "instances": len(results),
             "results": results}
 

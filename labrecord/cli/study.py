@@ -40,8 +40,9 @@ def oracle() -> None:
 @click.option("--policy", type=click.Choice(["reference", "clumsy", "fixed-preference", "random"]),
               default="reference", show_default=True, help="A scripted system (its state is checkpointable).")
 @click.option("--support", "supports", multiple=True, required=True, metavar="SITE:MODE",
-              help="A support: sites semantic|decision|geometry|skill, modes assist|replace (repeatable; "
-                   "each is a separate matched pair).  Built: decision:replace.")
+              help="A support: sites semantic|decision|geometry|skill, modes assist|replace.  Repeatable: each "
+                   "is a matched pair; two at different sites also run their joint branch (interaction contrast).  "
+                   "Built: semantic:assist, decision:assist, decision:replace.")
 @click.option("--denomination", type=click.Choice(["w10", "w20", "w50", "w100"]), default=None,
               help="Standard the fixed-preference policy always transfers (default w50).")
 @click.option("--instances", type=click.IntRange(min=1), default=16, show_default=True)
@@ -51,7 +52,7 @@ def oracle() -> None:
 @executor_options
 @click.option("--verify-periods", type=click.IntRange(min=1), default=10, show_default=True,
               help="Control periods re-stepped from each checkpoint to verify it.")
-@output_options(csv=False, json_help="Print the study summary (compatibility, checkpoints, delivery, substitution share).")
+@output_options(csv=False, json_help="Print the study summary (compatibility, checkpoints, delivery, agreement, substitution share).")
 def weighing(policy: str, supports: tuple[str, ...], denomination: str | None, instances: int, seed: int, out_dir: str,
              workers: int, executor: str, ray_address: str | None, verify_periods: int, as_json: bool) -> None:
     """Feedback weighing (basic condition): base + supported run folders, checkpoints and populations under --out.
@@ -59,8 +60,9 @@ def weighing(policy: str, supports: tuple[str, ...], denomination: str | None, i
     \b
     Example:
       labrecord study oracle weighing --policy fixed-preference --support decision:replace --instances 16 --seed 0 --out runs/
-      labrecord study oracle weighing --policy reference --support decision:replace --support semantic:assist --out runs/
-      labrecord score runs/            # gain.* (Δ) per supported group
+      labrecord study oracle weighing --policy random --support decision:assist --out runs/
+      labrecord study oracle weighing --policy reference --support semantic:assist --support decision:replace --out runs/
+      labrecord score runs/            # gain.* (Δ), agreement, substitution_share, interaction.*
     """
     from labrecord.sim.study import parse_support, run_oracle_study
 
@@ -68,19 +70,19 @@ def weighing(policy: str, supports: tuple[str, ...], denomination: str | None, i
     options = {"denomination": denomination} if denomination and policy == "fixed-preference" else {}
     with progress(instances, f"oracle study / {policy}") as advance:
         summary = run_oracle_study(out_dir, policy, parsed, instances, seed, workers, progress=advance,
-                                   verify_periods=verify_periods, **options)
+                                   verify_periods=verify_periods, executor=executor, address=ray_address, **options)
     if as_json:
         echo_json(summary)
         return
     rows = []
     for key, entry in summary["supports"].items():
         if entry["status"] != "compatible":
-            rows.append((key, "not compatible", "", "", "", entry["reason"]))
+            rows.append((key, "not compatible", "", "", "", "", entry["reason"]))
             continue
-        share = entry["substitution_share"]
+        agreement, share = entry.get("agreement"), entry.get("substitution_share")
         rows.append((key, "compatible", f"{entry['started']}/{entry['pairs']}", entry["delivered"],
-                     "" if share is None else f"{share:.0%}", ""))
-    echo_table(("support", "status", "branches started", "delivered", "substitution share", "note"), rows,
+                     "" if agreement is None else f"{agreement:.0%}", "" if share is None else f"{share:.0%}", ""))
+    echo_table(("support", "status", "branches started", "delivered", "agreement", "substitution share", "note"), rows,
                title=f"{summary['population']}: {summary['checkpoints_verified']}/{summary['instances']} checkpoints verified")
     click.echo(f"wrote runs, checkpoints/ and populations/{summary['population']}.jsonl under {out_dir}; "
                f"`labrecord score {out_dir}` reports gain.* (Δ)")

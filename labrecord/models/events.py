@@ -83,15 +83,22 @@ class Recovery(BaseEvent, tag="recovery", kw_only=True):
 
 
 class InterventionEvent(BaseEvent, tag="intervention", kw_only=True):
-    """Oracle support bound to one opportunity and one evidence version."""
+    """Oracle support bound to one opportunity and one evidence version.
+
+    ``payload`` is the content delivered under *assist* (a displayed reading and stability,
+    a recommended operation); ``original``/``substituted`` the output replaced under
+    *replace*; ``obs_id`` the delivered observation that carried it (the receipt).
+    """
 
     opp: str
     evidence_version: int
     mode: Literal["assist", "replace"]
     site: Literal["semantic", "decision", "geometry", "skill"]
     payload_id: str | None = None
+    payload: Any = None
     original: Any = None
     substituted: Any = None
+    obs_id: str | None = None
     delivered: bool = True
 
 

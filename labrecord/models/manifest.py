@@ -1,4 +1,9 @@
-"""``run.json``: what was run and under which conditions (schema ``labrecord.run/1``)."""
+"""``run.json``: what was run and under which conditions (schema ``labrecord.run/1.1``).
+
+Minor version 1.1 turned the run's intervention record into a list of supports
+(:class:`Support`, ``intervention.supports``): a joint branch carries two.  A 1.0 record
+(one ``{mode, site, oracle}``) is read as a one-element list, so old runs stay readable.
+"""
 from __future__ import annotations
 
 import re
@@ -8,7 +13,7 @@ import msgspec
 
 from labrecord.models.preflight import Preflight
 
-RUN_SCHEMA = "labrecord.run/1"
+RUN_SCHEMA = "labrecord.run/1.1"
 RUN_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$"
 _RUN_ID = re.compile(RUN_ID_PATTERN)
 
@@ -74,12 +79,70 @@ class Evaluation(Model, kw_only=True):
     budget: Budget = msgspec.field(default_factory=Budget)
 
 
-class Intervention(Model, kw_only=True):
-    mode: Literal["none", "assist", "replace"] = "none"
+SITES: tuple[str, ...] = ("semantic", "decision", "geometry", "skill")
+MODES: tuple[str, ...] = ("assist", "replace")
+
+
+class Support(Model, kw_only=True, omit_defaults=True):
+    """One Oracle support of a run (Labference sec. 6.3): bound to one opportunity,
+    evidence version and site; what was delivered and what followed.
+
+    ``receipt`` is the ``obs_id`` of the delivered observation that carried the payload
+    (assist) or answered the substituted commitment (replace); ``delivered`` is null while
+    the supported opportunity was never reached, false when the task contract refused the
+    payload's scope (``refused`` says why); ``first_choice`` is the first native choice at
+    that opportunity after the delivery.
+    """
+
     site: Literal["semantic", "decision", "geometry", "skill"] | None = None
+    mode: Literal["assist", "replace"]
+    oracle: str | None = None
+    opp: str | None = None
+    evidence_version: int | None = None
+    payload_id: str | None = None
+    payload: Any = None
+    original: Any = None
+    substituted: Any = None
+    receipt: str | None = None
+    delivered: bool | None = None
+    refused: str | None = None
+    first_choice: Any = None
+
+
+class Intervention(Model, kw_only=True):
+    """The run's Oracle condition: its list of :attr:`supports` (empty: none), the matched
+    pair and the branch.  ``mode``, ``site`` and ``oracle`` are the condition's identity,
+    derived from the supports (joined with ``+`` for a joint support, e.g.
+    ``assist+replace``); a 1.0 record that has only them becomes one support.
+    """
+
+    mode: str = "none"
+    site: str | None = None
     oracle: str | None = None
     pair_id: str | None = None
     branch: Literal["base", "supported"] | None = None
+    supports: list[Support] = []
+
+    def __post_init__(self) -> None:
+        if not self.supports and self.mode != "none":
+            # a 1.0 single-support record
+            if self.mode not in MODES or (self.site is not None and self.site not in SITES):
+                raise ValueError(f"intervention {self.mode}/{self.site}: expected mode in {'|'.join(MODES)} "
+                                 f"and site in {'|'.join(SITES)}")
+            self.supports = [Support(mode=self.mode, site=self.site, oracle=self.oracle)]  # type: ignore[arg-type]
+        elif self.supports:
+            self.mode, self.site, self.oracle = condition_of(self.supports)
+
+
+def condition_of(supports: list[Support]) -> tuple[str, str | None, str | None]:
+    """(mode, site, oracle) of a list of supports: ``+``-joined in list order."""
+    if not supports:
+        return "none", None, None
+
+    def join(values: list[str | None]) -> str | None:
+        return None if all(v is None for v in values) else "+".join(v or "" for v in values)
+
+    return ("+".join(s.mode for s in supports), join([s.site for s in supports]), join([s.oracle for s in supports]))
 
 
 class Seeds(Model, kw_only=True):

@@ -46,14 +46,27 @@ class Pair(PopulationRecord, tag="pair", kw_only=True):
 
 
 class OraclePair(PopulationRecord, tag="oracle_pair", kw_only=True):
-    """A matched Oracle pair: the same instance without and with one support."""
+    """A matched Oracle pair: the same instance without and with one support.
+
+    A joint support (two sites) joins its fields with ``+`` in support order, as the
+    supported run's ``intervention`` does: mode ``assist+replace``, site
+    ``semantic+decision``, oracle ``o1+o2``.
+    """
 
     pair_id: str
     base: str
     supported: str
-    mode: Literal["assist", "replace"]
+    mode: str
     oracle: str
-    site: Literal["semantic", "decision", "geometry", "skill"] | None = None
+    site: str | None = None
+
+    def __post_init__(self) -> None:
+        modes, sites = self.mode.split("+"), (self.site or "").split("+")
+        if any(m not in ("assist", "replace") for m in modes) or (
+                self.site is not None and (len(sites) != len(modes) or any(
+                    s not in ("semantic", "decision", "geometry", "skill") for s in sites))):
+            raise ValueError(f"oracle_pair {self.pair_id}: mode {self.mode!r} / site {self.site!r}: expected "
+                             "assist|replace and semantic|decision|geometry|skill, '+'-joined for a joint support")
 
 
 PopulationEntry = Union[Instance, Checkpoint, FixedStart, Pair, OraclePair]

@@ -95,7 +95,7 @@ EVENTS = TableSpec("events", "Every line of every events.jsonl; fields absent fr
     ("decision", "VARCHAR", "opportunity: registered decision name"),
     ("trigger", "VARCHAR", "opportunity: initial | state_change | failed_attempt"),
     ("legal", f"{OP}[]", "opportunity: legal next-operation set"),
-    ("obs_id", "VARCHAR", "opportunity: delivered observation id"),
+    ("obs_id", "VARCHAR", "opportunity: delivered observation id; intervention: the receipt's observation"),
     ("evidence_version", "BIGINT", "evidence version the event is bound to"),
     ("window_s", "DOUBLE", "opportunity: response window in seconds"),
     ("state_ref", "VARCHAR", "opportunity: reference task-state id"),
@@ -115,6 +115,7 @@ EVENTS = TableSpec("events", "Every line of every events.jsonl; fields absent fr
     ("mode", "VARCHAR", "intervention: assist | replace"),
     ("site", "VARCHAR", "intervention: semantic | decision | geometry | skill"),
     ("payload_id", "VARCHAR", "intervention: payload identity"),
+    ("payload", "JSON", "intervention: content delivered under assist"),
     ("original", "JSON", "intervention: original output"),
     ("substituted", "JSON", "intervention: substituted output"),
     ("delivered", "BOOLEAN", "intervention: delivered (default true)"),
@@ -463,12 +464,17 @@ def create_schema(con: object) -> None:
     """
     present = _relations(con)
     missing = [t for t in TABLES if t.name not in present]
-    if not missing and {v.name for v in VIEWS} <= present and not stale_views(con):
+    added = missing_columns(con)
+    if not missing and not added and {v.name for v in VIEWS} <= present and not stale_views(con):
         return
     con.execute("BEGIN TRANSACTION")  # type: ignore[attr-defined]
     try:
         for spec in missing:
             _create_table(con, spec)
+        for spec, column in added:
+            # a column added by a newer release (events.payload in 1.1): older rows read null
+            con.execute(f'ALTER TABLE {spec.name} ADD COLUMN "{column.name}" {column.type}')  # type: ignore[attr-defined]
+            con.execute(f'COMMENT ON COLUMN {spec.name}."{column.name}" IS {_quote(column.comment)}')  # type: ignore[attr-defined]
         create_views(con)
     except BaseException:
         con.execute("ROLLBACK")  # type: ignore[attr-defined]
@@ -485,6 +491,17 @@ def missing_tables(con: object) -> list[TableSpec]:
     """Registered tables the connection does not have."""
     present = _relations(con)
     return [t for t in TABLES if t.name not in present]
+
+
+def missing_columns(con: object) -> list[tuple[TableSpec, Column]]:
+    """Registered columns that the connection's existing tables lack."""
+    rows = con.execute("SELECT table_name, column_name FROM duckdb_columns()").fetchall()  # type: ignore[attr-defined]
+    have: dict[str, set[str]] = {}
+    for table, name in rows:
+        have.setdefault(table, set()).add(name)
+    tables = {row[0] for row in con.execute("SELECT table_name FROM duckdb_tables()").fetchall()}  # type: ignore[attr-defined]
+    return [(spec, column) for spec in TABLES if spec.name in tables
+            for column in spec.columns if column.name not in have.get(spec.name, set())]
 
 
 def _create_table(con: object, spec: TableSpec) -> None:

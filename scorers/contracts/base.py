@@ -180,9 +180,44 @@ class TaskContract(ABC):
     sensor_source: ClassVar[str] = "sensor"
     #: ``failure`` reasons the contract derives (others are the recorder's own)
     failure_reasons: ClassVar[frozenset[str]] = frozenset()
+    #: the facts a Semantic Oracle may supply (certified by the authorized observations,
+    #: Labference sec. 6.2); evaluator-side quantities (hidden masses, targets) never are
+    semantic_fields: ClassVar[frozenset[str]] = frozenset()
 
     def __init__(self, thresholds: Any = None) -> None:
         self.thresholds = thresholds if thresholds is not None else self.default_thresholds()
+
+    # -- Oracle payloads ---------------------------------------------------------------
+    def payload_scope(self, site: str, payload: Any, legal: Sequence[Operation]) -> str | None:
+        """Why ``payload`` is outside the scope of a ``site`` support at an opportunity whose
+        legal set is ``legal``, or None when it may be delivered (sec. 6.3: the task-owned
+        validator checks content scope before delivery).
+
+        * decision: one operation of the legal set, symbolic identifiers only;
+        * semantic: a mapping of this contract's :attr:`semantic_fields` only.
+
+        >>> from labrecord.scorers.contracts.weighing import WeighingContract
+        >>> c = WeighingContract()
+        >>> c.payload_scope("decision", Operation("add", "w50", "pan"), [Operation("add", "w20", "pan")])
+        'decision payload add(w50, pan) is not in the legal set [add(w20, pan)]'
+        >>> c.payload_scope("semantic", {"reading_g": 130.2, "sample_g": 110.0}, [])
+        "semantic payload field 'sample_g' is not an authorized fact (allowed: reading_g, stable)"
+        """
+        if site == "decision":
+            if not isinstance(payload, Operation):
+                return f"decision payload {payload!r} is not an operation"
+            if payload not in legal:
+                return f"decision payload {payload} is not in the legal set [{', '.join(map(str, legal))}]"
+            return None
+        if site == "semantic":
+            if not isinstance(payload, Mapping) or not payload:
+                return f"semantic payload {payload!r} is not a mapping of facts"
+            for name in payload:
+                if name not in self.semantic_fields:
+                    return (f"semantic payload field {name!r} is not an authorized fact "
+                            f"(allowed: {', '.join(sorted(self.semantic_fields)) or 'none'})")
+            return None
+        return f"{site} payloads have no scope rule in contract {self.version}"
 
     # -- identity --------------------------------------------------------------------
     @classmethod

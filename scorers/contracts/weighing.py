@@ -434,6 +434,8 @@ class WeighingContract(TaskContract):
     recognizer: ClassVar[str] = "grasp/1"
     sensor_source: ClassVar[str] = "load_cell"
     failure_reasons: ClassVar[frozenset[str]] = frozenset({"miss", "drop"})
+    #: the displayed reading and its stability indicator (what the display shows)
+    semantic_fields: ClassVar[frozenset[str]] = frozenset({"reading_g", "stable"})
     violation_kinds: ClassVar[frozenset[str]] = frozenset({"premature", "repetition", "safety"})
     derives_recovery: ClassVar[bool] = True
     features_type = WeighingFeatures

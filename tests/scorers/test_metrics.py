@@ -64,7 +64,9 @@ def test_unbounded_metric_has_no_bounds():
 def test_every_metric_name_has_a_registry_entry():
     for name in ("B_next", "reach.select_weight", "completion.valid", "gain.correct", "interaction.e_p", "P_state", "e_v"):
         assert family_of(name) in METRICS
-    assert set(UNIT_KINDS) == {"checkpoint", "reach", "episode", "fixed", "member", "geometry", "outcome"}
+    assert set(UNIT_KINDS) == {"checkpoint", "reach", "episode", "fixed", "member", "geometry", "outcome", "support"}
+    for name in ("delivery", "agreement", "substitution_share"):
+        assert family_of(name) in METRICS
 
 
 option_sets = st.sampled_from([RATE_OPTIONS, CONDITIONAL_OPTIONS, ((-1.0, 1.0), (0.0, 1.0)), ((0.0, 1.0), (0.5, 1.0))])

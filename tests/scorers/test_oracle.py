@@ -170,3 +170,72 @@ def test_a_self_correction_does_not_change_the_scored_choice(tmp_path):
     write_rollout(tmp_path, RolloutSpec("base0", population=("O", "b0"), decisions=[DecisionSpec(outcome="wrong", then="correct")]))
     write_rollout(tmp_path, RolloutSpec("sup0", population=("O", "s0"), intervention=_support("o1"), decisions=[DecisionSpec()]))
     assert _supported_group(score_corpus(tmp_path, resamples=0))["metrics"]["gain.correct"]["value"] == 1.0
+
+
+# -- delivery, agreement and substitution share (sec. 6.3) -------------------------------------
+
+def _units(agreed=None, substituted=None, mode="assist"):
+    from labrecord.scorers.oracle import SupportUnit
+
+    return [SupportUnit("r", "decision", mode, agreed, substituted)]
+
+
+def test_hand_checked_agreement_and_substitution():
+    """Four assist branches: agree, disagree, agree, never delivered (no unit) → agreement
+    2/4, delivery 3/4.  Two replace branches, one substituted → 1/2, agreement null."""
+    from labrecord.scorers.metrics import measure, support_metrics
+
+    assist = [("a", _units(True)), ("b", _units(False)), ("c", _units(True)), ("d", [])]
+    m = support_metrics(assist, [("decision", "assist")])
+    assert (measure(m["agreement"].units).num, measure(m["agreement"].units).den) == (2, 4)
+    assert measure(m["delivery"].units).value == 3 / 4
+    assert "substitution_share" not in m
+    replace = [("a", _units(substituted=True, mode="replace")), ("b", _units(substituted=False, mode="replace"))]
+    m = support_metrics(replace, [("decision", "replace")])
+    assert measure(m["substitution_share"].units).value == 1 / 2
+    assert measure(m["agreement"].units).value is None
+
+
+@given(st.lists(st.one_of(st.none(), st.booleans()), min_size=1, max_size=30))
+def test_substitution_share_is_the_count_over_branches(flags):
+    """None marks an unresolved branch: the share is s/N once every branch is resolved,
+    else null with bounds [s/N, (s+u)/N]."""
+    from labrecord.scorers.metrics import measure, support_metrics
+
+    rows = [(f"p{i}", None if f is None else _units(substituted=f, mode="replace")) for i, f in enumerate(flags)]
+    estimate = measure(support_metrics(rows, [("decision", "replace")])["substitution_share"].units)
+    s, u, n = sum(1 for f in flags if f), sum(1 for f in flags if f is None), len(flags)
+    assert (estimate.lower, estimate.upper) == pytest.approx((s / n, (s + u) / n))
+    assert estimate.value == (None if u else pytest.approx(s / n))
+
+
+def test_scorer_agreement_and_substitution_from_stored_runs(tmp_path):
+    """Stored runs: two decision:assist pairs, recommendation add(w10) (the answer), first
+    native choices add(w10) and add(w100) → agreement 1/2; two decision:replace pairs,
+    the committed add(w100) replaced by add(w10) in one, add(w10) by add(w10) in the other
+    → substitution share 1/2, agreement null.  SQL and the Python reference agree."""
+    from labrecord.scorers.corpus import score_reference
+    from labrecord.scorers.synthetic import DecisionSpec
+
+    w10, w100 = {"kind": "add", "object": "w10", "dest": "pan"}, {"kind": "add", "object": "w100", "dest": "pan"}
+    records = _instances("b0", "b1", "s0", "s1", "r0", "r1")
+    records += [_pair("p0", "b0", "s0"), _pair("p1", "b1", "s1")]
+    records += [{**_pair(f"q{i}", f"b{i}", f"r{i}", "o2"), "mode": "replace"} for i in (0, 1)]
+    write_population(tmp_path, "O", records)
+    for i in (0, 1):
+        write_rollout(tmp_path, RolloutSpec(f"base{i}", population=("O", f"b{i}")))
+    assist = {"mode": "assist", "site": "decision", "payload": w10}
+    for i, outcome in enumerate(("correct", "wrong")):
+        write_rollout(tmp_path, RolloutSpec(f"sup{i}", population=("O", f"s{i}"), intervention=_support("o1"),
+                                            decisions=[DecisionSpec(outcome=outcome, oracle=assist)]))
+    for i, original in enumerate((w100, w10)):
+        oracle = {"mode": "replace", "site": "decision", "original": original, "substituted": w10}
+        write_rollout(tmp_path, RolloutSpec(f"rep{i}", population=("O", f"r{i}"),
+                                            intervention={**_support("o2"), "mode": "replace"},
+                                            decisions=[DecisionSpec(oracle=oracle)]))
+    for result in (score_corpus(tmp_path, resamples=0), score_reference(tmp_path, resamples=0)):
+        groups = {g["identity"]["intervention_mode"]: g["metrics"] for g in result["groups"]}
+        assert groups["assist"]["agreement"]["value"] == 1 / 2
+        assert groups["assist"]["delivery"]["value"] == 1
+        assert groups["replace"]["substitution_share"]["value"] == 1 / 2
+        assert groups["replace"]["agreement"]["value"] is None

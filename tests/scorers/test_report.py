@@ -125,3 +125,28 @@ def test_timing_table_shows_inference_latency_per_decision(tmp_path):
     ingest_runs(tmp_path, con)
     table = timing_table(con)
     assert "<td>d0</td><td>1</td><td>250.0 ms" in table and "<td>d1</td><td>1</td><td>500.0 ms" in table
+
+
+def test_oracle_table_shows_agreement_and_substitution_beside_gains():
+    """The Oracle panel's table: Δ beside delivery, agreement (null under replace) and the
+    substitution share; base groups and groups without Oracle pairs are left out."""
+    from labrecord.scorers.report import oracle_table
+
+    def metric(value, num, den):
+        return {"value": value, "num": num, "den": den, "n": den, "ci": None}
+
+    identity = {"task_id": "weighing-basic", "system_name": "fp", "system_revision": "1"}
+    replace = {"identity": {**identity, "intervention_mode": "replace", "intervention_site": "decision", "oracle": "legal"},
+               "metrics": {"gain.correct": metric(0.75, 12, 16), "delivery": metric(1.0, 16, 16),
+                           "agreement": metric(None, 0, 0), "substitution_share": metric(0.75, 12, 16)},
+               "coverage": {}}
+    joint = {"identity": {**identity, "intervention_mode": "assist+replace", "intervention_site": "semantic+decision",
+                          "oracle": "shown+legal"},
+             "metrics": {"interaction.correct": metric(0.0, 0, 2), "delivery": metric(1.0, 2, 2)}, "coverage": {}}
+    base = {"identity": {**identity, "intervention_mode": "none"}, "metrics": {"B_next": metric(0.25, 4, 16)},
+            "coverage": {}}
+    text = oracle_table([base, replace, joint])
+    assert "null (replace)" in text and "75.0 % (12/16)" in text.replace("75 %", "75.0 %")
+    assert "(decision:replace)" in text and "(semantic:assist+decision:replace)" in text
+    assert text.count("<tr>") == 3  # header + two supported conditions
+    assert oracle_table([base]) == ""

@@ -6,6 +6,11 @@ the checkpoint ``d0`` the legal set is ``[add(goal)]``; fixed-preference commits
 ``add(w50)``, wrong on the 3 others.  Under decision:replace the supported branch carries
 out ``add(goal)`` (correct on all 4), so gain.correct = (0 − 0)·… = 3/4 and the
 substitution share is 3/4 too.
+
+decision:assist with ``random`` (seed 0, first 2 instances): the recommendations are
+add(w100) and add(w10); the random policy takes the recommendation or its own draw
+evenly and its first choices are add(w100) and add(w20): agreement 1/2, counted here from
+each supported run's own ``intervention.supports`` record.
 """
 from __future__ import annotations
 
@@ -20,7 +25,8 @@ from labrecord.errors import LabrecordError
 from labrecord.models import OraclePair
 from labrecord.recorders.checkpoint import read_header
 from labrecord.scorers.corpus import score_corpus
-from labrecord.sim.study import MODES, SITES, parse_support, run_oracle_study
+from labrecord.rundir import read_manifest
+from labrecord.sim.study import IMPLEMENTED, MODES, SITES, parse_support, run_oracle_study
 from labrecord.sim.weighing import instances
 from labrecord.validation import validate_folder
 
@@ -50,9 +56,18 @@ def test_fixed_preference_gain_equals_hand_count(fixed_study):
     assert entry["substitution_share"] == pytest.approx(wrong / N)
     assert entry["agreement"] is None  # replace: agreement is null (sec. 6.3)
     assert entry["started"] == entry["delivered"] == N
+    # the scorer computes the same share from the stored runs, and agreement null
+    assert group["metrics"]["substitution_share"]["value"] == pytest.approx(wrong / N)
+    assert group["metrics"]["substitution_share"]["den"] == N
+    assert group["metrics"]["agreement"]["value"] is None and group["metrics"]["agreement"]["den"] == 0
+    assert group["metrics"]["delivery"]["value"] == 1
     for result in summary["results"]:  # the first native choice after delivery is the substituted operation
-        branch = result["branches"]["decision:replace"]
-        assert branch["first_choice"] == branch["substituted"]
+        (record,) = result["branches"]["decision:replace"]["supports"]
+        assert record["first_choice"] == record["substituted"] and record["receipt"].startswith("obs")
+        assert record["opp"] == "o0" and record["evidence_version"] == 0 and record["delivered"]
+        manifest = read_manifest(out / result["branches"]["decision:replace"]["run"]).manifest
+        assert [s.mode for s in manifest.intervention.supports] == ["replace"]
+        assert manifest.intervention.supports[0].payload_id == record["payload_id"]
 
 
 def test_unsupported_support_is_not_compatible_and_not_registered(fixed_study):
@@ -89,9 +104,62 @@ def test_served_policy_is_refused(tmp_path):
         run_oracle_study(tmp_path, "openpi", [("decision", "replace")], 1, 0)
 
 
-@given(st.sampled_from(SITES), st.sampled_from(MODES))
-def test_parse_support_round_trip(site, mode):
+@given(st.sampled_from(sorted(IMPLEMENTED)))
+def test_parse_support_round_trip(support):
+    site, mode = support
     assert parse_support(f"{site}:{mode}") == (site, mode)
+
+
+@pytest.mark.parametrize("text", ["geometry:assist", "geometry:replace", "skill:replace", "skill:assist",
+                                  "semantic:replace"])
+def test_unbuilt_supports_are_refused_in_one_line(text, tmp_path, capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        main(["study", "oracle", "weighing", "--support", text, "--out", str(tmp_path)])
+    assert exit_info.value.code == 1
+    err = capsys.readouterr().err
+    assert err.startswith(f"Error: support {text}: not built on the weighing bench") and err.count("\n") == 1
+
+
+def test_decision_assist_agreement_equals_hand_count(tmp_path):
+    summary = run_oracle_study(tmp_path, "random", [("decision", "assist"), ("semantic", "assist")], 2, 0)
+    assert summary["supports"]["semantic:assist"]["status"] == "not compatible"  # random reads no displayed reading
+    records = []
+    for result in summary["results"]:
+        run = result["branches"]["decision:assist"]["run"]
+        (record,) = read_manifest(tmp_path / run).manifest.intervention.supports
+        records.append(record)
+        assert record.delivered and record.receipt and record.payload is not None and record.original is None
+    hand = sum(1 for r in records if r.first_choice == r.payload)
+    assert hand == 1  # see the module docstring
+    group = _group(score_corpus(tmp_path, resamples=0), "assist")
+    assert group["metrics"]["agreement"]["value"] == hand / 2
+    assert summary["supports"]["decision:assist"]["agreement"] == hand / 2
+    assert "substitution_share" not in group["metrics"]
+    assert not validate_folder(tmp_path).errors
+
+
+def test_joint_support_interaction_over_complete_sets(tmp_path):
+    """reference, one instance, semantic:assist + decision:replace: base, both singles and
+    the joint branch from one checkpoint; reference is right everywhere, so the contrast
+    Y(o1,o2) − Y(o1) − Y(o2) + Y(0) = 1 − 1 − 1 + 1 = 0 over the one complete set.  With
+    a single branch's run gone the set is incomplete: no value, bounds only."""
+    import shutil
+
+    summary = run_oracle_study(tmp_path, "reference", [("semantic", "assist"), ("decision", "replace")], 1, 0)
+    assert set(summary["supports"]) == {"semantic:assist", "decision:replace", "semantic:assist+decision:replace"}
+    joint = summary["results"][0]["branches"]["semantic:assist+decision:replace"]
+    assert [r["site"] for r in joint["supports"]] == ["semantic", "decision"]
+    assert all(r["delivered"] for r in joint["supports"])
+    assert set(joint["supports"][0]["payload"]) == {"reading_g", "stable"}
+    group = _group(score_corpus(tmp_path, resamples=0), "assist+replace")
+    assert group["identity"]["intervention_site"] == "semantic+decision"
+    assert group["metrics"]["interaction.correct"]["value"] == 0
+    assert group["coverage"]["interaction.correct"] == {"resolved": 1, "registered": 1}
+    assert not validate_folder(tmp_path).errors
+    shutil.rmtree(tmp_path / summary["results"][0]["branches"]["semantic:assist"]["run"])
+    group = _group(score_corpus(tmp_path, resamples=0), "assist+replace")
+    assert group["metrics"]["interaction.correct"]["value"] is None
+    assert group["coverage"]["interaction.correct"] == {"resolved": 0, "registered": 1}
 
 
 @given(st.text(max_size=12).filter(lambda s: s.count(":") != 1 or s.split(":")[0] not in SITES
