@@ -1,0 +1,32 @@
+"""TaskContract.payload_scope: the task-owned check of an Oracle payload before delivery (sec. 6.3)."""
+from __future__ import annotations
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from labrecord.models import Operation
+from labrecord.scorers.contracts.weighing import STANDARDS, WeighingContract
+
+CONTRACT = WeighingContract()
+OPS = st.builds(Operation, st.sampled_from(["add", "remove"]), st.sampled_from(list(STANDARDS)), st.just("pan"))
+
+
+def test_hand_cases():
+    legal = [Operation("add", "w20", "pan")]
+    assert CONTRACT.payload_scope("decision", Operation("add", "w20", "pan"), legal) is None
+    assert "not in the legal set" in CONTRACT.payload_scope("decision", Operation("add", "w50", "pan"), legal)
+    assert "not an operation" in CONTRACT.payload_scope("decision", None, [])
+    assert CONTRACT.payload_scope("semantic", {"reading_g": 130.2, "stable": True}, legal) is None
+    # hidden sample mass and the target are evaluator-side, never Semantic facts
+    assert "'sample_g'" in CONTRACT.payload_scope("semantic", {"reading_g": 130.2, "sample_g": 110.0}, legal)
+    assert "no scope rule" in CONTRACT.payload_scope("geometry", {"p": [0, 0, 0]}, legal)
+
+
+@given(OPS, st.lists(OPS, max_size=4))
+def test_a_decision_payload_is_in_scope_exactly_when_legal(op, legal):
+    assert (CONTRACT.payload_scope("decision", op, legal) is None) == (op in legal)
+
+
+@given(st.dictionaries(st.sampled_from(["reading_g", "stable", "sample_g", "target_g", "goal"]), st.integers(), min_size=1))
+def test_a_semantic_payload_is_in_scope_exactly_when_its_fields_are_shown(payload):
+    assert (CONTRACT.payload_scope("semantic", payload, []) is None) == (set(payload) <= {"reading_g", "stable"})
