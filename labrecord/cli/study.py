@@ -85,7 +85,7 @@ def weighing(policy: str, supports: tuple[str, ...], denomination: str | None, i
     echo_table(("support", "status", "branches started", "delivered", "agreement", "substitution share", "note"), rows,
                title=f"{summary['population']}: {summary['checkpoints_verified']}/{summary['instances']} checkpoints verified")
     click.echo(f"wrote runs, checkpoints/ and populations/{summary['population']}.jsonl under {out_dir}; "
-               f"`labrecord score {out_dir}` reports gain.* (Δ)")
+               f"`labrecord score {out_dir}` reports gain.* (Δ), delivery, agreement, substitution_share, interaction.*")
 
 
 @study.group(context_settings=CONTEXT_SETTINGS)
