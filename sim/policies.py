@@ -13,7 +13,8 @@
 
 Oracle supports (Labference sec. 6.2) reach a system only through an input it declares
 in ``oracle_inputs`` (its capability preflight, read by :func:`labrecord.sim.study.compatibility`):
-every one takes ``decision:replace`` through its commit hook; ``reference`` and ``clumsy``
+every one takes ``decision:replace`` through its commit hook and ``skill:replace`` through
+its executor hook (a reference executor carries out the operation it selected); ``reference`` and ``clumsy``
 also read ``semantic:assist`` (the Oracle's displayed reading and stability stand in for
 their display channel) and ``decision:assist`` (a recommended operation that is one of the
 corrections they see is taken); ``random`` reads ``decision:assist`` (it takes the
@@ -88,8 +89,12 @@ class ScriptedWeighingPolicy(ABC):
     #: the commit hook (a decision-site *replace* support): called with every operation this
     #: policy commits to and the observation it chose on; returns the operation carried out
     commit_hook: Callable[[Operation, Observation], Operation] | None = None
+    #: the executor hook (a skill-site *replace* support): called with the operation this
+    #: policy carries out, the object poses and the observation; returns the waypoints a
+    #: reference executor runs instead of the policy's own, or None to keep its own
+    executor_hook: Callable[[Operation, dict[str, list[float]], Observation], list[Any] | None] | None = None
     #: the Oracle supports (site, mode) this system consumes (its capability preflight)
-    oracle_inputs: frozenset[tuple[str, str]] = frozenset({("decision", "replace")})
+    oracle_inputs: frozenset[tuple[str, str]] = frozenset({("decision", "replace"), ("skill", "replace")})
 
     def __init__(self, seed: int = 0) -> None:
         self.seed = seed
@@ -134,7 +139,10 @@ class ScriptedWeighingPolicy(ABC):
         if op is None or op.kind in ("stop", "wait"):
             self.stopped = op is None or op.kind == "stop"
             return ActionChunk(self._toward(robot, self.rest), report=op)
-        self.plan = sample_plan(np.append(robot["eef_pos"], 0.0), self.plan_for(op, poses), CONTROL_HZ)
+        waypoints = self.executor_hook(op, poses, observation) if self.executor_hook is not None else None
+        if waypoints is None:
+            waypoints = self.plan_for(op, poses)
+        self.plan = sample_plan(np.append(robot["eef_pos"], 0.0), waypoints, CONTROL_HZ)
         self.cursor = 0
         self.transfers += 1
         chunk = self._next_row(robot)
@@ -192,7 +200,8 @@ class ReferencePolicy(ScriptedWeighingPolicy):
     """Removes what must go, then adds what is missing, re-reading after every release."""
 
     name = "reference"
-    oracle_inputs = frozenset({("decision", "replace"), ("decision", "assist"), ("semantic", "assist")})
+    oracle_inputs = frozenset({("decision", "replace"), ("skill", "replace"), ("decision", "assist"),
+                               ("semantic", "assist")})
 
     def consider(self, own: Operation | None, recommended: Operation, standing: set[str]) -> Operation | None:
         """Take the recommendation when it is a correction this policy can see (add a standard
@@ -246,7 +255,7 @@ class RandomPolicy(ScriptedWeighingPolicy):
     """Uniform over the visible corrections and stopping; seeded per episode."""
 
     name = "random"
-    oracle_inputs = frozenset({("decision", "replace"), ("decision", "assist")})
+    oracle_inputs = frozenset({("decision", "replace"), ("skill", "replace"), ("decision", "assist")})
 
     def consider(self, own: Operation | None, recommended: Operation, standing: set[str]) -> Operation | None:
         """The recommendation or its own draw, evenly (one more draw of its generator)."""

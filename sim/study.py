@@ -31,7 +31,11 @@ evidence version, its payload checked by the task contract's
   Oracle context of the observation (``state["oracle"]["decision"]``); the system still
   chooses;
 * ``semantic:assist`` — the displayed reading and its stability indicator at the handoff
-  (``state["oracle"]["semantic"]``).
+  (``state["oracle"]["semantic"]``);
+* ``skill:replace`` — the reference executor (:func:`labrecord.sim.executor.transfer_plan`)
+  carries out the operation the system selected at the supported opportunity — right or
+  wrong — through the system's executor hook, instead of the system's own motion (an
+  execution-supported condition, part of the result identity).
 
 Assist payloads ride on every query of the supported opportunity until its first choice;
 the receipt is the first delivered observation that carried them.  Each delivery is an
@@ -71,6 +75,7 @@ IMPLEMENTED: dict[tuple[str, str], tuple[str, str]] = {
     ("decision", "replace"): ("contract-legal", "commit_hook"),
     ("decision", "assist"): ("contract-recommendation", "oracle_context"),
     ("semantic", "assist"): ("displayed-reading", "oracle_context"),
+    ("skill", "replace"): ("reference-executor", "executor_hook"),
 }
 STUDIES_DIR = "studies"
 CONDITION = "basic"
@@ -105,7 +110,7 @@ def compatibility(policy: Any, site: str, mode: str) -> Any:
                              reason=f"{site}:{mode} is not delivered by this bench")
     _, interface = implemented
     accepted = getattr(policy, "oracle_inputs", frozenset())
-    if (site, mode) not in accepted or (interface == "commit_hook" and not hasattr(policy, "commit_hook")):
+    if (site, mode) not in accepted or (interface.endswith("_hook") and not hasattr(policy, interface)):
         return Compatibility(system=name, site=site, mode=mode, status="not_compatible", interface=interface,
                              reason=f"system {name!r} declares no input for {site}:{mode}")
     return Compatibility(system=name, site=site, mode=mode, status="compatible", interface=interface)
@@ -394,6 +399,11 @@ class _Delivery:
         legal = list(owner.scorer.legal.get(self.opp) or [])
         for (site, mode), record in zip(self.branch, self.records):
             record.opp, record.evidence_version = self.opp, self.version
+            if site == "skill":
+                # the operation is the system's own selection: its scope is checked when it comes
+                record.payload_id = f"{self.payload_stem}/reference-executor"
+                self.policy.executor_hook = self._executor(record, contract, legal)
+                continue
             if site == "decision":
                 payload: Any = legal[0] if legal else None
                 record.payload_id = f"{self.payload_stem}/legal[0]"
@@ -441,6 +451,23 @@ class _Delivery:
             return substituted
 
         return hook
+
+    def _executor(self, record: Any, contract: Any, legal: list[Any]) -> Callable[[Any, Any, Any], Any]:
+        from labrecord.sim.executor import transfer_plan
+
+        def executor(op: Any, poses: Any, observation: Any) -> Any:
+            current = self.owner.scorer.tracker.current
+            if record.delivered is not None or current is None or current.opp != self.opp:
+                return None
+            refused = contract.payload_scope("skill", op, legal)
+            if refused is not None:
+                record.delivered, record.refused = False, refused
+                return None
+            record.original, record.substituted, record.receipt, record.delivered = op, op, observation.obs_id, True
+            self._emit(record, original=op, substituted=op, obs_id=observation.obs_id)
+            return transfer_plan(op.object, poses, op.kind == "add")
+
+        return executor
 
     def _emit(self, record: Any, **fields: Any) -> None:
         from labrecord.models.events import InterventionEvent

@@ -42,7 +42,7 @@ def oracle() -> None:
 @click.option("--support", "supports", multiple=True, required=True, metavar="SITE:MODE",
               help="A support: sites semantic|decision|geometry|skill, modes assist|replace.  Repeatable: each "
                    "is a matched pair; two at different sites also run their joint branch (interaction contrast).  "
-                   "Built: semantic:assist, decision:assist, decision:replace.")
+                   "Built: semantic:assist, decision:assist, decision:replace, skill:replace.")
 @click.option("--denomination", type=click.Choice(["w10", "w20", "w50", "w100"]), default=None,
               help="Standard the fixed-preference policy always transfers (default w50).")
 @click.option("--instances", type=click.IntRange(min=1), default=16, show_default=True)

@@ -183,6 +183,8 @@ class TaskContract(ABC):
     #: the facts a Semantic Oracle may supply (certified by the authorized observations,
     #: Labference sec. 6.2); evaluator-side quantities (hidden masses, targets) never are
     semantic_fields: ClassVar[frozenset[str]] = frozenset()
+    #: the operation kinds a validated reference executor carries out (Skill replacement)
+    executor_kinds: ClassVar[frozenset[str]] = frozenset()
 
     def __init__(self, thresholds: Any = None) -> None:
         self.thresholds = thresholds if thresholds is not None else self.default_thresholds()
@@ -194,7 +196,9 @@ class TaskContract(ABC):
         validator checks content scope before delivery).
 
         * decision: one operation of the legal set, symbolic identifiers only;
-        * semantic: a mapping of this contract's :attr:`semantic_fields` only.
+        * semantic: a mapping of this contract's :attr:`semantic_fields` only;
+        * skill: the operation the system selected (legal or not: a wrong but feasible one
+          is executed too), of a kind in :attr:`executor_kinds`.
 
         >>> from labrecord.scorers.contracts.weighing import WeighingContract
         >>> c = WeighingContract()
@@ -216,6 +220,11 @@ class TaskContract(ABC):
                 if name not in self.semantic_fields:
                     return (f"semantic payload field {name!r} is not an authorized fact "
                             f"(allowed: {', '.join(sorted(self.semantic_fields)) or 'none'})")
+            return None
+        if site == "skill":
+            if not isinstance(payload, Operation) or payload.kind not in self.executor_kinds:
+                return (f"skill payload {payload}: the reference executor carries out only "
+                        f"{', '.join(sorted(self.executor_kinds)) or 'nothing'} here")
             return None
         return f"{site} payloads have no scope rule in contract {self.version}"
 

@@ -436,6 +436,8 @@ class WeighingContract(TaskContract):
     failure_reasons: ClassVar[frozenset[str]] = frozenset({"miss", "drop"})
     #: the displayed reading and its stability indicator (what the display shows)
     semantic_fields: ClassVar[frozenset[str]] = frozenset({"reading_g", "stable"})
+    #: the transfers the reference executor (sim/executor.py transfer_plan) carries out
+    executor_kinds: ClassVar[frozenset[str]] = frozenset({"add", "remove"})
     violation_kinds: ClassVar[frozenset[str]] = frozenset({"premature", "repetition", "safety"})
     derives_recovery: ClassVar[bool] = True
     features_type = WeighingFeatures

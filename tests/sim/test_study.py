@@ -110,8 +110,7 @@ def test_parse_support_round_trip(support):
     assert parse_support(f"{site}:{mode}") == (site, mode)
 
 
-@pytest.mark.parametrize("text", ["geometry:assist", "geometry:replace", "skill:replace", "skill:assist",
-                                  "semantic:replace"])
+@pytest.mark.parametrize("text", ["geometry:assist", "geometry:replace", "skill:assist", "semantic:replace"])
 def test_unbuilt_supports_are_refused_in_one_line(text, tmp_path, capsys):
     with pytest.raises(SystemExit) as exit_info:
         main(["study", "oracle", "weighing", "--support", text, "--out", str(tmp_path)])
@@ -215,3 +214,25 @@ def test_fixed_starts_e_fixed(tmp_path):
         assert group["metrics"]["E_fixed"]["value"] == 1, policy
         assert group["metrics"]["E_fixed"]["den"] == 2
     assert not validate_folder(tmp_path / "reference").errors
+
+
+def test_skill_replace_executes_the_selected_operation_with_the_reference_executor(tmp_path):
+    """clumsy drops the first standard it carries (a ``failure`` drop, then recovers).
+    Under skill:replace the reference executor carries out the operation clumsy selected
+    at d0 (the same operation: original = substituted), so the supported branch has no
+    drop and completes cleanly, while the base branch does not."""
+    summary = run_oracle_study(tmp_path, "clumsy", [("skill", "replace")], 1, 0)
+    result = summary["results"][0]
+    (record,) = result["branches"]["skill:replace"]["supports"]
+    assert record["delivered"] and record["original"] == record["substituted"] == record["first_choice"]
+
+    def failures(run):
+        return [json.loads(line) for line in (tmp_path / run / "events.jsonl").read_text().splitlines()
+                if json.loads(line)["type"] == "failure"]
+
+    assert [f["reason"] for f in failures(result["base"])] == ["drop"]
+    assert failures(result["branches"]["skill:replace"]["run"]) == []
+    groups = {g["identity"]["intervention_site"]: g["metrics"] for g in score_corpus(tmp_path, resamples=0)["groups"]}
+    assert (groups[None]["completion.clean"]["value"], groups["skill"]["completion.clean"]["value"]) == (0, 1)
+    assert groups["skill"]["delivery"]["value"] == 1 and "substitution_share" not in groups["skill"]
+    assert not validate_folder(tmp_path).errors

@@ -20,6 +20,9 @@ def test_hand_cases():
     # hidden sample mass and the target are evaluator-side, never Semantic facts
     assert "'sample_g'" in CONTRACT.payload_scope("semantic", {"reading_g": 130.2, "sample_g": 110.0}, legal)
     assert "no scope rule" in CONTRACT.payload_scope("geometry", {"p": [0, 0, 0]}, legal)
+    # the reference executor carries out the selected transfer, legal or not; never a stop
+    assert CONTRACT.payload_scope("skill", Operation("add", "w50", "pan"), legal) is None
+    assert "carries out only add, remove" in CONTRACT.payload_scope("skill", Operation("stop"), legal)
 
 
 @given(OPS, st.lists(OPS, max_size=4))
