@@ -1,6 +1,8 @@
 """Hypothesis strategies for random corpora (shared by the scorer property tests)."""
 from __future__ import annotations
 
+import dataclasses
+
 from hypothesis import strategies as st
 
 from labrecord.scorers.synthetic import DecisionSpec, FailureSpec, GeometrySpec, RolloutSpec
@@ -14,6 +16,9 @@ geometry = st.builds(GeometrySpec, p_hat=vector, p_ref=st.lists(finite, min_size
                      v_hat=vector, v_ref=st.one_of(st.none(), st.lists(finite, min_size=3, max_size=3)))
 decision = st.builds(DecisionSpec, decision=st.sampled_from(["select_weight", "d2"]),
                      outcome=st.sampled_from(["correct", "wrong", "none", "late"]), terminal=st.booleans())
+#: a decision:assist recommendation delivered at an opportunity (supported runs only)
+recommendation = st.one_of(st.none(), st.sampled_from(["w10", "w100"]).map(
+    lambda w: {"mode": "assist", "site": "decision", "payload": {"kind": "add", "object": w, "dest": "pan"}}))
 failure = st.builds(FailureSpec, recoverable=st.booleans(), resolved=st.sampled_from([True, False, None]))
 
 
@@ -23,7 +28,8 @@ def rollout(draw, index: int) -> RolloutSpec:
     physical = draw(st.booleans())
     return RolloutSpec(
         run_id=f"r{index:02d}", system=draw(st.sampled_from(["pi05", "groot"])),
-        decisions=draw(st.lists(decision, max_size=3)), physical=physical,
+        decisions=[dataclasses.replace(d, oracle=draw(recommendation)) if supported else d
+                   for d in draw(st.lists(decision, max_size=3))], physical=physical,
         valid=draw(st.sampled_from([None, False])) if physical else False,
         failures=draw(st.lists(failure, max_size=2)), violations=draw(st.lists(st.booleans(), max_size=1)),
         geometry=draw(st.lists(geometry, max_size=2)), confirms=draw(st.lists(st.sampled_from(["s1", "s2"]), max_size=1, unique=True)),
