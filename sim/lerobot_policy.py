@@ -64,6 +64,9 @@ class LeRobotProcess:
             raise LabrecordError(f"LeRobot Python {python} not found; build it with scripts/install-lerobot-venv.sh "
                                  "or set LABRECORD_LEROBOT_PYTHON")
         script = Path(__file__).with_name("lerobot_server.py")
+        # the child runs in a temporary folder: a relative path would name another folder there
+        # (and lerobot would then take it for a Hub repo id)
+        path = Path(path).resolve()
         self._log = tempfile.TemporaryFile()
         self.proc = subprocess.Popen([python, str(script), "--path", str(path), "--port", "0"], stdout=subprocess.PIPE,
                                      stderr=self._log, text=True, cwd=tempfile.gettempdir())
