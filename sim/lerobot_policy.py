@@ -156,9 +156,11 @@ def serve_lerobot(path: str | os.PathLike[str], *, timeout_s: float = 60.0,
                                  timeout_s=timeout_s, kind="vla", revision=revision_of(directory))
         preflight = Preflight(protocol=f"lerobot via {AGENT_PROTOCOL}", endpoint=str(directory.resolve()),
                               channels=list(channels), action_convention="eef_delta",
-                              announced={k: info[k] for k in ("type", "inputs", "outputs")},
+                              announced={k: info[k] for k in ("type", "inputs", "outputs", "processors")},
                               checks=["policy loaded in the LeRobot environment", "input features mapped to cameras "
-                                      "and proprioception", f"action shape [{ACTION_DIM}] (eef_delta, {CONTROL_HZ:g} Hz)"])
+                                      "and proprioception", f"action shape [{ACTION_DIM}] (eef_delta, {CONTROL_HZ:g} Hz)",
+                                      "inputs normalized and actions unnormalized by the checkpoint's own processors"
+                                      if info["processors"] else "no processors saved: inputs and actions pass raw"])
     except BaseException:
         child.close()
         raise

@@ -50,9 +50,12 @@ def load(path: str, device: str) -> tuple[Any, Any, Any]:
     return policy, pre, post
 
 
-def features(policy: Any) -> dict[str, Any]:
+def features(policy: Any, processors: bool) -> dict[str, Any]:
+    """What the ready line announces: the policy type, its input and output features, and
+    whether the checkpoint's own processors normalize inputs and unnormalize actions (a
+    ``lerobot-train`` checkpoint has them; without them a trained policy sees raw values)."""
     config = policy.config
-    return {"type": config.type,
+    return {"type": config.type, "processors": processors,
             "inputs": {name: {"type": str(f.type.name), "shape": list(f.shape)} for name, f in config.input_features.items()},
             "outputs": {name: {"type": str(f.type.name), "shape": list(f.shape)} for name, f in config.output_features.items()}}
 
@@ -133,7 +136,7 @@ def main(argv: list[str] | None = None) -> None:
             pass
 
     server = HTTPServer(("127.0.0.1", args.port), Handler)
-    print("LABRECORD-LEROBOT " + json.dumps({"port": server.server_address[1], **features(policy)}), flush=True)
+    print("LABRECORD-LEROBOT " + json.dumps({"port": server.server_address[1], **features(policy, pre is not None)}), flush=True)
     try:
         server.serve_forever()
     except KeyboardInterrupt:

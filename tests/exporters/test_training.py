@@ -22,6 +22,7 @@ import pytest
 
 from labrecord.demos import DemoReader
 from labrecord.exporters.hdf5 import export_hdf5
+from labrecord.sim.lerobot_server import STATE_FIELDS
 
 from tests.exporters.conftest import require_reader
 from tests.exporters.test_lerobot import lerobot_python, run_cli
@@ -123,7 +124,11 @@ def test_the_trained_act_acts_in_the_simulator_and_its_run_validates(
     manifest = read_manifest(run).manifest
     assert manifest.status == "complete" and manifest.system.name == "lerobot-act"
     assert manifest.system.observation.channels == ["front", "wrist", "robot"]
-    assert {k: v["shape"] for k, v in manifest.system.preflight.announced["inputs"].items()} == INPUTS
+    announced = manifest.system.preflight.announced
+    assert {k: v["shape"] for k, v in announced["inputs"].items()} == INPUTS
+    assert announced["processors"] is True  # the dataset's normalization statistics travel with the checkpoint
+    # the adapter builds observation.state in the order the export named its elements
+    assert [f"robot0_{name}[{i}]" for name, n in STATE_FIELDS for i in range(n)] == STATE_NAMES
     policy = json.loads((run / "scores.json").read_text())["episodes"][0]["policy"]
     assert policy["queries"] == 9 and policy["faults"] == [] and policy["interface_failures"] == 0
     with DemoReader(run / "demo.hdf5") as reader:
