@@ -44,26 +44,39 @@ class WeighingEnv:
         self.scene = WeighingScene(size, size)
         self.action_spec = action_spec or spec_of("eef_delta")
         self.controller = ArmController(self.scene, self.action_spec)
-        control_hz = self.control_hz = self.action_spec.control_hz
+        self.control_hz = self.action_spec.control_hz
         self.cameras = cameras
-        steps = int(round(self.physics_hz / control_hz))
         self._pairs = contact_pairs()
-        self._sensor_rows = np.zeros((steps, self.scene.model.nsensordata))
-        self._t = np.zeros(steps)
-        self._qvel_rows = np.zeros((steps, 6 * len(OBJECTS)))
-        self._qpos_rows = np.zeros((steps, 7 * len(OBJECTS)))
         self._k = 0
         self._step = 0
         self._ramp: tuple[np.ndarray, np.ndarray] | None = None
         self.f_empty_n = 0.0
         self.display: Callable[[], dict[str, Any]] = lambda: {}
-        d = self.scene.data
-        # the objects' free joints are declared consecutively: one slice copies them all
-        first = self.scene.qpos_adr[OBJECTS[0]], self.scene.qvel_adr[OBJECTS[0]]
-        assert [self.scene.qpos_adr[n] for n in OBJECTS] == list(range(first[0], first[0] + 7 * len(OBJECTS), 7))
-        self._qpos_view = d.qpos[first[0]:first[0] + 7 * len(OBJECTS)]
-        self._qvel_view = d.qvel[first[1]:first[1] + 6 * len(OBJECTS)]
-        self._sensordata = d.sensordata
+        self._bind_rows(OBJECTS)
+
+    def _bind_rows(self, bodies: tuple[str, ...] | list[str]) -> None:
+        """The per-step buffers of one control period and the views the measurement
+        columns read: the free ``bodies``, whose joints are declared consecutively (one
+        slice of the state row holds them all)."""
+        from mujoco.rollout import Rollout
+
+        mujoco, m, d = self.scene.mujoco, self.scene.model, self.scene.data
+        steps = int(round(self.physics_hz / self.control_hz))
+        qpos0, qvel0, count = self.scene.qpos_adr[bodies[0]], self.scene.qvel_adr[bodies[0]], len(bodies)
+        assert [self.scene.qpos_adr[n] for n in bodies] == list(range(qpos0, qpos0 + 7 * count, 7))
+        self._full = int(mujoco.mjtState.mjSTATE_FULLPHYSICS)
+        self._user = int(mujoco.mjtState.mjSTATE_USER)
+        #: rows of one control period: the full physics state (time, qpos, qvel, …) and the sensor row
+        self._states = np.zeros((steps, mujoco.mj_stateSize(m, self._full)))
+        self._sensor_rows = np.zeros((steps, m.nsensordata))
+        # the state vector is time, then qpos, then qvel (mjtState bit order)
+        self._t = self._states[:, 0]
+        self._qpos_rows = self._states[:, 1 + qpos0:1 + qpos0 + 7 * count]
+        self._qvel_rows = self._states[:, 1 + m.nq + qvel0:1 + m.nq + qvel0 + 6 * count]
+        self._controls = np.zeros((steps, mujoco.mj_stateSize(m, self._user)))
+        self._initial = np.zeros((1, self._states.shape[1]))
+        self._warmstart = np.zeros((1, m.nv))
+        self._rollout = Rollout(nthread=0)
         self._data = d
 
     @property
@@ -110,20 +123,28 @@ class WeighingEnv:
         return np.append(np.zeros(self.action_spec.dim - 1), grip)
 
     def advance(self, steps: int) -> None:
-        """``steps`` physics steps, each followed by a copy of its raw readings."""
-        mj_step, model, data = self.scene.mujoco.mj_step, self.scene.model, self._data
-        sensors, t, qvel, qpos = self._sensor_rows, self._t, self._qvel_rows, self._qpos_rows
-        sensordata, qvel_view, qpos_view = self._sensordata, self._qvel_view, self._qpos_view
-        ctrl, arm, ramp = data.ctrl, self.scene.arm_ctrl, self._ramp
-        every = max(1, steps // RAMP_STEPS)
-        for k in range(self._k, self._k + steps):
-            if ramp is not None and (k - self._k) % every == 0:
-                ctrl[arm] = ramp[0] + ramp[1] * min(1.0, ((k - self._k) // every + 1) / RAMP_STEPS)
-            mj_step(model, data)
-            sensors[k] = sensordata  # load cell and contact sensors in one copy
-            t[k] = data.time
-            qvel[k] = qvel_view
-            qpos[k] = qpos_view
+        """``steps`` physics steps, recording each one's state and sensor row.
+
+        The steps run inside MuJoCo's ``rollout`` (C loop; the same ``mj_step`` calls on
+        this bench's own ``MjData``, bit for bit what a Python loop of ``mj_step`` gives):
+        the user inputs (controls, mocap, …) of each step are the current ones, with the
+        arm targets of the ramp set at its :data:`RAMP_STEPS` sub-steps.
+        """
+        mujoco, m, d = self.scene.mujoco, self.scene.model, self._data
+        rows = self._controls[:steps]
+        mujoco.mj_getState(m, d, rows[0], self._user)
+        rows[1:] = rows[0]
+        if self._ramp is not None:
+            start, delta = self._ramp
+            every = max(1, steps // RAMP_STEPS)
+            fraction = np.minimum(1.0, (np.arange(steps) // every + 1) / RAMP_STEPS)
+            rows[:, self.scene.arm_ctrl] = start + delta * fraction[:, None]  # ctrl leads the user-input vector
+        mujoco.mj_getState(m, d, self._initial[0], self._full)
+        self._warmstart[0] = d.qacc_warmstart
+        k = self._k
+        self._rollout.rollout([m], [d], self._initial, rows[None], control_spec=self._user, skip_checks=True, nstep=steps,
+                              initial_warmstart=self._warmstart, state=self._states[None, k:k + steps],
+                              sensordata=self._sensor_rows[None, k:k + steps])
         self._k += steps
         self._ramp = None
 
