@@ -78,6 +78,7 @@ class WeighingEnv:
         self._t = self._states[:, 0]
         self._qpos_rows = self._states[:, 1 + qpos0:1 + qpos0 + 7 * count]
         self._qvel_rows = self._states[:, 1 + m.nq + qvel0:1 + m.nq + qvel0 + 6 * count]
+        self._arm_qvel = 1 + m.nq + self.scene.arm_qvel  # state columns of the arm joints' speeds
         self._controls = np.zeros((steps, mujoco.mj_stateSize(m, self._user)))
         self._initial = np.zeros((1, self._states.shape[1]))
         self._warmstart = np.zeros((1, m.nv))
@@ -177,6 +178,7 @@ class WeighingEnv:
             "sensor_ok": np.isfinite(force) & (np.abs(force) <= CAPACITY_N),
             "pan_speed": np.zeros(n),  # the pan is welded to the balance base
             "hand_pan_contact": graph[-1],
+            "arm_speed": np.abs(self._states[:n, self._arm_qvel]).max(axis=1),
         }
         for i, name in enumerate(STANDARDS):
             columns[f"{name}_on_pan"] = on_pan[i]
