@@ -112,7 +112,7 @@ def bare(controls: list[tuple[np.ndarray, np.ndarray]], seed: int,
     env = WeighingEnv(cameras=())
     if not contact_sensors:
         text = scene_xml()
-        start, end = text.index('<contact name="touch_'), text.index("</sensor>")
+        start, end = text.index('<contact name='), text.index("</sensor>")
         env.scene.model = build_model(text[:start] + text[end:])
         env.scene.data = mujoco.MjData(env.scene.model)
     env.calibrate_empty()

@@ -171,6 +171,8 @@ class WeighingEnv:
         # over the pan's footprint: a release there that does not land is a miss
         over = np.hypot(pos[:, 0], pos[:, 1]) < PAN_RADIUS
         force = self._sensor_rows[:n, 2].copy()
+        adr = self.scene.balance_force_adr
+        force_on_balance = self._sensor_rows[:n, adr:adr + 3]
         columns: dict[str, np.ndarray] = {
             "step": np.arange(self._step, self._step + n, dtype=np.int64),
             "t": self._t[:n].copy(),
@@ -179,6 +181,7 @@ class WeighingEnv:
             "pan_speed": np.zeros(n),  # the pan is welded to the balance base
             "hand_pan_contact": graph[-1],
             "arm_speed": np.abs(self._states[:n, self._arm_qvel]).max(axis=1),
+            "robot_balance_force_n": np.sqrt((force_on_balance * force_on_balance).sum(axis=1)),
         }
         for i, name in enumerate(STANDARDS):
             columns[f"{name}_on_pan"] = on_pan[i]

@@ -126,7 +126,7 @@ class WeighingFeatures(NamedTuple):
     success: bool
     held: bool            # success held for the terminal window
     dropped: int          # bit mask of standards fallen > drop height since a release in free air
-    pressing: bool        # a robot link touches the load and presses it beyond the safety limit
+    pressing: bool        # a robot link presses the load, or pushes the balance, beyond the safety limit
     stopped: bool         # idle (arm still, load released, nothing grasped, reading stable) for stop_idle_s
 
 
@@ -325,7 +325,7 @@ class WeighingStepper:
             dropped = self.drops.push(grasped, ~(on_pan | table), z)
         load = m if valid else raw
         expected = self.instance.sample_g + sum(MASS_G[w] for w in names_of(supported))
-        pressing = touched and load - expected > self.pressing_g
+        pressing = (touched and load - expected > self.pressing_g) or float_of(row, "robot_balance_force_n") > th.safety_force_n
         stopped = False
         if "arm_speed" in row:  # a null speed is not still
             idle = float_of(row, "arm_speed") <= th.idle_speed_rad_s and released and not grasped and stable
@@ -383,6 +383,10 @@ class WeighingStepper:
             out["pressing"] = touched & (load - expected > self.pressing_g)
         else:
             out["pressing"] = touched
+        # or any arm link pushing the balance (base or pan) harder than the limit
+        on_balance = optional("robot_balance_force_n", np.nan)
+        if on_balance is not None:
+            out["pressing"] = out["pressing"] | (np.asarray(on_balance, dtype=np.float64) > th.safety_force_n)
         out["stopped"] = self._stopped(optional("arm_speed", np.nan), out, t)
         if n:
             self.mask, self.mask_since = int(out["supported"][-1]), float(since[-1])

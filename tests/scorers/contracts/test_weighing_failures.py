@@ -261,3 +261,32 @@ def test_early_stop_iff_the_last_idle_run_lasts_the_window(moves, end_s, cuts) -
     edges = [0, *sorted({c for c in cuts if c < len(rows)}), len(rows)]
     pieces = [stepper.push_block({n: v[a:b] for n, v in arrays.items()}) for a, b in zip(edges[:-1], edges[1:]) if b > a]
     assert np.array_equal(np.concatenate([p["stopped"] for p in pieces]), whole["stopped"])
+
+
+def test_an_arm_link_pushing_the_balance_is_a_safety_violation_by_hand() -> None:
+    """``robot_balance_force_n`` (any arm link on the balance's base or pan) rises to 6 N
+    at t = 2.0 s and falls at 2.5 s: one irreversible safety violation at 2.0 s, though no
+    robot link touches the load and the reading never moves; 4.9 N gives none."""
+    for peak, expected in ((6.0, [("safety", 2.0)]), (4.9, [])):
+        inst = instance()
+        s = WeighingStream(inst, hz=HZ).hold(3.0)
+        for row in s.rows:
+            row["robot_balance_force_n"] = peak if 2.0 <= row["t"] < 2.5 else 0.0
+        events = run_online(inst, s.rows)
+        assert [(e.fields["kind"], round(e.t, 3)) for e in of_type(events, "violation")] == expected
+        assert all(e.fields["irreversible"] for e in of_type(events, "violation"))
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.lists(st.floats(0.0, 12.0), min_size=1, max_size=8))
+def test_one_safety_violation_per_push_above_the_limit(pushes) -> None:
+    """Consecutive 0.2 s segments of arm-on-balance force: a safety violation at the start
+    of every run of segments above 5 N, and only there."""
+    inst = instance()
+    s = WeighingStream(inst, hz=HZ).hold(0.2 * len(pushes))
+    for row in s.rows:
+        row["robot_balance_force_n"] = pushes[min(int(round(row["t"] * HZ)) // 100, len(pushes) - 1)]
+    above = [p > 5.0 for p in pushes]
+    starts = [round(0.2 * k, 3) for k, a in enumerate(above) if a and (k == 0 or not above[k - 1])]
+    events = run_online(inst, s.rows)
+    assert [round(e.t, 3) for e in of_type(events, "violation") if e.fields["kind"] == "safety"] == starts
