@@ -136,9 +136,11 @@ def bare(controls: list[tuple[np.ndarray, np.ndarray]], seed: int,
     return sim_s, wall, same
 
 
-def breakdown(episodes: int, seed: int, size: int) -> None:
+def breakdown(episodes: int, seed: int, size: int, bare_ms: float) -> None:
     """CPU ms per control period of the loop's parts, from one more pass without cameras
-    (each part wrapped in a ``process_time`` accumulator, which itself costs a little)."""
+    (each part wrapped in a ``process_time`` accumulator, which itself costs a little);
+    ``bare_ms`` is the baseline's fastest pass per control period, for comparison with
+    the same physics stepped inside the loop."""
     from labrecord.recorders.loop import StepOwner
     from labrecord.recorders.online import ContractScorer
     from labrecord.sim.env import WeighingEnv
@@ -174,6 +176,7 @@ def breakdown(episodes: int, seed: int, size: int) -> None:
         print(f"{name:40s} {1000 * seconds / periods:14.3f} {seconds / total:7.1%}")
     rest = total - sum(v for k, v in spent.items() if k != "control loop (all)")
     print(f"{'rest (loop bookkeeping, snapshots)':40s} {1000 * rest / periods:14.3f} {rest / total:7.1%}")
+    print(f"{'(bare physics, baseline pass)':40s} {bare_ms:14.3f}")
 
 
 def display_error(configs: int, seed: int) -> float:
@@ -311,7 +314,7 @@ def main() -> None:
           "whole runs add per-run set-up and the fsynced file writes (run.json, measurements, scores, demo)")
     print(f"bare replay ends in the recorded joint state of every episode: {'yes' if reproduced else 'NO'}")
     if args.breakdown:
-        breakdown(args.episodes, args.seed, args.size)
+        breakdown(args.episodes, args.seed, args.size, 1000 * bare_wall / (bare_sim * 10.0))
     print(f"display: max |settled reading - true load| over {args.display_configs} loads = "
           f"{display_error(args.display_configs, args.seed):.2f} g")
     other_scenes(scenes, args)
