@@ -1,11 +1,12 @@
 """The weighing bench as an :class:`~labrecord.recorders.loop.Environment`.
 
-Per physics step only raw values are copied (the sensor row — load cell and per-pair
-contact sensors evaluated by MuJoCo inside ``mj_step`` — and the objects' poses and
-velocities); :meth:`WeighingEnv.end_block` turns a block into the
-measurement columns of ``labrecord.measurements`` (family ``weighing``) in bulk.  The
-display the policy sees comes from the task contract's display chain fed with those
-same columns (see :class:`labrecord.sim.online.WeighingScorer`).
+A control period's physics steps run inside ``mujoco.rollout``, which leaves per step
+only raw rows (the physics state and the sensor row — load cell, the arm-on-balance force
+and the per-pair contact sensors, all evaluated by MuJoCo inside ``mj_step``);
+:meth:`WeighingEnv.end_block` turns a block into the measurement columns of
+``labrecord.measurements`` (family ``weighing``) in bulk.  The display the policy sees
+comes from the task contract's display chain fed with those same columns (see
+:class:`labrecord.recorders.online.ContractScorer`).
 """
 from __future__ import annotations
 
