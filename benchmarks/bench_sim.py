@@ -1,18 +1,28 @@
 """Simulated seconds per wall second of the weighing bench, three ways, in one run.
 
-1. bare physics: ``mj_step`` of the scene model (the Panda arm, the bench, its load
-   cell and per-pair contact sensors) with the recorded joint-space commands (the
-   actuator targets the controller set each control period) replayed, nothing read out;
-   a second row shows the same model without the contact sensors;
-2. physics + recorder without cameras: the step owner with the reference policy (its
-   end-effector deltas through the differential-IK controller and the target ramp), the
-   online contract scorer, measurements, logs, scores and demo;
+1. bare physics: a Python loop of ``mj_step`` on the scene model (the Panda arm, the
+   bench, its load cell and per-pair contact sensors) replaying the actuator commands
+   the recorded run held at every physics step (the ramped joint targets and the
+   gripper), nothing read out; it must end in exactly the recorded joint state (printed),
+   so both sides simulate the same trajectory.  A second row shows the same model
+   without the contact sensors;
+2. physics + recorder without cameras: the step owner with the reference policy (a
+   scripted system reading proprioception and the declared evaluator-state channels, no
+   camera, so nothing is rendered), i.e. the policy's own planning, its end-effector
+   deltas through the differential-IK controller, the stepping, the measurement columns,
+   the online contract scorer, receipts, logs, and — for whole runs — scores, the
+   measurements file and the demonstration;
 3. the same with the three registered cameras (default 224×224) rendered at the control
    rate and encoded to MP4.
 
-The baseline is (1) on the very same command sequence; the recorder must keep at least
-70 % of it.  Times are CPU seconds of this process (``time.process_time``, all its
-threads): on a shared machine wall time mostly measures the other processes.  Also measured: how close the settled display comes to the true load.
+The ratio "vs bare" is (simulated s per CPU s of the row) / (the same of the baseline):
+the share of bare-physics speed the whole closed loop keeps; the goal is ≥ 0.7 for (2).
+It charges the policy and the IK controller to the recorder side, since the baseline
+replays the controller's output.  Times are CPU seconds of this process
+(``time.process_time``, all its threads): on a shared machine wall time mostly measures
+the other processes, and even CPU time moves with their load (run ``--repeat`` passes;
+the fastest of each configuration counts).  ``--breakdown`` adds where the loop's time
+goes per control period.  Also measured: how close the settled display comes to the true load.
 
 The other scenes (``--scenes centrifuge,rack``; all by default) are measured the same way on
 their reference episodes without cameras: the recorded runs against their applied
@@ -35,10 +45,11 @@ import numpy as np  # noqa: E402
 
 
 def recorded(episodes: int, seed: int, cameras: bool, size: int,
-             record_controls: bool = False) -> tuple[float, float, float, list[np.ndarray]]:
-    """(simulated s, wall s, wall s inside the control loop, actuator targets per control
-    period) of recorded reference episodes; the loop time leaves out per-run set-up and
-    file writes.  Capturing the targets wraps ``WeighingEnv.apply`` (left out of timed passes)."""
+             record_controls: bool = False) -> tuple[float, float, float, list[tuple[np.ndarray, np.ndarray]]]:
+    """(simulated s, CPU s, CPU s inside the control loop, per episode the actuator
+    commands of every physics step and the final joint state) of recorded reference
+    episodes; the loop time leaves out per-run set-up and file writes.  Capturing the
+    commands wraps ``WeighingEnv.advance`` (left out of timed passes)."""
     from labrecord.recorders.loop import StepOwner
     from labrecord.rundir import read_events
     from labrecord.sim import run_weighing
@@ -47,14 +58,17 @@ def recorded(episodes: int, seed: int, cameras: bool, size: int,
 
     loop_wall = [0.0]
     original = StepOwner.run_episode
-    original_apply = WeighingEnv.apply
+    original_advance = WeighingEnv.advance
     controls: list[list[np.ndarray]] = []
+    finals: list[np.ndarray] = []
 
-    def capture(self: WeighingEnv, action: np.ndarray) -> None:
-        original_apply(self, action)
+    def capture(self: WeighingEnv, steps: int) -> None:
         if self.scene.time == 0.0:
             controls.append([])
-        controls[-1].append(self.scene.data.ctrl.copy())
+            finals.append(np.zeros(0))
+        original_advance(self, steps)
+        controls[-1].append(self._controls[:steps, :self.scene.model.nu].copy())  # ctrl leads the user inputs
+        finals[-1] = self.scene.data.qpos.copy()
 
     def timed(self: StepOwner, episode: int) -> object:
         start = time.process_time()
@@ -68,22 +82,26 @@ def recorded(episodes: int, seed: int, cameras: bool, size: int,
         wall = time.process_time()
         try:
             if record_controls:
-                WeighingEnv.apply = capture  # type: ignore[method-assign]
+                WeighingEnv.advance = capture  # type: ignore[method-assign]
             runs = run_weighing(out, "basic", "reference", episodes, seed, cameras=cameras, size=size)
         finally:
             StepOwner.run_episode = original  # type: ignore[method-assign]
-            WeighingEnv.apply = original_apply  # type: ignore[method-assign]
+            WeighingEnv.advance = original_advance  # type: ignore[method-assign]
         wall = time.process_time() - wall
         sim_s = sum(read_events(run)[-1].t for run in runs)
-    return sim_s, wall, loop_wall[0], [np.asarray(c) for c in controls]
+    return sim_s, wall, loop_wall[0], [(np.concatenate(c), q) for c, q in zip(controls, finals)]
 
 
-def bare(controls: list[np.ndarray], seed: int, contact_sensors: bool = True) -> tuple[float, float]:
-    """Replay the same actuator targets with plain physics stepping (no controller, no
-    measurement, no scorer).
+def bare(controls: list[tuple[np.ndarray, np.ndarray]], seed: int,
+         contact_sensors: bool = True) -> tuple[float, float, bool]:
+    """Replay the same actuator commands, step by step, with a plain Python loop of
+    ``mj_step`` (no controller, no measurement, no scorer); (simulated s, CPU s, whether
+    every episode ended in exactly the recorded joint state).
 
-    With ``contact_sensors=False`` the model is rebuilt without its per-pair contact
-    sensors, to show what MuJoCo spends evaluating them inside ``mj_step``.
+    The command is assigned only where it changes (the ramp's sub-steps), as the
+    recorder's own stepping does.  With ``contact_sensors=False`` the model is rebuilt
+    without its per-pair contact sensors, to show what MuJoCo spends evaluating them
+    inside ``mj_step`` (that trajectory is not compared).
     """
     import mujoco
 
@@ -94,25 +112,71 @@ def bare(controls: list[np.ndarray], seed: int, contact_sensors: bool = True) ->
     env = WeighingEnv(cameras=())
     if not contact_sensors:
         text = scene_xml()
-        start, end = text.index('<contact name="touch_'), text.index("</sensor>")
+        start, end = text.index('<contact name='), text.index("</sensor>")
         env.scene.model = build_model(text[:start] + text[end:])
         env.scene.data = mujoco.MjData(env.scene.model)
     env.calibrate_empty()
     insts = instances("basic", len(controls), seed)
-    steps = int(env.physics_hz / env.control_hz)
     scene = env.scene
     sim_s = wall = 0.0
-    for inst, targets in zip(insts, controls):
+    same = True
+    for inst, (commands, final) in zip(insts, controls):
         env.reset(Placement(inst.sample_g, inst.start, random_layout(inst.start, np.random.default_rng(inst.layout_seed))))
+        change = np.flatnonzero(np.r_[True, (commands[1:] != commands[:-1]).any(axis=1), True])
+        runs = [(commands[a], int(b - a)) for a, b in zip(change[:-1], change[1:])]
         mj_step, model, data = mujoco.mj_step, scene.model, scene.data
         start = time.process_time()
-        for ctrl in targets:
-            data.ctrl[:] = ctrl
-            for _ in range(steps):
+        for command, count in runs:
+            data.ctrl[:] = command
+            for _ in range(count):
                 mj_step(model, data)
         wall += time.process_time() - start
         sim_s += scene.time
-    return sim_s, wall
+        same = same and np.array_equal(data.qpos, final)
+    return sim_s, wall, same
+
+
+def breakdown(episodes: int, seed: int, size: int, bare_ms: float) -> None:
+    """CPU ms per control period of the loop's parts, from one more pass without cameras
+    (each part wrapped in a ``process_time`` accumulator, which itself costs a little);
+    ``bare_ms`` is the baseline's fastest pass per control period, for comparison with
+    the same physics stepped inside the loop."""
+    from labrecord.recorders.loop import StepOwner
+    from labrecord.recorders.online import ContractScorer
+    from labrecord.sim.env import WeighingEnv
+
+    parts = {"physics steps (rollout)": (WeighingEnv, "advance"), "IK controller (mink)": (WeighingEnv, "apply"),
+             "measurement columns": (WeighingEnv, "end_block"), "online contract scorer": (ContractScorer, "update"),
+             "evidence offer": (ContractScorer, "offer"), "policy query + receipt": (StepOwner, "_query"),
+             "state channels": (WeighingEnv, "public_state"), "demo row": (StepOwner, "_record_demo"),
+             "control loop (all)": (StepOwner, "run_episode")}
+    spent = dict.fromkeys(parts, 0.0)
+    originals = {name: getattr(owner, method) for name, (owner, method) in parts.items()}
+
+    def timed(name: str, function: object) -> object:
+        def wrapper(*args: object, **kwargs: object) -> object:
+            start = time.process_time()
+            try:
+                return function(*args, **kwargs)  # type: ignore[operator]
+            finally:
+                spent[name] += time.process_time() - start
+        return wrapper
+
+    try:
+        for name, (owner, method) in parts.items():
+            setattr(owner, method, timed(name, originals[name]))
+        sim_s, *_ = recorded(episodes, seed, cameras=False, size=size)
+    finally:
+        for name, (owner, method) in parts.items():
+            setattr(owner, method, originals[name])
+    periods = sim_s * 10.0  # the reference policy's 10 Hz control periods
+    total = spent["control loop (all)"]
+    print(f"{'part of the control loop (no cameras)':40s} {'CPU ms/period':>14s} {'share':>7s}")
+    for name, seconds in spent.items():
+        print(f"{name:40s} {1000 * seconds / periods:14.3f} {seconds / total:7.1%}")
+    rest = total - sum(v for k, v in spent.items() if k != "control loop (all)")
+    print(f"{'rest (loop bookkeeping, snapshots)':40s} {1000 * rest / periods:14.3f} {rest / total:7.1%}")
+    print(f"{'(bare physics, baseline pass)':40s} {bare_ms:14.3f}")
 
 
 def display_error(configs: int, seed: int) -> float:
@@ -215,6 +279,7 @@ def main() -> None:
     parser.add_argument("--display-configs", type=int, default=10)
     parser.add_argument("--skip-cameras", action="store_true", help="leave out the camera configuration")
     parser.add_argument("--scenes", default="weighing,centrifuge,rack", help="comma-separated scenes to measure")
+    parser.add_argument("--breakdown", action="store_true", help="CPU ms per control period of each part of the loop")
     args = parser.parse_args()
     scenes = args.scenes.split(",")
     if "weighing" not in scenes:
@@ -228,9 +293,9 @@ def main() -> None:
     for _ in range(args.repeat):
         rec_sim, wall, loop, _ = recorded(args.episodes, args.seed, cameras=False, size=args.size)
         rec_wall, loop_wall = min(rec_wall, wall), min(loop_wall, loop)
-        bare_sim, wall = bare(controls, args.seed)
+        bare_sim, wall, reproduced = bare(controls, args.seed)
         bare_wall = min(bare_wall, wall)
-        _, wall = bare(controls, args.seed, contact_sensors=False)
+        _, wall, _ = bare(controls, args.seed, contact_sensors=False)
         plain_wall = min(plain_wall, wall)
         if not args.skip_cameras:
             cam_sim, wall, _, _ = recorded(args.episodes, args.seed, cameras=True, size=args.size)
@@ -245,8 +310,13 @@ def main() -> None:
     print(f"{'configuration':50s} {'sim s':>8s} {'CPU s':>8s} {'sim s / CPU s':>15s} {'vs bare':>8s}")
     for name, sim_s, wall in rows:
         print(f"{name:50s} {sim_s:8.2f} {wall:8.2f} {sim_s / wall:15.1f} {sim_s / wall / base:8.2f}")
-    print("control loop = stepping, measuring, online scoring, policy queries, logs; whole runs add per-run "
-          "set-up and the fsynced file writes (run.json, measurements, scores, demo)")
+    print("vs bare = (sim s / CPU s of the row) / (the same of the baseline): the share of bare-physics speed the "
+          "closed loop keeps; the baseline is a Python loop of mj_step replaying the recorded per-step commands")
+    print("control loop = policy (planning + IK controller), stepping, measuring, online scoring, receipts, logs; "
+          "whole runs add per-run set-up and the fsynced file writes (run.json, measurements, scores, demo)")
+    print(f"bare replay ends in the recorded joint state of every episode: {'yes' if reproduced else 'NO'}")
+    if args.breakdown:
+        breakdown(args.episodes, args.seed, args.size, 1000 * bare_wall / (bare_sim * 10.0))
     print(f"display: max |settled reading - true load| over {args.display_configs} loads = "
           f"{display_error(args.display_configs, args.seed):.2f} g")
     other_scenes(scenes, args)

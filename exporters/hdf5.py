@@ -91,7 +91,7 @@ def export_hdf5(runs_dir: str | os.PathLike[str], out: str | os.PathLike[str], *
                           roles.privileged if env_state else [],
                           FrameSource(selection, plans, 1.0 / selection.action_spec().control_hz))
     out.parent.mkdir(parents=True, exist_ok=True)
-    with atomic_path(out) as tmp, h5py.File(tmp, "w") as handle:
+    with content.frames, atomic_path(out) as tmp, h5py.File(tmp, "w") as handle:
         frames = _copy_demos(handle, selection, content)
         attempts = _manifest(selection)
         masks = split_masks([(a.export_name, a.success, a.split) for a in selection.accepted])

@@ -105,6 +105,12 @@ class FeatureMap:
     def state_keys(self) -> list[str]:
         return self.roles.proprio
 
+    @property
+    def read_keys(self) -> list[str]:
+        """The observation keys the features are built from (nothing else is read)."""
+        env = self.roles.privileged if self.env_names else []
+        return [*self.roles.proprio, *env, *(c.name for c in self.cameras if c.source == "demo")]
+
     def features(self, action_dim: int, env_frames: str) -> dict[str, dict]:
         features: dict[str, dict] = {"action": {"dtype": "float32", "shape": (action_dim,), "names": None}}
         if self.state_names:
@@ -215,18 +221,19 @@ def iter_frames(demo: Demo, plan: EpisodePlan, features: FeatureMap, env_frames:
     camera's aligned (N, H, W, 3) frames for the whole demo (default: the demo's own)."""
     if images is None:
         images = {c.name: demo.obs[c.name] for c in features.cameras}
-    state = features.state(demo) if features.state_names else None
-    env = features.environment_state(demo) if features.env_names else None
+    # whole-demo float32 arrays, then one row of each per frame (views, no per-frame copies)
+    columns: dict[str, np.ndarray] = {"action": demo.actions.astype(np.float32, copy=False)}
+    if features.state_names:
+        columns["observation.state"] = features.state(demo)
+    if features.env_names:
+        columns[ENV_STATE] = features.environment_state(demo)
+    for camera in features.cameras:
+        columns[image_feature(camera.name)] = images[camera.name]
+    if env_frames == "keep":
+        columns["policy_in_control"] = demo.control_mask.astype(bool).reshape(-1, 1)
     for i in range(plan.start, plan.end):
-        frame: dict[str, Any] = {"action": demo.actions[i].astype(np.float32), "task": plan.task}
-        if state is not None:
-            frame["observation.state"] = state[i]
-        if env is not None:
-            frame[ENV_STATE] = env[i]
-        for camera in features.cameras:
-            frame[image_feature(camera.name)] = images[camera.name][i]
-        if env_frames == "keep":
-            frame["policy_in_control"] = np.array([bool(demo.control_mask[i])])
+        frame: dict[str, Any] = {name: values[i] for name, values in columns.items()}
+        frame["task"] = plan.task
         yield frame
 
 
@@ -267,9 +274,9 @@ def export_lerobot(runs_dir: str | os.PathLike[str], out: str | os.PathLike[str]
     if not plans:
         raise LabrecordError(f"{selection.runs_dir}: the accepted demos have no frames under policy control; "
                              "nothing exported (try --env-frames keep)")
-    frame_source = FrameSource(selection, camera_plans, 1.0 / fps)
+    frame_source = FrameSource(selection, camera_plans, 1.0 / fps, order=[p.row.run_id for p in plans])
     out.parent.mkdir(parents=True, exist_ok=True)
-    with atomic_path(out, folder=True) as tmp:
+    with frame_source, atomic_path(out, folder=True) as tmp:
         tmp.rmdir()  # LeRobotDataset.create makes its root itself
         frames = _write_dataset(datasets, tmp, repo_id, fps, features, selection, plans, feature_map, env_frames,
                                 codec, frame_source)
@@ -298,7 +305,7 @@ def _write_dataset(datasets: Any, root: Path, repo_id: str, fps: int, features: 
             row = plan.row
             if loaded is None or loaded[:2] != (row.run_id, row.demo):
                 with DemoReader(selection.runs[row.run_id].demo_path) as reader:  # type: ignore[arg-type]
-                    demo = reader.demo(row.demo)  # type: ignore[arg-type]
+                    demo = reader.demo(row.demo, keys=feature_map.read_keys)  # type: ignore[arg-type]
                 images = frame_source.frames(row.run_id, row.demo, demo.obs)  # type: ignore[arg-type]
                 loaded = (row.run_id, row.demo, demo, images)  # type: ignore[assignment]
             for frame in iter_frames(loaded[2], plan, feature_map, env_frames, loaded[3]):

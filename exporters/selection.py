@@ -285,8 +285,16 @@ def select(runs_dir: str | os.PathLike[str], rule: str = "success", *, valid_rat
 
 
 def check_output(path: str | os.PathLike[str], overwrite: bool) -> Path:
-    """Refuse to replace an existing output unless ``overwrite``."""
-    path = check_writable(path)
+    """Refuse to replace an existing output unless ``overwrite``, or one that cannot be
+    written.  Missing folders on the way are made when the export writes (``--out
+    datasets/weighing`` in a fresh folder), so the nearest one that exists must be writable."""
+    path = Path(path)
+    existing = path.parent
+    while not existing.exists() and existing != existing.parent:
+        existing = existing.parent
+    if not existing.is_dir():
+        raise LabrecordError(f"{path}: {existing} is a file, not a folder")
+    check_writable(existing / path.name if existing != path.parent else path)
     if path.exists() and not overwrite:
         kind = "directory" if path.is_dir() else "file"
         raise LabrecordError(f"{path}: output {kind} already exists; pass --overwrite to replace it")

@@ -30,7 +30,12 @@ Feedback weighing (standards ``w10 w20 w50 w100``), for each standard ``{w}``:
   that does not land is a *miss*; a release elsewhere is a put-back);
 * optional ``{w}_on_table`` – the standard touches the table (with ``{w}_on_pan`` it tells
   a release onto a support from a release in free air);
-* optional ``{w}_x, {w}_y, {w}_z`` – its position (``{w}_z`` measures the fall of a drop).
+* optional ``{w}_x, {w}_y, {w}_z`` – its position (``{w}_z`` measures the fall of a drop);
+* optional ``arm_speed`` – the largest joint speed of the arm (rad/s): a still arm with a
+  stable reading at the end of an incomplete episode is an *early stop*;
+* optional ``robot_balance_force_n`` – magnitude of the net contact force (N) of the robot
+  (any arm link, the gripper included) on the balance (its base and pan): above the safety
+  limit it is a *safety* violation, like hand pressure on the load.
 
 Centrifuge loading (tubes ``tube_a tube_b``):
 
@@ -97,7 +102,8 @@ FAMILY_COLUMNS: dict[str, dict[str, str]] = {
 OPTIONAL_COLUMNS: dict[str, dict[str, str]] = {
     "weighing": {**{f"{w}_{axis}": "float" for w in WEIGHING_STANDARDS for axis in ("x", "y", "z")},
                  **{f"{w}_over_pan": "bool" for w in WEIGHING_STANDARDS},
-                 **{f"{w}_on_table": "bool" for w in WEIGHING_STANDARDS}},
+                 **{f"{w}_on_table": "bool" for w in WEIGHING_STANDARDS}, "arm_speed": "float",
+                 "robot_balance_force_n": "float"},
     "centrifuge": {},
     "rack": {},
 }

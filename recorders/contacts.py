@@ -1,8 +1,10 @@
 """The contact graph of a support measurement, shared by every simulator backend.
 
 Bodies are mapped to small entity codes — table, pan (the load carrier), the two
-fingers, the palm, then the task objects from :data:`OBJECT0` on (the first object is the
-sample that always sits on the pan).  A block of n physics steps becomes an (n, E, E)
+fingers, the palm, the arm (any link of the robot arm; MuJoCo senses its whole tree,
+gripper included, and the code is only ever combined with the hand's), then the task
+objects from :data:`OBJECT0` on (the first object is the sample that always sits on the
+pan).  A block of n physics steps becomes an (n, E, E)
 symmetric boolean adjacency, from which support paths and robot contact follow in bulk.
 MuJoCo fills it from per-pair contact sensors (``labrecord.sim``), Isaac Sim from contact-report body
 pairs (:mod:`labrecord.recorders.isaacsim`).
@@ -11,11 +13,11 @@ from __future__ import annotations
 
 import numpy as np
 
-OTHER, TABLE, PAN, FINGER_LEFT, FINGER_RIGHT, PALM = 0, 1, 2, 3, 4, 5
-OBJECT0 = 6
+OTHER, TABLE, PAN, FINGER_LEFT, FINGER_RIGHT, PALM, ARM = 0, 1, 2, 3, 4, 5, 6
+OBJECT0 = 7
 #: entity name -> code (MuJoCo geom names of the weighing bench use the same names)
 ENTITY_CODES: dict[str, int] = {"other": OTHER, "table": TABLE, "pan": PAN, "finger_left": FINGER_LEFT,
-                                "finger_right": FINGER_RIGHT, "palm": PALM}
+                                "finger_right": FINGER_RIGHT, "palm": PALM, "arm": ARM}
 
 
 def pairs_matrix(pairs: list[list[tuple[int, int]]], n_objects: int) -> np.ndarray:
@@ -59,14 +61,14 @@ def supported_by_pan(touch: np.ndarray) -> np.ndarray:
 
 
 def robot_touch(touch: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(n, k) any robot link touches the object; (n, k) both fingers touch it."""
+    """(n, k) any robot link (fingers, palm, arm) touches the object; (n, k) both fingers touch it."""
     objects = np.arange(OBJECT0, touch.shape[1])
     left = touch[:, objects, FINGER_LEFT]
     right = touch[:, objects, FINGER_RIGHT]
-    return left | right | touch[:, objects, PALM], left & right
+    return left | right | touch[:, objects, PALM] | touch[:, objects, ARM], left & right
 
 
 def hand_on_pan(touch: np.ndarray) -> np.ndarray:
     """(n,) a robot link touches the pan or the sample (hand pressure on the load)."""
-    robot = slice(FINGER_LEFT, PALM + 1)  # fingers and palm are adjacent codes
+    robot = slice(FINGER_LEFT, ARM + 1)  # fingers, palm and arm are adjacent codes
     return touch[:, robot, PAN].any(axis=1) | touch[:, robot, OBJECT0].any(axis=1)

@@ -114,10 +114,14 @@ def contact_codes(path: str, entities: Mapping[str, int]) -> int:
 
 
 def entity_table(table: str, pan: str, finger_left: str, finger_right: str, palm: str,
-                 objects: Sequence[str]) -> dict[str, int]:
-    """Prim-path prefix -> entity code, objects in order (the sample first)."""
+                 objects: Sequence[str], robot: str | None = None) -> dict[str, int]:
+    """Prim-path prefix -> entity code, objects in order (the sample first); ``robot``, the
+    robot's root prim, makes every other link under it the ``arm`` entity (the hand's
+    longer prefixes still win), so any link touching the load counts as robot contact."""
     entities = {table: ENTITY_CODES["table"], pan: ENTITY_CODES["pan"], finger_left: ENTITY_CODES["finger_left"],
                 finger_right: ENTITY_CODES["finger_right"], palm: ENTITY_CODES["palm"]}
+    if robot is not None:
+        entities[robot] = ENTITY_CODES["arm"]
     entities.update({path: OBJECT0 + i for i, path in enumerate(objects)})
     return entities
 

@@ -115,6 +115,9 @@ class OnlineScorer(Protocol):
     def episode_end(self) -> dict[str, Any]:
         """Fields of the ``episode_end`` event: reason, physical_complete, valid_complete."""
 
+    # optional: ``close(fault: bool)``, called once before ``episode_end``: the events the
+    # contract judges at the episode's end (none after an evaluator-side fault)
+
 
 #: ``failure`` reason of a reply that broke the declared interface (the policy's own failure)
 INTERFACE_FAILURE = "interface"
@@ -372,6 +375,9 @@ class StepOwner:
     def end(self) -> EpisodeLog:
         """Close the episode: the last live snapshot and ``episode_end``."""
         env, writer = self.env, self.writer
+        close = getattr(self.scorer, "close", None)  # optional: events judged at the episode's end
+        if callable(close):
+            close(fault=self._end_reason is not None)
         writer.online_score(self.scorer.snapshot(env.time))
         end = self.scorer.episode_end()
         if self._end_reason is not None:

@@ -52,6 +52,7 @@ class ContractScorer:
         self.last: Any = None
         self.advanced: Any = None
         self._last_sig: Any = None
+        self._closed = False
 
     def update(self, columns: dict[str, np.ndarray]) -> None:
         """Feed one block of rows (column -> (n,) array) through the contract."""
@@ -185,6 +186,18 @@ class ContractScorer:
         return OnlineScore(t=t, seq=0, metrics=self.metrics(), state={
             "changes": state.changes, "failures": state.failures, "complete": state.complete,
             "opportunity": self.tracker.current.opp if self.tracker.current else None, **self.display()})
+
+    def close(self, fault: bool = False) -> None:
+        """The episode is over: the contract's end-of-episode events, judged at its last
+        row (once), unless it ended on an evaluator-side ``fault``."""
+        if getattr(self, "_closed", False):
+            return
+        self._closed = True
+        if self.last is not None and self.advanced is not self.last:
+            self._advance(self.last)
+        for event in self.tracker.finish(not fault):
+            self._count(event)
+            event.emit(self._sink, self._failure_seqs)
 
     def episode_end(self) -> dict[str, Any]:
         end = self.tracker.end()

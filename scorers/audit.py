@@ -4,7 +4,8 @@ For each run directory, the task contract of its family replays ``measurements.p
 together with the delivered observations (``observations.jsonl``) and rebuilds every
 opportunity with its legal set, every physical confirmation and contract failure (a
 missed placement, a drop), each recovery of a failure and the violations the contract
-derives from measurements (premature, repetition, safety), every recognized native
+derives from measurements (premature, repetition, safety, and early stop at the end of an
+episode that did not end on an evaluator-side fault), every recognized native
 choice, sensor-validity events, the terminal dwell and the episode's
 ``physical_complete``.  Each stream is aligned with the recorded ``events.jsonl`` and
 every disagreement becomes an :class:`AuditFinding` naming the event (seq and line), the
@@ -35,6 +36,8 @@ from labrecord.rundir import EVENTS_FILE, MEASUREMENTS_FILE, OBSERVATIONS_FILE, 
 from labrecord.safeio import MAX_BINARY_BYTES, MAX_LOG_BYTES, check_file, depth_problem, read_bounded
 from labrecord.scorers.contracts import ContractEvent, TaskContract, get_contract
 
+#: ``episode_end`` reasons of evaluator-side faults (the step owner's ``validity`` kinds)
+FAULT_END_REASONS = frozenset({"service_fault", "transport_fault"})
 #: event types the contract rebuilds (choices only from the contract's own recognizer)
 REPLAYED_TYPES = ("opportunity", "confirm", "failure", "recovery", "violation", "choice", "dwell", "validity",
                   "episode_end")
@@ -117,7 +120,11 @@ def _audit(run_dir: Path, result: RunAudit) -> None:
     table = read_measurements(run_dir / MEASUREMENTS_FILE, contract)
     result.steps = table.num_rows
     first_episode = next((e.episode for _, e in events if e.__struct_config__.tag == "episode_start"), 0)  # type: ignore[attr-defined]
-    expected = replay_run(contract, instance, table, receipts, manifest, default_episode=first_episode)
+    # an episode that ended on an evaluator-side fault is not judged at its end (no early stop)
+    faulted = frozenset(e.episode for _, e in events  # type: ignore[attr-defined]
+                        if e.__struct_config__.tag == "episode_end" and e.reason in FAULT_END_REASONS)  # type: ignore[attr-defined]
+    expected = replay_run(contract, instance, table, receipts, manifest, default_episode=first_episode,
+                          faulted=faulted)
     recorded = [(line, event) for line, event in events if _replayed(event, contract)]
     result.events_checked = len(recorded)
     result.findings.extend(compare_streams(events_path, expected, recorded))
@@ -167,8 +174,11 @@ def read_measurements(path: Path, contract: TaskContract) -> Any:
 
 
 def replay_run(contract: TaskContract, instance: Any, table: Any, receipts: Sequence[ObservationReceipt],
-               manifest: RunManifest, *, default_episode: int = 0) -> list[ContractEvent]:
-    """Expected contract events of a whole run, episode by episode (``episode`` column)."""
+               manifest: RunManifest, *, default_episode: int = 0,
+               faulted: frozenset[int] = frozenset()) -> list[ContractEvent]:
+    """Expected contract events of a whole run, episode by episode (``episode`` column);
+    the episodes in ``faulted`` ended on an evaluator-side fault and get no end-of-episode
+    events."""
     import numpy as np
 
     window_s = manifest.evaluation.budget.response_deadline_s
@@ -187,7 +197,8 @@ def replay_run(contract: TaskContract, instance: Any, table: Any, receipts: Sequ
             part = table.take(rows)
             in_episode = set(steps[rows].tolist())
             part_receipts = [r for r in receipts if r.step in in_episode]
-        events, end = contract.replay(part, part_receipts, instance, window_s=window_s, first_opp=opened)
+        events, end = contract.replay(part, part_receipts, instance, window_s=window_s, first_opp=opened,
+                                      judge_end=episode not in faulted)
         opened += sum(1 for e in events if e.type == "opportunity")
         # recoveries name failures within their episode: shift to the run's failure order
         events = [ContractEvent(e.type, e.t, e.step, {**e.fields, "of_failure": e.fields["of_failure"] + failures})

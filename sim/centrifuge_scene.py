@@ -278,22 +278,11 @@ class CentrifugeEnv(WeighingEnv):
         self.controller = ArmController(self.scene, self.action_spec)
         self.control_hz = self.action_spec.control_hz
         self.cameras = cameras
-        steps = int(round(self.physics_hz / self.control_hz))
-        m, d = self.scene.model, self.scene.data
-        self._sensor_rows = np.zeros((steps, m.nsensordata))
-        self._t = np.zeros(steps)
-        self._qvel_rows = np.zeros((steps, 6 * len(TUBES)))
-        self._qpos_rows = np.zeros((steps, 7 * len(TUBES)))
         self._k = 0
         self._step = 0
         self._ramp = None
         self.display = lambda: {}
-        first = self.scene.qpos_adr[TUBES[0]], self.scene.qvel_adr[TUBES[0]]
-        assert [self.scene.qpos_adr[n] for n in TUBES] == list(range(first[0], first[0] + 7 * len(TUBES), 7))
-        self._qpos_view = d.qpos[first[0]:first[0] + 7 * len(TUBES)]
-        self._qvel_view = d.qvel[first[1]:first[1] + 6 * len(TUBES)]
-        self._sensordata = d.sensordata
-        self._data = d
+        self._bind_rows(TUBES)
         self.rotor_yaw = 0.0
 
     def reset(self, instance: Any, settle_steps: int = 0) -> None:  # type: ignore[override]

@@ -1,11 +1,12 @@
 """The weighing bench as an :class:`~labrecord.recorders.loop.Environment`.
 
-Per physics step only raw values are copied (the sensor row — load cell and per-pair
-contact sensors evaluated by MuJoCo inside ``mj_step`` — and the objects' poses and
-velocities); :meth:`WeighingEnv.end_block` turns a block into the
-measurement columns of ``labrecord.measurements`` (family ``weighing``) in bulk.  The
-display the policy sees comes from the task contract's display chain fed with those
-same columns (see :class:`labrecord.sim.online.WeighingScorer`).
+A control period's physics steps run inside ``mujoco.rollout``, which leaves per step
+only raw rows (the physics state and the sensor row — load cell, the arm-on-balance force
+and the per-pair contact sensors, all evaluated by MuJoCo inside ``mj_step``);
+:meth:`WeighingEnv.end_block` turns a block into the measurement columns of
+``labrecord.measurements`` (family ``weighing``) in bulk.  The display the policy sees
+comes from the task contract's display chain fed with those same columns (see
+:class:`labrecord.recorders.online.ContractScorer`).
 """
 from __future__ import annotations
 
@@ -28,7 +29,11 @@ DEFAULT_SIZE = 224
 RAMP_STEPS = 10
 #: load-cell capacity (about 5 kg with the pan): beyond it the sensor reports overload and the reading is invalid
 CAPACITY_N = 50.0
-_STANDARD_INDEX = [OBJECTS.index(name) for name in STANDARDS]
+#: the standards' places among the objects (the sample comes first)
+_STANDARDS = slice(1, len(OBJECTS))
+assert OBJECTS[_STANDARDS] == STANDARDS
+#: distinct contact states whose graph a bench keeps (a bound, never reached in practice)
+_KNOWN_STATES = 4096
 
 
 class WeighingEnv:
@@ -44,26 +49,41 @@ class WeighingEnv:
         self.scene = WeighingScene(size, size)
         self.action_spec = action_spec or spec_of("eef_delta")
         self.controller = ArmController(self.scene, self.action_spec)
-        control_hz = self.control_hz = self.action_spec.control_hz
+        self.control_hz = self.action_spec.control_hz
         self.cameras = cameras
-        steps = int(round(self.physics_hz / control_hz))
         self._pairs = contact_pairs()
-        self._sensor_rows = np.zeros((steps, self.scene.model.nsensordata))
-        self._t = np.zeros(steps)
-        self._qvel_rows = np.zeros((steps, 6 * len(OBJECTS)))
-        self._qpos_rows = np.zeros((steps, 7 * len(OBJECTS)))
+        self._contact_known: dict[bytes, np.ndarray] = {}
         self._k = 0
         self._step = 0
         self._ramp: tuple[np.ndarray, np.ndarray] | None = None
         self.f_empty_n = 0.0
         self.display: Callable[[], dict[str, Any]] = lambda: {}
-        d = self.scene.data
-        # the objects' free joints are declared consecutively: one slice copies them all
-        first = self.scene.qpos_adr[OBJECTS[0]], self.scene.qvel_adr[OBJECTS[0]]
-        assert [self.scene.qpos_adr[n] for n in OBJECTS] == list(range(first[0], first[0] + 7 * len(OBJECTS), 7))
-        self._qpos_view = d.qpos[first[0]:first[0] + 7 * len(OBJECTS)]
-        self._qvel_view = d.qvel[first[1]:first[1] + 6 * len(OBJECTS)]
-        self._sensordata = d.sensordata
+        self._bind_rows(OBJECTS)
+
+    def _bind_rows(self, bodies: tuple[str, ...] | list[str]) -> None:
+        """The per-step buffers of one control period and the views the measurement
+        columns read: the free ``bodies``, whose joints are declared consecutively (one
+        slice of the state row holds them all)."""
+        from mujoco.rollout import Rollout
+
+        mujoco, m, d = self.scene.mujoco, self.scene.model, self.scene.data
+        steps = int(round(self.physics_hz / self.control_hz))
+        qpos0, qvel0, count = self.scene.qpos_adr[bodies[0]], self.scene.qvel_adr[bodies[0]], len(bodies)
+        assert [self.scene.qpos_adr[n] for n in bodies] == list(range(qpos0, qpos0 + 7 * count, 7))
+        self._full = int(mujoco.mjtState.mjSTATE_FULLPHYSICS)
+        self._user = int(mujoco.mjtState.mjSTATE_USER)
+        #: rows of one control period: the full physics state (time, qpos, qvel, …) and the sensor row
+        self._states = np.zeros((steps, mujoco.mj_stateSize(m, self._full)))
+        self._sensor_rows = np.zeros((steps, m.nsensordata))
+        # the state vector is time, then qpos, then qvel (mjtState bit order)
+        self._t = self._states[:, 0]
+        self._qpos_rows = self._states[:, 1 + qpos0:1 + qpos0 + 7 * count]
+        self._qvel_rows = self._states[:, 1 + m.nq + qvel0:1 + m.nq + qvel0 + 6 * count]
+        self._arm_qvel = 1 + m.nq + self.scene.arm_qvel  # state columns of the arm joints' speeds
+        self._controls = np.zeros((steps, mujoco.mj_stateSize(m, self._user)))
+        self._initial = np.zeros((1, self._states.shape[1]))
+        self._warmstart = np.zeros((1, m.nv))
+        self._rollout = Rollout(nthread=0)
         self._data = d
 
     @property
@@ -110,60 +130,98 @@ class WeighingEnv:
         return np.append(np.zeros(self.action_spec.dim - 1), grip)
 
     def advance(self, steps: int) -> None:
-        """``steps`` physics steps, each followed by a copy of its raw readings."""
-        mj_step, model, data = self.scene.mujoco.mj_step, self.scene.model, self._data
-        sensors, t, qvel, qpos = self._sensor_rows, self._t, self._qvel_rows, self._qpos_rows
-        sensordata, qvel_view, qpos_view = self._sensordata, self._qvel_view, self._qpos_view
-        ctrl, arm, ramp = data.ctrl, self.scene.arm_ctrl, self._ramp
-        every = max(1, steps // RAMP_STEPS)
-        for k in range(self._k, self._k + steps):
-            if ramp is not None and (k - self._k) % every == 0:
-                ctrl[arm] = ramp[0] + ramp[1] * min(1.0, ((k - self._k) // every + 1) / RAMP_STEPS)
-            mj_step(model, data)
-            sensors[k] = sensordata  # load cell and contact sensors in one copy
-            t[k] = data.time
-            qvel[k] = qvel_view
-            qpos[k] = qpos_view
+        """``steps`` physics steps, recording each one's state and sensor row.
+
+        The steps run inside MuJoCo's ``rollout`` (C loop; the same ``mj_step`` calls on
+        this bench's own ``MjData``, bit for bit what a Python loop of ``mj_step`` gives):
+        the user inputs (controls, mocap, …) of each step are the current ones, with the
+        arm targets of the ramp set at its :data:`RAMP_STEPS` sub-steps.
+        """
+        mujoco, m, d = self.scene.mujoco, self.scene.model, self._data
+        rows = self._controls[:steps]
+        mujoco.mj_getState(m, d, rows[0], self._user)
+        rows[1:] = rows[0]
+        if self._ramp is not None:
+            start, delta = self._ramp
+            every = max(1, steps // RAMP_STEPS)
+            fraction = np.minimum(1.0, (np.arange(steps) // every + 1) / RAMP_STEPS)
+            rows[:, self.scene.arm_ctrl] = start + delta * fraction[:, None]  # ctrl leads the user-input vector
+        mujoco.mj_getState(m, d, self._initial[0], self._full)
+        self._warmstart[0] = d.qacc_warmstart
+        k = self._k
+        self._rollout.rollout([m], [d], self._initial, rows[None], control_spec=self._user, skip_checks=True, nstep=steps,
+                              initial_warmstart=self._warmstart, state=self._states[None, k:k + steps],
+                              sensordata=self._sensor_rows[None, k:k + steps])
         self._k += steps
         self._ramp = None
 
     def end_block(self) -> dict[str, np.ndarray]:
         """Weighing measurement columns for the steps since the last call (n rows)."""
         n = self._k
-        # contacts change rarely within a control period: derive the graph once per distinct row
-        found, row_of = np.unique(self._sensor_rows[:n, self.scene.touch_adr:] > 0, axis=0, return_inverse=True)
-        row_of = row_of.reshape(-1)
-        touch_u = found_matrix(found, self._pairs, len(OBJECTS))
-        on_pan = supported_by_pan(touch_u)[row_of]
-        contact_u, bilateral_u = robot_touch(touch_u)
-        contact, bilateral = contact_u[row_of], bilateral_u[row_of]
-        on_table = touch_u[:, OBJECT0:, TABLE][row_of]
+        found = self._sensor_rows[:n, self.scene.touch_adr:] > 0
+        # contacts change rarely within a control period: one graph per run of equal rows
+        new = np.ones(n, dtype=bool)
+        new[1:] = (found[1:] != found[:-1]).any(axis=1)
+        row_of = np.cumsum(new) - 1
+        graph = self._contact_features(found[new]).T[:, row_of]  # (features, n): each one a contiguous row
+        on_pan, contact, bilateral, on_table = graph[:-1].reshape(4, len(STANDARDS), n)
         closed = float(self._data.ctrl[self.scene.grip_ctrl]) < 0.5 * FINGER_OPEN_M  # command toward closed
-        lin = self._qvel_rows[:n].reshape(n, len(OBJECTS), 6)[:, :, :3]
-        speed = np.sqrt((lin * lin).sum(axis=2))
-        pos = self._qpos_rows[:n].reshape(n, len(OBJECTS), 7)[:, :, :3]
+        lin = self._qvel_rows[:n].reshape(n, len(OBJECTS), 6)[:, _STANDARDS, :3]
+        speed = np.sqrt((lin * lin).sum(axis=2)).T.copy()
+        pos = self._qpos_rows[:n].reshape(n, len(OBJECTS), 7)[:, _STANDARDS, :3].transpose(1, 2, 0).copy()
+        # over the pan's footprint: a release there that does not land is a miss
+        over = np.hypot(pos[:, 0], pos[:, 1]) < PAN_RADIUS
         force = self._sensor_rows[:n, 2].copy()
+        adr = self.scene.balance_force_adr
+        force_on_balance = self._sensor_rows[:n, adr:adr + 3]
         columns: dict[str, np.ndarray] = {
             "step": np.arange(self._step, self._step + n, dtype=np.int64),
             "t": self._t[:n].copy(),
             "pan_force_n": force,
             "sensor_ok": np.isfinite(force) & (np.abs(force) <= CAPACITY_N),
             "pan_speed": np.zeros(n),  # the pan is welded to the balance base
-            "hand_pan_contact": hand_on_pan(touch_u)[row_of],
+            "hand_pan_contact": graph[-1],
+            "arm_speed": np.abs(self._states[:n, self._arm_qvel]).max(axis=1),
+            "robot_balance_force_n": np.sqrt((force_on_balance * force_on_balance).sum(axis=1)),
         }
-        for name, index in zip(STANDARDS, _STANDARD_INDEX):
-            columns[f"{name}_on_pan"] = on_pan[:, index]
-            columns[f"{name}_contact"] = contact[:, index]
-            columns[f"{name}_grasped"] = bilateral[:, index] & closed
-            columns[f"{name}_speed"] = speed[:, index]
-            # over the pan's footprint: a release there that does not land is a miss
-            columns[f"{name}_over_pan"] = np.hypot(pos[:, index, 0], pos[:, index, 1]) < PAN_RADIUS
-            columns[f"{name}_on_table"] = on_table[:, index]
-            for axis, coordinate in zip("xyz", range(3)):
-                columns[f"{name}_{axis}"] = pos[:, index, coordinate].copy()
+        for i, name in enumerate(STANDARDS):
+            columns[f"{name}_on_pan"] = on_pan[i]
+            columns[f"{name}_contact"] = contact[i]
+            columns[f"{name}_grasped"] = bilateral[i] & closed
+            columns[f"{name}_speed"] = speed[i]
+            columns[f"{name}_over_pan"] = over[i]
+            columns[f"{name}_on_table"] = on_table[i]
+            columns[f"{name}_x"], columns[f"{name}_y"], columns[f"{name}_z"] = pos[i]
         self._step += n
         self._k = 0
         return columns
+
+    def _contact_features(self, found: np.ndarray) -> np.ndarray:
+        """(u, 4·k + 1) bool for u contact-sensor rows: per standard on the pan's support
+        path, touched by a robot link, between both fingers, on the table; then hand
+        pressure on the load.  A bench meets few distinct contact states, so each one's
+        graph is derived once and kept (keyed by its sensor row)."""
+        known = self._contact_known
+        out = np.empty((len(found), 4 * len(STANDARDS) + 1), dtype=bool)
+        missing = []
+        for i, row in enumerate(found):
+            hit = known.get(row.tobytes())
+            if hit is None:
+                missing.append(i)
+            else:
+                out[i] = hit
+        if missing:
+            touch = found_matrix(found[missing], self._pairs, len(OBJECTS))
+            contact, bilateral = robot_touch(touch)
+            derived = np.concatenate((supported_by_pan(touch)[:, _STANDARDS], contact[:, _STANDARDS],
+                                      bilateral[:, _STANDARDS], touch[:, OBJECT0:, TABLE][:, _STANDARDS],
+                                      hand_on_pan(touch)[:, None]), axis=1)
+            if len(known) > _KNOWN_STATES:
+                known.clear()
+            for i, row in zip(missing, derived):
+                known[found[i].tobytes()] = row
+                out[i] = row
+        return out
 
     # -- checkpoints (labrecord.recorders.checkpoint) -------------------------------------
     def get_state(self) -> bytes:

@@ -64,6 +64,9 @@ class LeRobotProcess:
             raise LabrecordError(f"LeRobot Python {python} not found; build it with scripts/install-lerobot-venv.sh "
                                  "or set LABRECORD_LEROBOT_PYTHON")
         script = Path(__file__).with_name("lerobot_server.py")
+        # the child runs in a temporary folder: a relative path would name another folder there
+        # (and lerobot would then take it for a Hub repo id)
+        path = Path(path).resolve()
         self._log = tempfile.TemporaryFile()
         self.proc = subprocess.Popen([python, str(script), "--path", str(path), "--port", "0"], stdout=subprocess.PIPE,
                                      stderr=self._log, text=True, cwd=tempfile.gettempdir())
@@ -153,9 +156,11 @@ def serve_lerobot(path: str | os.PathLike[str], *, timeout_s: float = 60.0,
                                  timeout_s=timeout_s, kind="vla", revision=revision_of(directory))
         preflight = Preflight(protocol=f"lerobot via {AGENT_PROTOCOL}", endpoint=str(directory.resolve()),
                               channels=list(channels), action_convention="eef_delta",
-                              announced={k: info[k] for k in ("type", "inputs", "outputs")},
+                              announced={k: info[k] for k in ("type", "inputs", "outputs", "processors")},
                               checks=["policy loaded in the LeRobot environment", "input features mapped to cameras "
-                                      "and proprioception", f"action shape [{ACTION_DIM}] (eef_delta, {CONTROL_HZ:g} Hz)"])
+                                      "and proprioception", f"action shape [{ACTION_DIM}] (eef_delta, {CONTROL_HZ:g} Hz)",
+                                      "inputs normalized and actions unnormalized by the checkpoint's own processors"
+                                      if info["processors"] else "no processors saved: inputs and actions pass raw"])
     except BaseException:
         child.close()
         raise

@@ -5,7 +5,7 @@ Run by :mod:`labrecord.sim.lerobot_policy` with the Python of the LeRobot enviro
 
     python lerobot_server.py --path DIR [--port 0] [--device cpu]
 
-It imports only the standard library, numpy, Pillow, torch and lerobot (never labrecord,
+It imports only the standard library, numpy, Pillow, PyAV, torch and lerobot (never labrecord,
 which that environment need not have).  After loading it prints one line
 ``LABRECORD-LEROBOT {json}`` with the port and the policy's declared features, then
 answers each ``POST`` with ``{"type": "actions", "actions": [[...]]}`` — one row from
@@ -13,7 +13,8 @@ answers each ``POST`` with ``{"type": "actions", "actions": [[...]]}`` — one r
 
 Observation mapping: a visual input feature ``observation.images.<camera>`` (or
 ``<camera>_image``, as demo keys name cameras) takes that camera's frame, resized to the
-feature's (C, H, W) and scaled to [0, 1]; ``observation.state`` is the concatenation of
+feature's (C, H, W) (by swscale's area filter through PyAV, as ``export --image-size``
+resizes the training frames) and scaled to [0, 1]; ``observation.state`` is the concatenation of
 the ``robot`` channel's proprioception in the sorted order of the robomimic keys a demo
 export uses (eef_pos 3, eef_quat 4, gripper_qpos 2, joint_pos 7, joint_vel 7 = 23).
 When the directory holds LeRobot's processor pipelines (``policy_preprocessor.json``),
@@ -49,11 +50,24 @@ def load(path: str, device: str) -> tuple[Any, Any, Any]:
     return policy, pre, post
 
 
-def features(policy: Any) -> dict[str, Any]:
+def features(policy: Any, processors: bool) -> dict[str, Any]:
+    """What the ready line announces: the policy type, its input and output features, and
+    whether the checkpoint's own processors normalize inputs and unnormalize actions (a
+    ``lerobot-train`` checkpoint has them; without them a trained policy sees raw values)."""
     config = policy.config
-    return {"type": config.type,
+    return {"type": config.type, "processors": processors,
             "inputs": {name: {"type": str(f.type.name), "shape": list(f.shape)} for name, f in config.input_features.items()},
             "outputs": {name: {"type": str(f.type.name), "shape": list(f.shape)} for name, f in config.output_features.items()}}
+
+
+def resized(image: Any, height: int, width: int) -> Any:
+    """An (H, W, 3) uint8 frame at (height, width) by swscale's area filter, the filter
+    ``labrecord export --image-size`` shrinks training frames with (PIL's filters differ
+    from it by 2-4/255 on average on the bench's frames; swscale on RGB by about 1.3)."""
+    import av
+
+    frame = av.VideoFrame.from_ndarray(image, format="rgb24")
+    return frame.reformat(width=width, height=height, format="rgb24", interpolation="AREA").to_ndarray()
 
 
 def batch(policy: Any, request: dict[str, Any]) -> dict[str, Any]:
@@ -69,8 +83,10 @@ def batch(policy: Any, request: dict[str, Any]) -> dict[str, Any]:
             if url is None:
                 raise KeyError(f"camera {camera!r} for {name} not in the request ({sorted(request['images'])})")
             c, h, w = feature.shape
-            image = Image.open(io.BytesIO(base64.b64decode(url.split(",", 1)[1]))).convert("RGB").resize((w, h))
-            pixels = torch.from_numpy(np.asarray(image, dtype=np.float32) / 255.0).permute(2, 0, 1)
+            image = np.asarray(Image.open(io.BytesIO(base64.b64decode(url.split(",", 1)[1]))).convert("RGB"))
+            if image.shape[:2] != (h, w):
+                image = resized(image, h, w)
+            pixels = torch.from_numpy(image.astype(np.float32) / 255.0).permute(2, 0, 1)
             out[name] = pixels.unsqueeze(0)
         elif name == "observation.state":
             robot = request["state"]["robot"]
@@ -120,7 +136,7 @@ def main(argv: list[str] | None = None) -> None:
             pass
 
     server = HTTPServer(("127.0.0.1", args.port), Handler)
-    print("LABRECORD-LEROBOT " + json.dumps({"port": server.server_address[1], **features(policy)}), flush=True)
+    print("LABRECORD-LEROBOT " + json.dumps({"port": server.server_address[1], **features(policy, pre is not None)}), flush=True)
     try:
         server.serve_forever()
     except KeyboardInterrupt:

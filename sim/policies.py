@@ -48,8 +48,9 @@ from labrecord.sim.scene import STANDARD_GRAMS, STANDARDS
 
 CONTROL_HZ = 10.0
 ACTION_SPEC: ActionSpec = action_spec("eef_delta", CONTROL_HZ)
-#: cameras and proprioception (native) plus the two declared privileged channels
-CHANNELS = ("front", "wrist", "display", "robot", "display_reading", "object_poses")
+#: the channels these policies read: proprioception (native) and the two declared
+#: privileged channels; they read no camera, so none is rendered for them (videos aside)
+CHANNELS = ("robot", "display_reading", "object_poses")
 #: how far above its grasp the clumsy policy lets its first standard go (m; the drop rule needs > 0.03)
 DROP_LIFT_M = 0.07
 #: largest rotation per action row the scripted policies command (rad)

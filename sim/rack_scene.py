@@ -227,23 +227,11 @@ class RackEnv(WeighingEnv):
         self.controller = ArmController(self.scene, self.action_spec)
         self.control_hz = self.action_spec.control_hz
         self.cameras = cameras
-        steps = int(round(self.physics_hz / self.control_hz))
-        m, d = self.scene.model, self.scene.data
-        k = len(self.scene.tubes)
-        self._sensor_rows = np.zeros((steps, m.nsensordata))
-        self._t = np.zeros(steps)
-        self._qvel_rows = np.zeros((steps, 6 * k))
-        self._qpos_rows = np.zeros((steps, 7 * k))
         self._k = 0
         self._step = 0
         self._ramp = None
         self.display = lambda: {}
-        first = self.scene.qpos_adr["tube"], self.scene.qvel_adr["tube"]
-        assert [self.scene.qpos_adr[n] for n in self.scene.tubes] == list(range(first[0], first[0] + 7 * k, 7))
-        self._qpos_view = d.qpos[first[0]:first[0] + 7 * k]
-        self._qvel_view = d.qvel[first[1]:first[1] + 6 * k]
-        self._sensordata = d.sensordata
-        self._data = d
+        self._bind_rows(self.scene.tubes)
         self.moved_pose: tuple[float, float, float, float] | None = None
         self._reset_transition()
 

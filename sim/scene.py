@@ -75,33 +75,46 @@ def build_model(text: str | None = None) -> Any:
     return spec.compile()
 
 
-#: entity code -> how a contact sensor names it (geom or body attribute suffix, name)
-_SENSED: dict[int, tuple[str, str]] = {
-    ENTITY_CODES["table"]: ("geom", "table"), ENTITY_CODES["pan"]: ("geom", "pan"),
-    ENTITY_CODES["finger_left"]: ("geom", f"{ARM}finger_left"), ENTITY_CODES["finger_right"]: ("geom", f"{ARM}finger_right"),
-    ENTITY_CODES["palm"]: ("geom", f"{ARM}hand"), **{OBJECT0 + i: ("body", name) for i, name in enumerate(OBJECTS)},
+#: entity code -> how a contact sensor names it (geom, body or subtree attribute, name, label)
+_SENSED: dict[int, tuple[str, str, str]] = {
+    ENTITY_CODES["table"]: ("geom", "table", "table"), ENTITY_CODES["pan"]: ("geom", "pan", "pan"),
+    ENTITY_CODES["finger_left"]: ("geom", f"{ARM}finger_left", "finger_left"),
+    ENTITY_CODES["finger_right"]: ("geom", f"{ARM}finger_right", "finger_right"),
+    ENTITY_CODES["palm"]: ("geom", f"{ARM}hand", "hand"),
+    # every link of the arm, the gripper included: any of them touching the load counts
+    ENTITY_CODES["arm"]: ("subtree", f"{ARM}link0", "arm"),
+    **{OBJECT0 + i: ("body", name, name) for i, name in enumerate(OBJECTS)},
 }
+#: the robot's entities, each sensed against every object and the pan
+_ROBOT = ("finger_left", "finger_right", "palm", "arm")
+#: the sensor of the net contact force between the arm (any link) and the balance (base and pan)
+BALANCE_FORCE_SENSOR = "arm_on_balance"
 
 
 def contact_pairs() -> list[tuple[int, int]]:
     """The entity pairs the scene senses: every object against every other object, the
-    table, the pan and each robot link, and each robot link against the pan."""
+    table, the pan and each robot entity, and each robot entity against the pan."""
     objects = [OBJECT0 + i for i in range(len(OBJECTS))]
-    others = [ENTITY_CODES[n] for n in ("table", "pan", "finger_left", "finger_right", "palm")]
+    others = [ENTITY_CODES[n] for n in ("table", "pan", *_ROBOT)]
     pairs = [(a, b) for i, a in enumerate(objects) for b in objects[i + 1:]]
     pairs += [(a, b) for a in objects for b in others]
-    pairs += [(ENTITY_CODES[n], ENTITY_CODES["pan"]) for n in ("finger_left", "finger_right", "palm")]
+    pairs += [(ENTITY_CODES[n], ENTITY_CODES["pan"]) for n in _ROBOT]
     return pairs
 
 
+def _touch_label(a: int, b: int) -> str:
+    return f"touch_{_SENSED[a][2]}_{_SENSED[b][2]}"
+
+
 def _contact_sensors() -> str:
-    """One ``found`` contact sensor per sensed pair: MuJoCo counts the matching contacts
-    (margin contacts included) inside ``mj_step``, so recording copies one sensor row."""
-    lines = []
+    """The net contact force of the arm on the balance (found count + force vector, N),
+    then one ``found`` contact sensor per sensed pair: MuJoCo evaluates them inside
+    ``mj_step`` (margin contacts counted), so recording copies one sensor row."""
+    lines = [f'<contact name="{BALANCE_FORCE_SENSOR}" subtree1="{ARM}link0" subtree2="balance" data="found force" '
+             'reduce="netforce" num="1"/>']
     for a, b in contact_pairs():
-        (kind_a, name_a), (kind_b, name_b) = _SENSED[a], _SENSED[b]
-        label = f"touch_{name_a}_{name_b}".replace(ARM, "")
-        lines.append(f'<contact name="{label}" {kind_a}1="{name_a}" {kind_b}2="{name_b}" data="found" num="1"/>')
+        (kind_a, name_a, _), (kind_b, name_b, _) = _SENSED[a], _SENSED[b]
+        lines.append(f'<contact name="{_touch_label(a, b)}" {kind_a}1="{name_a}" {kind_b}2="{name_b}" data="found" num="1"/>')
     return "\n    ".join(lines)
 
 
@@ -198,9 +211,10 @@ class WeighingScene:
         self.tcp_site = int(m.site(f"{ARM}tcp").id)
         self.object_bodies = np.array([self.body_id[name] for name in OBJECTS])
         self.object_qvel = np.array([self.qvel_adr[name] for name in OBJECTS])
-        first = contact_pairs()[0]
         #: sensordata offset of the contact sensors (declared consecutively, one value each)
-        self.touch_adr = int(m.sensor_adr[m.sensor(f"touch_{_SENSED[first[0]][1]}_{_SENSED[first[1]][1]}").id])
+        self.touch_adr = int(m.sensor_adr[m.sensor(_touch_label(*contact_pairs()[0])).id])
+        #: sensordata offset of the arm-on-balance force vector (after its found count)
+        self.balance_force_adr = int(m.sensor_adr[m.sensor(BALANCE_FORCE_SENSOR).id]) + 1
         assert m.nsensordata == self.touch_adr + len(contact_pairs())
         self.segment_ids = {m.geom(i).name: i for i in range(m.ngeom) if (m.geom(i).name or "").startswith("seg")}
         self.base_mass = {name: float(m.body_mass[self.body_id[name]]) for name in OBJECTS}

@@ -357,8 +357,11 @@ def run_instance(task: StudyTask) -> dict[str, Any]:
         result["reason"] = "the registered decision d0 never opened in the base branch"
         return result
     k0, a0 = taken["blocks0"], taken["actions0"]
-    blocks = [{k: v for k, v in b.items() if not k.startswith("cmd_")} for b in owner.blocks[k0:k0 + task.verify_periods]]
-    actions = owner.logs[-1].actions[a0:a0 + len(blocks)]
+    recorded = owner.blocks[k0:k0 + task.verify_periods]
+    blocks = [{k: v for k, v in b.items() if not k.startswith("cmd_")} for b in recorded]
+    # the applied rows exactly, from the command columns (the demonstration keeps them as float32)
+    dim = len(owner.logs[-1].actions[a0]) if recorded else 0
+    actions = [np.array([b[f"cmd_{i}"][0] for i in range(dim)]) for b in recorded]
     tracker_after = taken.get("tracker_after", owner.scorer.tracker.state)
     checkpoint.header.verification = verify(episode.env, owner.scorer, checkpoint, actions, blocks, tracker_after,
                                             owner.steps_per_control)

@@ -368,12 +368,13 @@ def _bench(action_spec: Any, cameras: tuple[str, ...], size: int) -> Any:
 
 def contract_columns() -> tuple[str, ...]:
     """The columns the weighing contract reads: ``step``, ``t``, the family's registered
-    columns and the optional ``{w}_over_pan``, ``{w}_on_table`` and ``{w}_z`` this bench
-    writes (the audit reads them too)."""
+    columns and the optional ``{w}_over_pan``, ``{w}_on_table``, ``{w}_z``, ``arm_speed``
+    and ``robot_balance_force_n`` this bench writes (the audit reads them too)."""
     from labrecord.measurements import COMMON_COLUMNS, FAMILY_COLUMNS, WEIGHING_STANDARDS
 
     return (*COMMON_COLUMNS, *FAMILY_COLUMNS["weighing"],
-            *(f"{w}_{name}" for w in WEIGHING_STANDARDS for name in ("over_pan", "on_table", "z")))
+            *(f"{w}_{name}" for w in WEIGHING_STANDARDS for name in ("over_pan", "on_table", "z")), "arm_speed",
+            "robot_balance_force_n")
 
 
 def _manifest(spec: EpisodeSpec, instance: Any, policy: Any, contract: Any, layout: Any, served: Any = None) -> RunManifest:

@@ -52,15 +52,19 @@ def parse_split(text: str) -> float:
     return valid
 
 
+def env_state_option(func: F) -> F:
+    """--env-state, shared by every export (training-facing data is proprioception only without it)."""
+    return click.option("--env-state", is_flag=True,
+                        help="Also export the evaluator state (object poses, display reading), marked privileged.")(func)
+
+
 def camera_options(func: F) -> F:
-    """--cameras and --image-size, shared by the exports that carry images."""
+    """--cameras, --image-size and --env-state, shared by the exports that carry images."""
     func = click.option("--image-size", default=None, metavar="N|HxW",
                         help="Resize every exported camera to N x N (or H x W) pixels.")(func)
     func = click.option("--cameras", default=None, metavar="NAME,NAME",
                         help="Cameras to export (default: every camera the runs recorded).")(func)
-    func = click.option("--env-state", is_flag=True,
-                        help="Also export the evaluator state (object poses, display reading), marked privileged.")(func)
-    return func
+    return env_state_option(func)
 
 
 def camera_list(text: str | None) -> list[str] | None:
@@ -147,17 +151,22 @@ def hdf5(runs_dir: str, accept: str, overwrite: bool, as_json: bool, out: str, v
 @export.command(context_settings=CONTEXT_SETTINGS)
 @selection_options
 @click.option("--out", required=True, type=click.Path(), help="Directory to create.")
-def parquet(runs_dir: str, accept: str, overwrite: bool, as_json: bool, out: str) -> None:
+@env_state_option
+def parquet(runs_dir: str, accept: str, overwrite: bool, as_json: bool, out: str, env_state: bool) -> None:
     """Write attempts, steps, events and measurements as Parquet files.
+
+    The steps table holds proprioception only; --env-state adds the evaluator state as
+    env_state.<key> columns, marked privileged.
 
     \b
     Example:
       labrecord export parquet runs/ --out flat/
+      labrecord export parquet runs/ --out flat-privileged/ --env-state
       duckdb -c "SELECT run_id, count(*) FROM 'flat/steps.parquet' GROUP BY run_id"
     """
     from labrecord.exporters.parquet import export_parquet
 
-    summary = export_parquet(runs_dir, out, accept=accept, overwrite=overwrite)
+    summary = export_parquet(runs_dir, out, accept=accept, overwrite=overwrite, env_state=env_state)
     report(summary, as_json, "demos")
 
 

@@ -66,7 +66,7 @@ def weighing(condition: str, policy: str, policy_url: str | None, profile: str, 
       labrecord sim weighing --policy clumsy --episodes 8 --deadline-s 5 --deadline-clock wall --out runs/
       labrecord sim weighing --policy openpi --policy-url ws://127.0.0.1:8000 --profile libero --episodes 4 --out runs/
       labrecord sim weighing --policy http --policy-url http://127.0.0.1:8080/act --episodes 4 --out runs/
-      labrecord sim weighing --policy lerobot --policy-path outputs/train/act/pretrained_model --episodes 4 --out runs/
+      labrecord sim weighing --policy lerobot --policy-path outputs/act/checkpoints/last/pretrained_model --episodes 4 --out runs/
     """
     from labrecord.sim import run_weighing
     from labrecord.sim.serving import EXTERNAL

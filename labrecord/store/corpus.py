@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from labrecord.errors import LabrecordError
+from labrecord.fileio import atomic_path
 from labrecord.store.schema import TABLES, create_schema, create_views, missing_tables, stale_views
 
 #: tables written to a snapshot partitioned by task family and system
@@ -102,22 +103,25 @@ def write_snapshot(con: Any, out_dir: str | os.PathLike[str]) -> dict[str, int]:
     out = Path(out_dir)
     if out.exists() and any(out.iterdir()):
         raise LabrecordError(f"{out}: snapshot folder exists and is not empty; choose a new folder")
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "_empty").mkdir()
+    out.parent.mkdir(parents=True, exist_ok=True)
     counts: dict[str, int] = {}
-    for table in TABLES:
-        counts[table.name] = con.execute(f"SELECT count(*) FROM {table.name}").fetchone()[0]
-        target = str((out / table.name).resolve()).replace("'", "''")
-        if table.name in PARTITIONED:
-            # empty tables still leave a typed file so the snapshot reopens with all columns
-            con.execute(f"COPY (SELECT * FROM {table.name} LIMIT 0) TO '{out.resolve()}/_empty/{table.name}.parquet' (FORMAT parquet)")
-            if counts[table.name] == 0:
-                continue
-            select = "SELECT * FROM runs" if table.name == "runs" else (
-                f"SELECT t.*, r.family, r.system_name FROM {table.name} t JOIN runs r USING (run_id)")
-            con.execute(f"COPY ({select}) TO '{target}' (FORMAT parquet, PARTITION_BY (family, system_name), OVERWRITE_OR_IGNORE)")
-        else:
-            con.execute(f"COPY {table.name} TO '{target}.parquet' (FORMAT parquet)")
+    # written beside ``out`` and renamed into place: a crash leaves no half snapshot
+    with atomic_path(out, folder=True) as tmp:
+        (tmp / "_empty").mkdir()
+        root = str(tmp.resolve()).replace("'", "''")
+        for table in TABLES:
+            counts[table.name] = con.execute(f"SELECT count(*) FROM {table.name}").fetchone()[0]
+            target = f"{root}/{table.name}"
+            if table.name in PARTITIONED:
+                # empty tables still leave a typed file so the snapshot reopens with all columns
+                con.execute(f"COPY (SELECT * FROM {table.name} LIMIT 0) TO '{root}/_empty/{table.name}.parquet' (FORMAT parquet)")
+                if counts[table.name] == 0:
+                    continue
+                select = "SELECT * FROM runs" if table.name == "runs" else (
+                    f"SELECT t.*, r.family, r.system_name FROM {table.name} t JOIN runs r USING (run_id)")
+                con.execute(f"COPY ({select}) TO '{target}' (FORMAT parquet, PARTITION_BY (family, system_name), OVERWRITE_OR_IGNORE)")
+            else:
+                con.execute(f"COPY {table.name} TO '{target}.parquet' (FORMAT parquet)")
     return counts
 
 

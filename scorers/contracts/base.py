@@ -27,6 +27,8 @@ How a recorder drives a contract so that online and offline results coincide::
             run.observation(receipt)
             opened = tracker.observe(receipt)    # opportunity or None (same evidence)
             if opened: opened.emit(run)
+    for event in tracker.finish():               # events judged at the episode's end (early stop)
+        event.emit(run, failure_seqs)            # (tracker.finish(False) after an evaluator-side fault)
     end = tracker.end()                          # {"physical_complete": ...}
     run.emit(EpisodeEnd, t=t, episode=0, reason=..., valid_complete=...,
              physical_complete=end["physical_complete"])
@@ -282,6 +284,11 @@ class TaskContract(ABC):
         """Eq. 1: apply the measured outcome ``f`` (Δt is inside the feature timers) to
         ``state`` in place; returns the confirm / failure events it implies."""
 
+    def end_events(self, state: TaskState, f: Any, instance: Any) -> list[ContractEvent]:
+        """Events judged at the end of an episode from its last row's features ``f`` (None:
+        no row), e.g. an early stop; none by default."""
+        return []
+
     @abstractmethod
     def recognize(self, state: TaskState, f: Any, prev: Any, instance: Any) -> Operation | None:
         """The operation a behaviour at ``f`` identifies (the versioned recognizer), or None."""
@@ -300,23 +307,26 @@ class TaskContract(ABC):
         return Tracker(self, instance, window_s=window_s, first_opp=first_opp)
 
     def replay(self, table: Any, receipts: Sequence[ObservationReceipt], instance: Any, *,
-               window_s: float | None = None, first_opp: int = 0) -> tuple[list[ContractEvent], dict[str, Any]]:
+               window_s: float | None = None, first_opp: int = 0,
+               judge_end: bool = True) -> tuple[list[ContractEvent], dict[str, Any]]:
         """Rebuild every contract event of one episode from a measurements table.
 
         Visits only the rows where a signature feature changes or an observation was
-        acquired; returns ``(events, end)`` where ``end`` is :meth:`Tracker.end`.
+        acquired, and the last row; then the end-of-episode events (:meth:`end_events`,
+        unless ``judge_end`` is false: the episode ended on an evaluator-side fault).
+        Returns ``(events, end)`` where ``end`` is :meth:`Tracker.end`.
         """
         tracker = self.tracker(instance, window_s=window_s, first_opp=first_opp)
         if table.num_rows == 0:
             if receipts:
                 raise LabrecordError(f"observation {receipts[0].obs_id!r}: step {receipts[0].step} is not a measurement row")
-            return [], tracker.end()
+            return tracker.finish(judge_end), tracker.end()
         arrays = self.features_bulk(table, instance)
         n = len(arrays["t"])
         steps = arrays["step"]
         change = np.zeros(n, dtype=bool)
         if n:
-            change[0] = True
+            change[0] = change[-1] = True  # visiting a row changes nothing unless its signature does
         for name in self.signature:
             values = arrays[name]
             change[1:] |= values[1:] != values[:-1]
@@ -342,6 +352,7 @@ class TaskContract(ABC):
                 opened = tracker.observe(receipt)
                 if opened is not None:
                     events.append(opened)
+        events.extend(tracker.finish(judge_end))
         return events, tracker.end()
 
 
@@ -447,6 +458,11 @@ class Tracker:
         if self.window_s is not None:
             fields["window_s"] = self.window_s
         return ContractEvent("opportunity", f.t, f.step, fields)
+
+    def finish(self, judge: bool = True) -> list[ContractEvent]:
+        """The contract's end-of-episode events at the last row advanced (once the last
+        row of the episode has been advanced); none when ``judge`` is false."""
+        return self.contract.end_events(self.state, self._prev, self.instance) if judge else []
 
     @property
     def opportunities_opened(self) -> int:

@@ -176,6 +176,8 @@ def record_run(root: str | os.PathLike[str], manifest: RunManifest, contract: Ta
                 resolved = {k: (current.opp if v == "$opp" and current else
                                 current.evidence_version if v == "$ev" and current else v) for k, v in fields.items()}
                 run.emit(kind, t=t, **resolved)
+        for event in tracker.finish():
+            event.emit(run, failure_seqs)
         end = tracker.end()
         t_end = float(rows[-1]["t"]) if rows else 0.0
         run.emit(EpisodeEnd, t=t_end, episode=0, reason="success" if end["physical_complete"] else "timeout",

@@ -67,6 +67,10 @@ class WeighingThresholds:
     drop_height_m: float = 0.03
     #: robot force on the load (beyond sample and supported standards) that is a safety violation (N)
     safety_force_n: float = 5.0
+    #: an arm whose joints all turn slower than this is still (rad/s; the ``arm_speed`` column)
+    idle_speed_rad_s: float = 0.05
+    #: idle this long at the end of an incomplete episode is an early stop (s)
+    stop_idle_s: float = 5.0
 
 
 @dataclass(frozen=True)
@@ -122,7 +126,8 @@ class WeighingFeatures(NamedTuple):
     success: bool
     held: bool            # success held for the terminal window
     dropped: int          # bit mask of standards fallen > drop height since a release in free air
-    pressing: bool        # a robot link touches the load and presses it beyond the safety limit
+    pressing: bool        # a robot link presses the load, or pushes the balance, beyond the safety limit
+    stopped: bool         # idle (arm still, load released, nothing grasped, reading stable) for stop_idle_s
 
 
 @dataclass
@@ -271,6 +276,7 @@ class WeighingStepper:
         self.filter = DisplayFilter(thresholds)
         self.drops = DropDetector(thresholds.drop_height_m)
         self.dwell = HoldTimer(thresholds.dwell_s)
+        self.idle = HoldTimer(thresholds.stop_idle_s)
         self.mask: int | None = None
         self.mask_since = 0.0
         self.pressing_g = thresholds.safety_force_n * self.scale
@@ -319,9 +325,15 @@ class WeighingStepper:
             dropped = self.drops.push(grasped, ~(on_pan | table), z)
         load = m if valid else raw
         expected = self.instance.sample_g + sum(MASS_G[w] for w in names_of(supported))
-        pressing = touched and load - expected > self.pressing_g
+        pressing = (touched and load - expected > self.pressing_g) or float_of(row, "robot_balance_force_n") > th.safety_force_n
+        stopped = False
+        if "arm_speed" in row:  # a null speed is not still
+            idle = float_of(row, "arm_speed") <= th.idle_speed_rad_s and released and not grasped and stable
+            stopped = self.idle.push(idle, t)
+        else:
+            self.idle.start = None
         return WeighingFeatures(step, t, valid, m, stable, supported, grasped, over, released, low, settled, success,
-                                held, dropped, bool(pressing))
+                                held, dropped, bool(pressing), stopped)
 
     def push_block(self, columns: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
         """Features of a block of consecutive rows (column -> (n,) array), continuing
@@ -371,10 +383,31 @@ class WeighingStepper:
             out["pressing"] = touched & (load - expected > self.pressing_g)
         else:
             out["pressing"] = touched
+        # or any arm link pushing the balance (base or pan) harder than the limit
+        on_balance = optional("robot_balance_force_n", np.nan)
+        if on_balance is not None:
+            out["pressing"] = out["pressing"] | (np.asarray(on_balance, dtype=np.float64) > th.safety_force_n)
+        out["stopped"] = self._stopped(optional("arm_speed", np.nan), out, t)
         if n:
             self.mask, self.mask_since = int(out["supported"][-1]), float(since[-1])
             self.dwell.start = float(dwell_start[-1]) if out["success"][-1] else None
         return out
+
+
+    def _stopped(self, arm_speed: np.ndarray | None, out: dict[str, np.ndarray], t: np.ndarray) -> np.ndarray:
+        """Rows where the robot has been idle for ``stop_idle_s``: every arm joint slower
+        than ``idle_speed_rad_s``, no robot contact with the load, nothing grasped and the
+        reading valid and stable (the policy has its evidence and does nothing).  Without
+        the ``arm_speed`` column nothing is idle."""
+        if arm_speed is None:
+            self.idle.start = None
+            return np.zeros(len(t), dtype=bool)
+        idle = ((np.asarray(arm_speed, dtype=np.float64) <= self.th.idle_speed_rad_s) & out["released"]
+                & (out["grasped"] == 0) & out["stable"])
+        run_start, stopped = hold_flags(idle, t, self.th.stop_idle_s, self.idle.start)
+        if len(t):
+            self.idle.start = float(run_start[-1]) if idle[-1] else None
+        return stopped
 
 
 def instant_features(get: Callable[[str, Any], np.ndarray], over_pan: Callable[[str], np.ndarray | None],
@@ -438,7 +471,7 @@ class WeighingContract(TaskContract):
     semantic_fields: ClassVar[frozenset[str]] = frozenset({"reading_g", "stable"})
     #: the transfers the reference executor (sim/executor.py transfer_plan) carries out
     executor_kinds: ClassVar[frozenset[str]] = frozenset({"add", "remove"})
-    violation_kinds: ClassVar[frozenset[str]] = frozenset({"premature", "repetition", "safety"})
+    violation_kinds: ClassVar[frozenset[str]] = frozenset({"premature", "repetition", "early_stop", "safety"})
     derives_recovery: ClassVar[bool] = True
     features_type = WeighingFeatures
     signature = ("valid", "stable", "supported", "grasped", "released", "low_motion", "settled", "success", "held",
@@ -545,6 +578,14 @@ class WeighingContract(TaskContract):
             state.changes += 1
         state.pending_add = 0
         return events
+
+    def end_events(self, state: WeighingState, f: WeighingFeatures | None, instance: WeighingInstance) -> list[ContractEvent]:
+        """``violation early_stop`` at the last row of an episode that ended incomplete
+        with the robot idle for the last ``stop_idle_s`` (it had a stable reading and did
+        nothing more: it stopped before the task was done)."""
+        if state.complete or f is None or not f.stopped:
+            return []
+        return [ContractEvent("violation", f.t, f.step, {"kind": "early_stop", "irreversible": False, "op": None})]
 
     def _confirm(self, state: WeighingState, f: WeighingFeatures, kind: str, w: str, predicate: str,
                  measured: dict[str, Any]) -> ContractEvent:

@@ -71,6 +71,21 @@ def test_run_video_decodes_to_the_recorded_frames(tmp_path: Path) -> None:
     assert np.abs(frames[1:5] - expected[:4]).mean(axis=(1, 2, 3)).min() > 2 * H264_TOLERANCE  # a shift shows
 
 
+def test_frames_not_kept_are_decoded_but_not_converted(tmp_path: Path) -> None:
+    """keep = the second episode only (frames 5..9): those are the full decode's frames and
+    times; frames 0..4 stay black; every presentation time is still there for alignment."""
+    (run,) = write_demo_runs(tmp_path, runs=1, episodes=2, steps=5, image_size=32, cameras=(), video_cameras=("wrist",))
+    path = run_videos(run)["wrist"]
+    full, full_times = decode_video(path, (16, 16))
+    keep = np.arange(10) >= 5
+    frames, times = decode_video(path, (16, 16), keep)
+    np.testing.assert_array_equal(times, full_times)
+    np.testing.assert_array_equal(frames[5:], full[5:])
+    assert frames.shape == full.shape and not frames[:5].any() and full[:5].any()
+    short, _ = decode_video(path, None, keep[:7])  # frames past the mask are not wanted either
+    assert short[5:7].any() and not short[7:].any()
+
+
 def test_short_video_is_refused(tmp_path: Path) -> None:
     (run,) = write_demo_runs(tmp_path / "runs", runs=1, episodes=1, steps=6, image_size=16, cameras=(),
                              video_cameras=("wrist",))

@@ -47,6 +47,42 @@ def test_tables_by_hand(demo_runs: Path, tmp_path: Path) -> None:
     assert first[0] == "episode_start" and json.loads(first[1]) == {"episode": 0}
     document = json.loads((out / "export.json").read_text())
     assert document["frames"] == 48 and document["observations"]["evaluator"] == ["object"]
+    assert document["privileged_columns"] == [] and not document["observations"]["environment_state"]["requested"]
+
+
+OBS_COLUMNS = ["obs.robot0_eef_pos", "obs.robot0_gripper_qpos", "next_obs.robot0_eef_pos", "next_obs.robot0_gripper_qpos"]
+
+
+def observation_roles(table) -> dict[str, str]:
+    """``{column: role}`` of the observation columns, read from the file's own schema."""
+    return {f.name: f.metadata[b"labrecord.role"].decode() for f in table.schema if f.metadata}
+
+
+def test_steps_hold_proprioception_only_unless_env_state_is_asked_for(demo_runs: Path, tmp_path: Path) -> None:
+    """The example runs record robot0_eef_pos (3), robot0_gripper_qpos (1) and the evaluator's
+    object position (3, listed in privileged_obs): by default the steps table has the four
+    proprioceptive columns and no 'object'; with env_state the object comes back under
+    env_state./next_env_state., tagged privileged in the schema and in export.json."""
+    plain = pq.read_table(export_parquet(demo_runs, tmp_path / "plain").out / "steps.parquet")
+    assert [c for c in plain.column_names if "obs." in c or "env_state" in c] == OBS_COLUMNS
+    assert not any("object" in c for c in plain.column_names)
+    assert observation_roles(plain) == dict.fromkeys(OBS_COLUMNS, "proprioception")
+
+    out = export_parquet(demo_runs, tmp_path / "privileged", env_state=True).out
+    steps = pq.read_table(out / "steps.parquet")
+    privileged = ["env_state.object", "next_env_state.object"]
+    assert [c for c in steps.column_names if "obs." in c or "env_state" in c] == OBS_COLUMNS + privileged
+    assert observation_roles(steps) == {**dict.fromkeys(OBS_COLUMNS, "proprioception"),
+                                        **dict.fromkeys(privileged, "privileged")}
+    sources = {(d.run_id, d.episode): d for run in sorted(demo_runs.iterdir()) for d in read_demos(run / "demo.hdf5")}
+    for row in steps.to_pylist():
+        demo = sources[(row["run_id"], row["episode"])]
+        np.testing.assert_array_equal(np.array(row["env_state.object"], dtype=np.float32), demo.obs["object"][row["frame"]])
+        np.testing.assert_array_equal(np.array(row["next_env_state.object"], dtype=np.float32),
+                                      demo.next_obs["object"][row["frame"]])
+    document = json.loads((out / "export.json").read_text())
+    assert document["privileged_columns"] == privileged
+    assert document["observations"]["environment_state"] == {"requested": True, "privileged": True}
 
 
 def test_refusals_write_nothing(demo_runs: Path, tmp_path: Path) -> None:
@@ -62,11 +98,20 @@ def test_refusals_write_nothing(demo_runs: Path, tmp_path: Path) -> None:
 
 
 @settings(max_examples=6, deadline=None)
-@given(steps=st.integers(1, 6), runs=st.integers(1, 3))
-def test_rows_add_up(tmp_path_factory: pytest.TempPathFactory, steps: int, runs: int) -> None:
+@given(steps=st.integers(1, 6), runs=st.integers(1, 3), env_state=st.booleans(), listed=st.booleans())
+def test_rows_add_up(tmp_path_factory: pytest.TempPathFactory, steps: int, runs: int, env_state: bool,
+                     listed: bool) -> None:
+    """Every observation column has exactly one role, and evaluator state appears only when
+    asked for, whether or not the demo lists it in privileged_obs."""
     root = tmp_path_factory.mktemp("pq")
-    write_demo_runs(root / "runs", runs=runs, episodes=2, steps=steps, successes=(True, False), cameras=())
-    export_parquet(root / "runs", root / "out")
+    write_demo_runs(root / "runs", runs=runs, episodes=2, steps=steps, successes=(True, False), cameras=(),
+                    privileged_attr=listed)
+    export_parquet(root / "runs", root / "out", env_state=env_state)
     table = pq.read_table(root / "out" / "steps.parquet")
     assert table.num_rows == runs * steps
     assert set(table.column("episode").to_pylist()) == {0}
+    roles = observation_roles(table)
+    assert [c for c in table.column_names if "obs." in c or "env_state" in c] == list(roles)
+    assert sorted(c for c, role in roles.items() if role == "proprioception") == sorted(OBS_COLUMNS)
+    assert sorted(c for c, role in roles.items() if role == "privileged") == (
+        ["env_state.object", "next_env_state.object"] if env_state else [])

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 from labrecord.errors import LabrecordError
 from labrecord.examples import write_example_run
 from labrecord.exporters.examples import write_demo_runs
-from labrecord.exporters.selection import AttemptRow, apply_rule, assign_splits, collect, select
+from labrecord.exporters.selection import AttemptRow, apply_rule, assign_splits, check_output, collect, select
 
 
 def _row(run_id: str, episode: int, success: bool | None, n: int = 5) -> AttemptRow:
@@ -65,3 +65,16 @@ def test_split_assignment_property(successes: list[bool], ratio: float, seed: in
     assert all(r.split is None for r in rows if not r.accepted)
     if accepted:
         assert any(r.split == "train" for r in accepted)
+
+
+def test_output_folders_are_made_but_an_unwritable_output_is_refused(demo_runs: Path, tmp_path: Path) -> None:
+    """``--out datasets/weighing`` in a fresh folder makes ``datasets``; a file in the way is one error."""
+    from labrecord.exporters.parquet import export_parquet
+
+    summary = export_parquet(demo_runs, tmp_path / "datasets" / "flat")
+    assert (summary.out / "steps.parquet").is_file()
+    (tmp_path / "taken").write_text("")
+    with pytest.raises(LabrecordError, match="taken is a file, not a folder"):
+        export_parquet(demo_runs, tmp_path / "taken" / "deeper" / "flat")
+    assert check_output(tmp_path / "new" / "deeper" / "flat", overwrite=False) == tmp_path / "new" / "deeper" / "flat"
+    assert not (tmp_path / "new").exists()  # checking makes nothing

@@ -148,6 +148,33 @@ def test_snapshot_is_hive_partitioned_and_reopens(tmp_path):
         write_snapshot(con, tmp_path / "snap")
 
 
+def test_snapshot_interrupted_midway_leaves_no_folder(tmp_path, monkeypatch):
+    """A snapshot that fails after some tables were copied leaves neither ``snap`` nor a
+    temporary folder behind; a retry then writes the whole snapshot."""
+    root = tmp_path / "runs"
+    write_rollout(root, RolloutSpec("a", system="pi05"))
+    con = connect(None)
+    ingest_runs(root, con)
+
+    class Flaky:
+        def __init__(self, inner, fail_at):
+            self.inner, self.left = inner, fail_at
+
+        def execute(self, sql, *args):
+            if sql.startswith("COPY"):
+                self.left -= 1
+                if self.left < 0:
+                    raise OSError("disk full")
+            return self.inner.execute(sql, *args)
+
+    with pytest.raises(OSError, match="disk full"):
+        write_snapshot(Flaky(con, 3), tmp_path / "snap")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["runs"]
+    counts = write_snapshot(con, tmp_path / "snap")
+    snap = open_snapshot(tmp_path / "snap")
+    assert _count(snap, "SELECT count(*) FROM runs") == counts["runs"] == 1
+
+
 @settings(max_examples=10, deadline=None)
 @given(st.lists(st.lists(st.sampled_from(["correct", "wrong", "none"]), max_size=4), min_size=1, max_size=4))
 def test_written_events_read_back_unchanged(decision_lists):

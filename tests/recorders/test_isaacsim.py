@@ -71,7 +71,9 @@ def test_calibration_and_display_chain_read_the_load():
 
 
 def test_contact_codes_longest_prefix():
-    assert contact_codes("/World/W10/collision", ENTITIES) == 7
+    from labrecord.recorders.contacts import OBJECT0
+
+    assert contact_codes("/World/W10/collision", ENTITIES) == OBJECT0 + 1  # the second object
     assert contact_codes("/World/W100", ENTITIES) == 0  # not a child of /World/W10
     assert contact_codes("/World/Robot/left_finger/pad", ENTITIES) == 3
 
@@ -99,3 +101,14 @@ def test_adapter_needs_isaacsim(monkeypatch):
     monkeypatch.setitem(sys.modules, "isaacsim", None)  # makes ``import isaacsim`` fail
     with pytest.raises(LabrecordError, match=r"labrecord\[isaacsim\]"):
         require_isaacsim()
+
+
+def test_any_robot_link_maps_to_the_arm_entity():
+    from labrecord.recorders.contacts import ENTITY_CODES
+
+    entities = entity_table("/World/Table", "/World/Balance/pan", "/World/Robot/left_finger",
+                            "/World/Robot/right_finger", "/World/Robot/hand", ["/World/Sample"], robot="/World/Robot")
+    assert contact_codes("/World/Robot/link4/collision", entities) == ENTITY_CODES["arm"]
+    assert contact_codes("/World/Robot/hand/collision", entities) == ENTITY_CODES["palm"]
+    assert contact_codes("/World/Robot/left_finger", entities) == ENTITY_CODES["finger_left"]
+    assert contact_codes("/World/Robotic", entities) == ENTITY_CODES["other"]

@@ -43,6 +43,7 @@ def test_saved_act_policy_drives_episodes_that_validate_audit_and_score(tiny_act
         assert manifest.system.revision.startswith("sha256:")
         assert manifest.system.observation.channels == ["front", "robot"]
         assert manifest.system.preflight.announced["outputs"]["action"]["shape"] == [7]
+        assert manifest.system.preflight.announced["processors"] is False  # saved without lerobot-train's processors
         policy = json.loads((run / "scores.json").read_text())["episodes"][0]["policy"]
         assert policy["queries"] == 5 and policy["rejected_chunks"] == 0 and policy["faults"] == []
     (group,) = score_corpus(tmp_path, resamples=0)["groups"]

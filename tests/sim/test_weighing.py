@@ -269,3 +269,48 @@ def test_clumsy_drops_its_first_standard_and_recovers(tmp_path):
     (group,) = score_corpus(tmp_path, resamples=0)["groups"]
     assert group["metrics"]["completion.recovered"]["value"] == 1.0
     assert group["metrics"]["completion.clean"]["value"] == 0.0
+
+
+class _Pusher:
+    """A scripted system that drives the tool centre down into the balance's base, beside
+    the pan (x = y = 0.11 m: inside the base's 0.12 m half-width, outside the pan's 0.1 m
+    radius), 6 cm below the base top; the position servos then push the gripper into it."""
+
+    def __init__(self) -> None:
+        from labrecord.recorders.policy import Capabilities
+        from labrecord.sim.policies import ACTION_SPEC
+
+        self.capabilities = Capabilities(name="pusher", kind="scripted", action_spec=ACTION_SPEC, channels=("robot",))
+
+    def reset(self, episode: int) -> None:
+        pass
+
+    def act(self, observation):
+        from labrecord.recorders.policy import ActionChunk
+        from labrecord.sim.policies import delta_toward
+
+        return ActionChunk(delta_toward(observation.state["robot"], np.array([0.11, 0.11, 0.0, 0.0, 1.0])))
+
+
+def test_an_arm_link_pushed_into_the_balance_is_a_safety_violation(tmp_path):
+    """The gripper pressed onto the balance base (not the pan: the load cell reads nothing
+    of it) is measured by the arm-on-balance contact force; above 5 N it is an
+    irreversible ``violation safety``, and the audit recomputes it from that column."""
+    from labrecord.sim.weighing import EpisodeSpec, open_episode
+
+    (inst,) = instances("basic", 1, 0)
+    episode = open_episode(EpisodeSpec(str(tmp_path), "basic", "pusher", 0, 0, inst, cameras=False, max_time_s=4.0),
+                           _Pusher())
+    episode.owner.run_episode(0)
+    run = episode.close()
+    check_run(run)
+    import pyarrow.parquet as pq
+
+    table = pq.read_table(run / "measurements.parquet")
+    force = np.asarray(table.column("robot_balance_force_n"))
+    assert force.max() > 5.0
+    assert not np.asarray(table.column("hand_pan_contact")).any()  # the pan itself is never touched
+    violations = [e for e in read_events(run) if e.__struct_config__.tag == "violation"]
+    assert [(v.kind, v.irreversible) for v in violations][:1] == [("safety", True)]
+    first = float(np.asarray(table.column("t"))[np.argmax(force > 5.0)])
+    assert violations[0].t == pytest.approx(first)

@@ -31,6 +31,9 @@ def test_hdf5_and_parquet_commands(runs: Path, tmp_path: Path, capsys: pytest.Ca
     assert code == 0 and json.loads(out)["demos"] == 2
     code, out, _ = run(["export", "parquet", str(runs), "--out", str(tmp_path / "flat"), "--accept", "all"], capsys)
     assert code == 0 and out.startswith("wrote 4 demos (16 frames)")
+    code, _, _ = run(["export", "parquet", str(runs), "--out", str(tmp_path / "privileged"), "--env-state"], capsys)
+    document = json.loads((tmp_path / "privileged" / "export.json").read_text())
+    assert code == 0 and document["privileged_columns"] == ["env_state.object", "next_env_state.object"]
 
 
 def test_hdf5_images_command(runs: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

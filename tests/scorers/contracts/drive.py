@@ -7,8 +7,8 @@ from labrecord.models import ObservationReceipt
 
 
 def run_tracker(contract: Any, instance: Any, rows: list[dict], obs_every: int = 50) -> list:
-    """Step a tracker row by row, delivering an observation every ``obs_every`` rows;
-    the tracker's end summary is the last item."""
+    """Step a tracker row by row, delivering an observation every ``obs_every`` rows; then
+    the events judged at the episode's end; the tracker's end summary is the last item."""
     tracker = contract.tracker(instance)
     events: list = []
     for index, row in enumerate(rows):
@@ -18,7 +18,7 @@ def run_tracker(contract: Any, instance: Any, rows: list[dict], obs_every: int =
                                                         t_delivered=row["t"], evidence_version=index))
             if opened is not None:
                 events.append(opened)
-    return events + [tracker.end()]
+    return events + tracker.finish() + [tracker.end()]
 
 
 def of_type(events: list, kind: str) -> list:

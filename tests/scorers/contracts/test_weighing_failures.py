@@ -178,3 +178,115 @@ def test_drop_iff_the_free_fall_exceeds_the_drop_height(release_z, fall, cuts) -
     pieces = [stepper.push_block({n: v[a:b] for n, v in arrays.items()}) for a, b in zip(edges[:-1], edges[1:]) if b > a]
     whole = CONTRACT.features_bulk(table, inst)
     assert np.array_equal(np.concatenate([p["dropped"] for p in pieces]), whole["dropped"])
+
+
+def idle_stream(end_s: float, moves: tuple[tuple[float, float], ...] = ((0.0, 2.0),),
+                complete: bool = False) -> tuple[WeighingInstance, list[dict]]:
+    """The arm moves (``arm_speed`` 0.5 rad/s) during each (start, end) of ``moves`` and is
+    still (0.0) otherwise; nothing is grasped or touched; the reading (130 g, or 180 g on
+    target with w50 on the pan when ``complete``) is stable from 1.0 s on."""
+    inst = instance()
+    if complete:
+        inst = WeighingInstance(target_g=180.0, sample_g=130.0, goal=frozenset({"w50"}), start=frozenset({"w50"}),
+                                f_empty_n=2.0)
+    s = WeighingStream(inst, hz=HZ).hold(end_s)
+    for row in s.rows:
+        row["arm_speed"] = 0.5 if any(a <= row["t"] < b for a, b in moves) else 0.0
+    return inst, s.rows
+
+
+def early_stops(events: list) -> list:
+    return [e for e in of_type(events, "violation") if e.fields["kind"] == "early_stop"]
+
+
+def test_early_stop_by_hand() -> None:
+    """Still from t = 2.0 s with a stable reading, released, nothing grasped: the idle run
+    starts at 2.0 s and has lasted 5 s at t = 7.0 s.  An episode ending at its last row
+    t = 7.498 s (7.5 s at 500 Hz) incomplete gives one early stop there; ending at
+    6.898 s (idle 4.898 s) gives none; a move during [4.0, 4.2) restarts the idle run at
+    4.2 s (3.298 s by 7.498 s): none; a completed episode: none."""
+    inst, rows = idle_stream(7.5)
+    (stop,) = early_stops(run_online(inst, rows))
+    assert stop.t == pytest.approx(7.498) and stop.step == len(rows) - 1
+    assert stop.fields == {"kind": "early_stop", "irreversible": False, "op": None}
+    inst, rows = idle_stream(6.9)
+    assert not early_stops(run_online(inst, rows))
+    inst, rows = idle_stream(7.5, moves=((0.0, 2.0), (4.0, 4.2)))
+    assert not early_stops(run_online(inst, rows))
+    inst, rows = idle_stream(7.5, complete=True)
+    events = run_online(inst, rows)
+    assert events[-1]["physical_complete"] and not early_stops(events)
+
+
+def test_no_early_stop_without_arm_speed_or_after_an_evaluator_fault() -> None:
+    inst, rows = idle_stream(7.5)
+    bare = [{k: v for k, v in row.items() if k != "arm_speed"} for row in rows]
+    assert not early_stops(run_online(inst, bare))
+    events, _ = CONTRACT.replay(rows_table(rows), [], inst, judge_end=False)
+    assert not early_stops(events)
+
+
+def test_early_stop_survives_the_audit_and_its_removal_is_found(tmp_path) -> None:
+    inst, rows = idle_stream(7.5)
+    manifest = example_manifest("stop-0001")
+    manifest.task.variant = inst.variant()
+    run = record_run(tmp_path, manifest, CONTRACT, inst, rows)
+    assert [e.kind for e in read_events(run) if e.__struct_config__.tag == "violation"] == ["early_stop"]
+    assert audit_run(run).ok
+    lines = (run / "events.jsonl").read_text().splitlines()
+    (run / "events.jsonl").write_text("".join(line + "\n" for line in lines if '"early_stop"' not in line))
+    findings = audit_run(run).findings
+    assert any(f.check == "violation" for f in findings), [str(f) for f in findings]
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.lists(st.tuples(st.floats(0.0, 9.0), st.floats(0.002, 1.5)), max_size=4), st.floats(3.0, 10.0),
+       st.lists(st.integers(1, 4000), max_size=6))
+def test_early_stop_iff_the_last_idle_run_lasts_the_window(moves, end_s, cuts) -> None:
+    """Whatever the arm's moves: an early stop exactly when the last row is idle (still
+    and stable) and the idle run it ends began at least 5 s before it; block cuts of the
+    online kernel give the same ``stopped`` feature as the bulk replay."""
+    inst, rows = idle_stream(end_s, tuple((a, a + d) for a, d in moves))
+    table = rows_table(rows)
+    whole = CONTRACT.features_bulk(table, inst)
+    idle = (table.column("arm_speed").to_numpy() <= 0.05) & whole["stable"]
+    t = whole["t"]
+    start = len(rows) - 1
+    while start > 0 and idle[start - 1]:
+        start -= 1
+    expected = bool(idle[-1]) and t[-1] - t[start] >= 5.0
+    assert len(early_stops(run_online(inst, rows))) == int(expected)
+    stepper = CONTRACT.stepper(inst)
+    arrays = {n: table.column(n).to_numpy(zero_copy_only=False) for n in table.column_names}
+    edges = [0, *sorted({c for c in cuts if c < len(rows)}), len(rows)]
+    pieces = [stepper.push_block({n: v[a:b] for n, v in arrays.items()}) for a, b in zip(edges[:-1], edges[1:]) if b > a]
+    assert np.array_equal(np.concatenate([p["stopped"] for p in pieces]), whole["stopped"])
+
+
+def test_an_arm_link_pushing_the_balance_is_a_safety_violation_by_hand() -> None:
+    """``robot_balance_force_n`` (any arm link on the balance's base or pan) rises to 6 N
+    at t = 2.0 s and falls at 2.5 s: one irreversible safety violation at 2.0 s, though no
+    robot link touches the load and the reading never moves; 4.9 N gives none."""
+    for peak, expected in ((6.0, [("safety", 2.0)]), (4.9, [])):
+        inst = instance()
+        s = WeighingStream(inst, hz=HZ).hold(3.0)
+        for row in s.rows:
+            row["robot_balance_force_n"] = peak if 2.0 <= row["t"] < 2.5 else 0.0
+        events = run_online(inst, s.rows)
+        assert [(e.fields["kind"], round(e.t, 3)) for e in of_type(events, "violation")] == expected
+        assert all(e.fields["irreversible"] for e in of_type(events, "violation"))
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.lists(st.floats(0.0, 12.0), min_size=1, max_size=8))
+def test_one_safety_violation_per_push_above_the_limit(pushes) -> None:
+    """Consecutive 0.2 s segments of arm-on-balance force: a safety violation at the start
+    of every run of segments above 5 N, and only there."""
+    inst = instance()
+    s = WeighingStream(inst, hz=HZ).hold(0.2 * len(pushes))
+    for row in s.rows:
+        row["robot_balance_force_n"] = pushes[min(int(round(row["t"] * HZ)) // 100, len(pushes) - 1)]
+    above = [p > 5.0 for p in pushes]
+    starts = [round(0.2 * k, 3) for k, a in enumerate(above) if a and (k == 0 or not above[k - 1])]
+    events = run_online(inst, s.rows)
+    assert [round(e.t, 3) for e in of_type(events, "violation") if e.fields["kind"] == "safety"] == starts
