@@ -55,6 +55,8 @@ CHANNELS = ("robot", "display_reading", "object_poses")
 DROP_LIFT_M = 0.07
 #: largest rotation per action row the scripted policies command (rad)
 TURN_STEP = 0.3
+#: standard deviation (m) of each table-plane axis of the noisy-localizer's position error
+LOCALIZATION_SIGMA_M = 0.012
 #: pause after a transfer so the reading reflects the released load before deciding again
 SETTLE_S = 1.0
 _TARGET = re.compile(r"(\d+(?:\.\d+)?)\s*g\b")
@@ -94,6 +96,11 @@ class ScriptedWeighingPolicy(ABC):
     #: policy carries out, the object poses and the observation; returns the waypoints a
     #: reference executor runs instead of the policy's own, or None to keep its own
     executor_hook: Callable[[Operation, dict[str, list[float]], Observation], list[Any] | None] | None = None
+    #: the geometry hook (a geometry-site *replace* support): called with the operation this
+    #: policy carries out, its own localization of the frames (name -> position) and the
+    #: observation; returns the localization its executor uses (the selected target's
+    #: frame corrected).  Called only by systems declaring ``("geometry", "replace")``.
+    geometry_hook: Callable[[Operation, dict[str, list[float]], Observation], dict[str, list[float]]] | None = None
     #: the Oracle supports (site, mode) this system consumes (its capability preflight)
     oracle_inputs: frozenset[tuple[str, str]] = frozenset({("decision", "replace"), ("skill", "replace")})
 
@@ -142,7 +149,7 @@ class ScriptedWeighingPolicy(ABC):
             return ActionChunk(self._toward(robot, self.rest), report=op)
         waypoints = self.executor_hook(op, poses, observation) if self.executor_hook is not None else None
         if waypoints is None:
-            waypoints = self.plan_for(op, poses)
+            waypoints = self.plan_for(op, self.frames_for(op, poses, oracle, observation))
         self.plan = sample_plan(np.append(robot["eef_pos"], 0.0), waypoints, CONTROL_HZ)
         self.cursor = 0
         self.transfers += 1
@@ -154,6 +161,23 @@ class ScriptedWeighingPolicy(ABC):
         """The operation chosen with a delivered recommendation (decision:assist): the
         system still chooses.  Only systems declaring ``("decision", "assist")`` are asked."""
         return own
+
+    def localize(self, poses: dict[str, list[float]]) -> dict[str, list[float]]:
+        """This system's own localization of the frames its executor reads (the declared
+        ``object_poses`` channel as it is, for every system but ``noisy-localizer``)."""
+        return poses
+
+    def frames_for(self, op: Operation, poses: dict[str, list[float]], oracle: dict[str, Any],
+                   observation: Observation) -> dict[str, list[float]]:
+        """The frames the executor plans ``op`` with: the system's own localization, the
+        delivered candidate frames in their place (geometry:assist), then the geometry hook
+        (geometry:replace) — each only for a system that declares it."""
+        frames = self.localize(poses)
+        if ("geometry", "assist") in self.oracle_inputs and "geometry" in oracle:
+            frames = {**frames, **{k: v for k, v in oracle["geometry"]["frames"].items() if k in frames}}
+        if ("geometry", "replace") in self.oracle_inputs and self.geometry_hook is not None:
+            frames = self.geometry_hook(op, frames, observation)
+        return frames
 
     def plan_for(self, op: Operation, poses: dict[str, list[float]]) -> list[Any]:
         """The executor's waypoints for ``op``."""
@@ -202,7 +226,7 @@ class ReferencePolicy(ScriptedWeighingPolicy):
 
     name = "reference"
     oracle_inputs = frozenset({("decision", "replace"), ("skill", "replace"), ("decision", "assist"),
-                               ("semantic", "assist")})
+                               ("semantic", "assist"), ("geometry", "assist"), ("geometry", "replace")})
 
     def consider(self, own: Operation | None, recommended: Operation, standing: set[str]) -> Operation | None:
         """Take the recommendation when it is a correction this policy can see (add a standard
@@ -229,10 +253,58 @@ class ClumsyPolicy(ReferencePolicy):
 
     name = "clumsy"
 
+    def localize(self, poses: dict[str, list[float]]) -> dict[str, list[float]]:
+        """This system's own localization of the frames its executor reads (the declared
+        ``object_poses`` channel as it is, for every system but ``noisy-localizer``)."""
+        return poses
+
+    def frames_for(self, op: Operation, poses: dict[str, list[float]], oracle: dict[str, Any],
+                   observation: Observation) -> dict[str, list[float]]:
+        """The frames the executor plans ``op`` with: the system's own localization, the
+        delivered candidate frames in their place (geometry:assist), then the geometry hook
+        (geometry:replace) — each only for a system that declares it."""
+        frames = self.localize(poses)
+        if ("geometry", "assist") in self.oracle_inputs and "geometry" in oracle:
+            frames = {**frames, **{k: v for k, v in oracle["geometry"]["frames"].items() if k in frames}}
+        if ("geometry", "replace") in self.oracle_inputs and self.geometry_hook is not None:
+            frames = self.geometry_hook(op, frames, observation)
+        return frames
+
     def plan_for(self, op: Operation, poses: dict[str, list[float]]) -> list[Any]:
         if self.transfers == 0 and op.kind == "add":
             return transfer_plan(op.object, poses, True, drop_lift=DROP_LIFT_M)
         return super().plan_for(op, poses)
+
+
+class NoisyLocalizerPolicy(ReferencePolicy):
+    """The reference policy whose executor plans with its own localization of the
+    standards, which is off by a stated, seeded error.
+
+    Error model: at every transfer it plans, each standard's estimated position is its
+    position in the ``object_poses`` channel plus an offset in the table plane whose x and
+    y are drawn independently from N(0, :data:`LOCALIZATION_SIGMA_M`²) (heights are
+    exact: the table and pan surfaces are known); one draw per standard per transfer, in
+    :data:`STANDARDS` order, from the generator seeded ``[seed, episode]`` at reset.  The
+    choice of operation is the reference's (the error touches only where it reaches).
+    A standard estimated more than about the gripper's clearance away from its centre is
+    missed: the fingers close beside it (a ``miss``), and the next transfer draws anew.
+    It reads the candidate frames of ``geometry:assist`` in place of its estimate and
+    exposes its estimate through the geometry hook (``geometry:replace``).
+    """
+
+    name = "noisy-localizer"
+
+    def reset(self, episode: int) -> None:
+        super().reset(episode)
+        self.localization_rng = np.random.default_rng([self.seed, episode])
+
+    def localize(self, poses: dict[str, list[float]]) -> dict[str, list[float]]:
+        offsets = self.localization_rng.normal(0.0, LOCALIZATION_SIGMA_M, (len(STANDARDS), 2))
+        frames = dict(poses)
+        for name, (dx, dy) in zip(STANDARDS, offsets):
+            x, y, z = poses[name]
+            frames[name] = [round(float(x + dx), 5), round(float(y + dy), 5), z]
+        return frames
 
 
 class FixedPreferencePolicy(ScriptedWeighingPolicy):
@@ -275,7 +347,7 @@ class RandomPolicy(ScriptedWeighingPolicy):
 
 POLICIES: dict[str, type[ScriptedWeighingPolicy]] = {
     "reference": ReferencePolicy, "clumsy": ClumsyPolicy, "fixed-preference": FixedPreferencePolicy,
-    "random": RandomPolicy,
+    "random": RandomPolicy, "noisy-localizer": NoisyLocalizerPolicy,
 }
 
 

@@ -35,7 +35,15 @@ evidence version, its payload checked by the task contract's
 * ``skill:replace`` — the reference executor (:func:`labrecord.sim.executor.transfer_plan`)
   carries out the operation the system selected at the supported opportunity — right or
   wrong — through the system's executor hook, instead of the system's own motion (an
-  execution-supported condition, part of the result identity).
+  execution-supported condition, part of the result identity);
+* ``geometry:assist`` — every authorized candidate frame (the contract's
+  ``geometry_frames``: the standards' and the pan's positions at the handoff, never the
+  sample's) as structured data (``state["oracle"]["geometry"]["frames"]``); the system
+  still localizes and chooses;
+* ``geometry:replace`` — the target the system selected at the supported opportunity is
+  kept and only its localization is corrected: through the system's geometry hook its
+  own estimate of that target's position (the original) is replaced by the true frame
+  (the substituted) before its executor plans the transfer.
 
 Assist payloads ride on every query of the supported opportunity until its first choice;
 the receipt is the first delivered observation that carried them.  Each delivery is an
@@ -76,6 +84,8 @@ IMPLEMENTED: dict[tuple[str, str], tuple[str, str]] = {
     ("decision", "assist"): ("contract-recommendation", "oracle_context"),
     ("semantic", "assist"): ("displayed-reading", "oracle_context"),
     ("skill", "replace"): ("reference-executor", "executor_hook"),
+    ("geometry", "assist"): ("candidate-frames", "oracle_context"),
+    ("geometry", "replace"): ("target-localization", "geometry_hook"),
 }
 STUDIES_DIR = "studies"
 CONDITION = "basic"
@@ -407,9 +417,17 @@ class _Delivery:
                 record.payload_id = f"{self.payload_stem}/reference-executor"
                 self.policy.executor_hook = self._executor(record, contract, legal)
                 continue
+            if (site, mode) == ("geometry", "replace"):
+                # the target is the system's own selection: its frame is checked when it comes
+                record.payload_id = f"{self.payload_stem}/target-frame"
+                self.policy.geometry_hook = self._localization(record, contract, legal)
+                continue
             if site == "decision":
                 payload: Any = legal[0] if legal else None
                 record.payload_id = f"{self.payload_stem}/legal[0]"
+            elif site == "geometry":
+                payload = candidate_frames(owner.env, contract)
+                record.payload_id = f"{self.payload_stem}/candidate-frames"
             else:
                 shown = owner.env.display()
                 payload = {name: shown.get(name) for name in sorted(contract.semantic_fields)}
@@ -435,7 +453,8 @@ class _Delivery:
         context = {}
         for site, (record, payload) in self.assist.items():
             context[site] = {"payload_id": record.payload_id, **(
-                {"recommended": payload} if site == "decision" else dict(payload))}
+                {"recommended": payload} if site == "decision" else
+                {"frames": dict(payload)} if site == "geometry" else dict(payload))}
             if record.receipt is None:
                 record.receipt, record.delivered = observation.obs_id, True
                 self._emit(record, payload=payload, obs_id=observation.obs_id)
@@ -472,6 +491,26 @@ class _Delivery:
 
         return executor
 
+    def _localization(self, record: Any, contract: Any, legal: list[Any]) -> Callable[[Any, Any, Any], Any]:
+        def hook(op: Any, frames: Any, observation: Any) -> Any:
+            current = self.owner.scorer.tracker.current
+            if (record.delivered is not None or current is None or current.opp != self.opp
+                    or op.object not in frames):
+                return frames
+            # the selected target is kept; only its localization is corrected
+            payload = {op.object: list(observation.state["object_poses"][op.object])}
+            refused = contract.payload_scope("geometry", payload, legal)
+            if refused is not None:
+                record.delivered, record.refused = False, refused
+                return frames
+            original = {op.object: list(frames[op.object])}
+            record.original, record.substituted, record.receipt, record.delivered = (
+                original, payload, observation.obs_id, True)
+            self._emit(record, original=original, substituted=payload, obs_id=observation.obs_id)
+            return {**frames, **payload}
+
+        return hook
+
     def _emit(self, record: Any, **fields: Any) -> None:
         from labrecord.models.events import InterventionEvent
 
@@ -485,6 +524,17 @@ class _Delivery:
         for record in self.records:
             if record.delivered:
                 record.first_choice = _operation(chosen[0]) if chosen else None
+
+
+def candidate_frames(env: Any, contract: Any) -> dict[str, list[float]]:
+    """The authorized candidate frames at the handoff (geometry:assist): the position of
+    each frame the contract authorizes (``geometry_frames``) that the bench has — the
+    standards' from the ``object_poses`` channel and the pan's body frame — in sorted
+    order; other objects (the sample box) are never included."""
+    scene = env.scene
+    known = dict(scene.object_poses())
+    known["pan"] = [round(float(v), 5) for v in scene.data.xpos[scene.body_id["pan"]]]
+    return {name: known[name] for name in sorted(contract.geometry_frames) if name in known}
 
 
 def _operation(text: str) -> Any:
@@ -575,7 +625,12 @@ def _summary(population: str, policy: str, seed: int, branches: list[tuple[Branc
                                  "delivered": sum(1 for b in started if all(s.get("delivered") for s in b["supports"]))}
         for index, (site, mode) in enumerate(branch):
             records = [b["supports"][index] for b in started if b["supports"][index].get("delivered")]
-            if site == "decision" and mode == "replace":
+            if site == "geometry" and mode == "replace":
+                changed = sum(1 for r in records if r.get("original") != r.get("substituted"))
+                errors = [_frame_error(r.get("original"), r.get("substituted")) for r in records]
+                entry.update(substituted=changed, substitution_share=changed / len(records) if records else None,
+                             localization_error_m=[e for e in errors if e is not None])
+            elif site == "decision" and mode == "replace":
                 changed = sum(1 for r in records if r.get("original") != r.get("substituted"))
                 entry.update(substituted=changed, substitution_share=changed / len(records) if records else None,
                              agreement=None)
@@ -587,6 +642,14 @@ def _summary(population: str, policy: str, seed: int, branches: list[tuple[Branc
             "compatibility": [msgspec.to_builtins(c) for _, c in branches], "supports": supports,
             "checkpoints_verified": sum(1 for r in results if r["verified"]), "instances": len(results),
             "results": results}
+
+
+def _frame_error(original: Any, substituted: Any) -> float | None:
+    """e_p (sec. 6.1, eq. 2) of the replaced target's position: ‖p̂ − p*‖₂ in metres."""
+    if not original or not substituted or set(original) != set(substituted):
+        return None
+    (name,) = original
+    return round(float(np.linalg.norm(np.subtract(original[name], substituted[name]))), 6)
 
 
 # -- answer-changing pairs (B, P_state) ---------------------------------------------------

@@ -7,6 +7,9 @@ import click
 
 from labrecord.cli.common import CONTEXT_SETTINGS, echo_json, echo_table, output_options, progress
 
+#: the scripted weighing systems a study runs (labrecord.sim.policies.POLICIES)
+SCRIPTED = ["reference", "clumsy", "fixed-preference", "random", "noisy-localizer"]
+
 
 def executor_options(func: Any) -> Any:
     """``--executor local|ray`` and ``--ray-address``: where the episodes run (labrecord.parallel.map)."""
@@ -37,12 +40,13 @@ def oracle() -> None:
 
 
 @oracle.command(context_settings=CONTEXT_SETTINGS)
-@click.option("--policy", type=click.Choice(["reference", "clumsy", "fixed-preference", "random"]),
+@click.option("--policy", type=click.Choice(SCRIPTED),
               default="reference", show_default=True, help="A scripted system (its state is checkpointable).")
 @click.option("--support", "supports", multiple=True, required=True, metavar="SITE:MODE",
               help="A support: sites semantic|decision|geometry|skill, modes assist|replace.  Repeatable: each "
                    "is a matched pair; two at different sites also run their joint branch (interaction contrast).  "
-                   "Built: semantic:assist, decision:assist, decision:replace, skill:replace.")
+                   "Built: semantic:assist, decision:assist, decision:replace, skill:replace, geometry:assist, "
+                   "geometry:replace.")
 @click.option("--denomination", type=click.Choice(["w10", "w20", "w50", "w100"]), default=None,
               help="Standard the fixed-preference policy always transfers (default w50).")
 @click.option("--instances", type=click.IntRange(min=1), default=16, show_default=True)
@@ -62,6 +66,7 @@ def weighing(policy: str, supports: tuple[str, ...], denomination: str | None, i
       labrecord study oracle weighing --policy fixed-preference --support decision:replace --instances 16 --seed 0 --out runs/
       labrecord study oracle weighing --policy random --support decision:assist --out runs/
       labrecord study oracle weighing --policy reference --support semantic:assist --support decision:replace --out runs/
+      labrecord study oracle weighing --policy noisy-localizer --support geometry:replace --instances 8 --out runs/
       labrecord score runs/            # gain.* (Δ), agreement, substitution_share, interaction.*
     """
     from labrecord.sim.study import parse_support, run_oracle_study
@@ -99,7 +104,7 @@ def pairs() -> None:
 
 
 @pairs.command("weighing", context_settings=CONTEXT_SETTINGS)
-@click.option("--policy", type=click.Choice(["reference", "clumsy", "fixed-preference", "random"]),
+@click.option("--policy", type=click.Choice(SCRIPTED),
               default="reference", show_default=True)
 @click.option("--denomination", type=click.Choice(["w10", "w20", "w50", "w100"]), default=None,
               help="Standard the fixed-preference policy always transfers (default w50).")
@@ -142,7 +147,7 @@ def fixed_starts() -> None:
 
 
 @fixed_starts.command("weighing", context_settings=CONTEXT_SETTINGS)
-@click.option("--policy", type=click.Choice(["reference", "clumsy", "fixed-preference", "random"]),
+@click.option("--policy", type=click.Choice(SCRIPTED),
               default="reference", show_default=True)
 @click.option("--starts", type=click.IntRange(min=1), default=8, show_default=True)
 @click.option("--seed", type=int, default=0, show_default=True)

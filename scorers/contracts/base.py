@@ -47,6 +47,7 @@ state changes so far) come from the tracker.
 from __future__ import annotations
 
 import hashlib
+import math
 import re
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -187,6 +188,9 @@ class TaskContract(ABC):
     semantic_fields: ClassVar[frozenset[str]] = frozenset()
     #: the operation kinds a validated reference executor carries out (Skill replacement)
     executor_kinds: ClassVar[frozenset[str]] = frozenset()
+    #: the frames a Geometry Oracle may supply: the objects the task authorizes as
+    #: candidate targets and destinations (sec. 6.2); no other object's pose ever is
+    geometry_frames: ClassVar[frozenset[str]] = frozenset()
 
     def __init__(self, thresholds: Any = None) -> None:
         self.thresholds = thresholds if thresholds is not None else self.default_thresholds()
@@ -200,7 +204,9 @@ class TaskContract(ABC):
         * decision: one operation of the legal set, symbolic identifiers only;
         * semantic: a mapping of this contract's :attr:`semantic_fields` only;
         * skill: the operation the system selected (legal or not: a wrong but feasible one
-          is executed too), of a kind in :attr:`executor_kinds`.
+          is executed too), of a kind in :attr:`executor_kinds`;
+        * geometry: a mapping of frame name -> position ``[x, y, z]`` (finite, metres, the
+          registered metric frame), the names among this contract's :attr:`geometry_frames`.
 
         >>> from labrecord.scorers.contracts.weighing import WeighingContract
         >>> c = WeighingContract()
@@ -208,6 +214,8 @@ class TaskContract(ABC):
         'decision payload add(w50, pan) is not in the legal set [add(w20, pan)]'
         >>> c.payload_scope("semantic", {"reading_g": 130.2, "sample_g": 110.0}, [])
         "semantic payload field 'sample_g' is not an authorized fact (allowed: reading_g, stable)"
+        >>> c.payload_scope("geometry", {"sample": [0.0, 0.0, 0.07]}, [])
+        "geometry payload frame 'sample' is not an authorized candidate (allowed: pan, w10, w100, w20, w50)"
         """
         if site == "decision":
             if not isinstance(payload, Operation):
@@ -228,7 +236,22 @@ class TaskContract(ABC):
                 return (f"skill payload {payload}: the reference executor carries out only "
                         f"{', '.join(sorted(self.executor_kinds)) or 'nothing'} here")
             return None
+        if site == "geometry":
+            return self._geometry_scope(payload)
         return f"{site} payloads have no scope rule in contract {self.version}"
+
+    def _geometry_scope(self, payload: Any) -> str | None:
+        if not isinstance(payload, Mapping) or not payload:
+            return f"geometry payload {payload!r} is not a mapping of frames"
+        for name, position in payload.items():
+            if name not in self.geometry_frames:
+                return (f"geometry payload frame {name!r} is not an authorized candidate "
+                        f"(allowed: {', '.join(sorted(self.geometry_frames)) or 'none'})")
+            if (not isinstance(position, Sequence) or isinstance(position, str) or len(position) != 3
+                    or not all(isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+                               for v in position)):
+                return f"geometry payload frame {name!r}: {position!r} is not a finite position [x, y, z]"
+        return None
 
     # -- identity --------------------------------------------------------------------
     @classmethod

@@ -471,6 +471,9 @@ class WeighingContract(TaskContract):
     semantic_fields: ClassVar[frozenset[str]] = frozenset({"reading_g", "stable"})
     #: the transfers the reference executor (sim/executor.py transfer_plan) carries out
     executor_kinds: ClassVar[frozenset[str]] = frozenset({"add", "remove"})
+    #: the candidate frames a Geometry Oracle may supply: the four labeled standards the
+    #: task authorizes and the pan (the destination); never the sample box or the arm
+    geometry_frames: ClassVar[frozenset[str]] = frozenset({*STANDARDS, "pan"})
     violation_kinds: ClassVar[frozenset[str]] = frozenset({"premature", "repetition", "early_stop", "safety"})
     derives_recovery: ClassVar[bool] = True
     features_type = WeighingFeatures

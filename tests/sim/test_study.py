@@ -110,7 +110,7 @@ def test_parse_support_round_trip(support):
     assert parse_support(f"{site}:{mode}") == (site, mode)
 
 
-@pytest.mark.parametrize("text", ["geometry:assist", "geometry:replace", "skill:assist", "semantic:replace"])
+@pytest.mark.parametrize("text", ["skill:assist", "semantic:replace"])
 def test_unbuilt_supports_are_refused_in_one_line(text, tmp_path, capsys):
     with pytest.raises(SystemExit) as exit_info:
         main(["study", "oracle", "weighing", "--support", text, "--out", str(tmp_path)])
