@@ -9,7 +9,10 @@
 * ``random`` picks uniformly among the visible add / remove corrections and stopping.
 
 * ``clumsy`` is ``reference`` that opens its grasp on the first standard it carries
-  in free air above the table, then picks it up again and carries on.
+  in free air above the table, then picks it up again and carries on;
+* ``noisy-localizer`` is ``reference`` whose executor plans with its own estimate of the
+  standards' positions, off by a seeded error (:class:`NoisyLocalizerPolicy`), so it
+  sometimes closes its fingers beside the standard it chose.
 
 Oracle supports (Labference sec. 6.2) reach a system only through an input it declares
 in ``oracle_inputs`` (its capability preflight, read by :func:`labrecord.sim.study.compatibility`):
@@ -19,7 +22,11 @@ also read ``semantic:assist`` (the Oracle's displayed reading and stability stan
 their display channel) and ``decision:assist`` (a recommended operation that is one of the
 corrections they see is taken); ``random`` reads ``decision:assist`` (it takes the
 recommendation or its own draw, evenly); ``fixed-preference`` reads no Oracle context, so
-its assist supports are "not compatible".  The Oracle context arrives as
+its assist supports are "not compatible".  ``reference``, ``clumsy`` and
+``noisy-localizer`` expose their localization (the frames their executor plans with,
+:meth:`ScriptedWeighingPolicy.localize`): they read ``geometry:assist`` (the delivered
+candidate frames replace their own) and take ``geometry:replace`` through the geometry
+hook; ``random`` and ``fixed-preference`` declare no localization interface.  The Oracle context arrives as
 ``observation.state["oracle"]`` (:data:`ORACLE`), apart from the declared channels.
 
 All of them act through the LIBERO-style end-effector delta convention
