@@ -497,8 +497,9 @@ class _Delivery:
             if (record.delivered is not None or current is None or current.opp != self.opp
                     or op.object not in frames):
                 return frames
-            # the selected target is kept; only its localization is corrected
-            payload = {op.object: list(observation.state["object_poses"][op.object])}
+            # the selected target is kept; only its localization is corrected (its true
+            # frame now, from the bench, whatever channels the system declares)
+            payload = {op.object: self.owner.env.scene.object_poses().get(op.object)}
             refused = contract.payload_scope("geometry", payload, legal)
             if refused is not None:
                 record.delivered, record.refused = False, refused
