@@ -43,7 +43,8 @@ evidence version, its payload checked by the task contract's
 * ``geometry:replace`` — the target the system selected at the supported opportunity is
   kept and only its localization is corrected: through the system's geometry hook its
   own estimate of that target's position (the original) is replaced by the true frame
-  (the substituted) before its executor plans the transfer.
+  (the substituted) before its executor plans the transfer.  The estimate is also written
+  as the system's ``geometry`` report of the target, so ``score`` gives its e_p.
 
 Assist payloads ride on every query of the supported opportunity until its first choice;
 the receipt is the first delivered observation that carried them.  Each delivery is an
@@ -507,10 +508,20 @@ class _Delivery:
             original = {op.object: list(frames[op.object])}
             record.original, record.substituted, record.receipt, record.delivered = (
                 original, payload, observation.obs_id, True)
+            # the replaced output stays scorable (sec. 6.2): the system's estimate as its
+            # geometry report of the target (e_p in ``score``), then the substitution
+            self._report_geometry(op.object, original[op.object], payload[op.object])
             self._emit(record, original=original, substituted=payload, obs_id=observation.obs_id)
             return {**frames, **payload}
 
         return hook
+
+    def _report_geometry(self, target: str, p_hat: list[float], p_ref: list[float]) -> None:
+        from labrecord.models.events import Geometry
+
+        self.owner.emit(Geometry, t=self.owner.env.time, fields={
+            "opp": self.opp, "target": target, "p_hat": [float(v) for v in p_hat],
+            "p_ref": [float(v) for v in p_ref], "evidence_version": self.version})
 
     def _emit(self, record: Any, **fields: Any) -> None:
         from labrecord.models.events import InterventionEvent

@@ -74,6 +74,8 @@ def test_geometry_replace_gain_equals_hand_count(noisy_study):
     # the intervention event carries the original and substituted frames
     (event,) = [e for e in _events(out, results[0]["branches"]["geometry:replace"]["run"]) if e["type"] == "intervention"]
     assert event["site"] == "geometry" and event["original"] == records[0]["original"]
+    # the replaced estimate stays scorable as the system's geometry report: mean e_p (19.3 + 10.7) / 2 mm
+    assert group["metrics"]["e_p"]["value"] == pytest.approx((0.019338 + 0.010698) / 2, abs=1e-6)
     assert not validate_folder(out).errors
 
 
