@@ -42,6 +42,17 @@ def test_a_headless_line_is_not_an_arrow_and_a_full_width_one_is_a_rule() -> Non
     assert "arrow" not in kinds and kinds.count("rule") == 1
 
 
+def test_a_full_height_frame_line_is_a_rule_not_a_structure() -> None:
+    image, pen = canvas()
+    pen.rectangle((20, 20, 120, 120), outline=0, width=2)
+    arrow(pen, 200, 340, 70)
+    pen.rectangle((420, 20, 520, 120), outline=0, width=2)
+    pen.line((698, 0, 698, 299), fill=0, width=1)                   # the figure's right frame edge
+    segments = segment(image, [])
+    assert [s.kind for s in segments if s.band == 0] == ["structure", "arrow", "structure"]
+    assert [s.box[0] for s in segments if s.kind == "rule"] == [698]
+
+
 def test_arrow_shapes() -> None:
     import numpy as np
 

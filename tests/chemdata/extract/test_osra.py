@@ -5,6 +5,7 @@ from pathlib import Path
 
 from hypothesis import given, strategies as st
 
+from labrecord.chemdata.abbreviations import ABBREVIATIONS
 from labrecord.chemdata.extract.osra import Reading, parse_output, read_structures
 from labrecord.chemdata.extract.trajectory import Trajectory
 
@@ -53,3 +54,48 @@ def test_parse_output_keeps_every_line_and_offsets_consistently(boxes: list[tupl
     text = "".join(f"C 0.5 {x}x{y}-{x + w}x{y + h}\n" for x, y, w, h in boxes)
     parsed = parse_output(text, offset=(dx, dy))
     assert [b for _, _, b in parsed] == [(x + dx, y + dy, x + w + dx, y + h + dy) for x, y, w, h in boxes]
+
+
+def test_rooted_fragment_puts_the_attachment_atom_first() -> None:
+    from rdkit import Chem
+
+    from labrecord.chemdata.extract.osra import rooted_fragment
+
+    assert rooted_fragment("CC(C)*") == "C(C)C"  # isopropyl through its middle carbon
+    ts = rooted_fragment("Cc1ccc(cc1)S(=O)(=O)*")
+    assert ts is not None and ts.startswith("S") and Chem.CanonSmiles(ts) == Chem.CanonSmiles("CS(=O)(=O)c1ccc(C)cc1"[1:])
+    assert rooted_fragment("*C*") is None and rooted_fragment("not smiles") is None
+
+
+def test_superatom_table_adds_and_repairs_labels_keeping_the_installed_ones() -> None:
+    from labrecord.chemdata.extract.osra import spelling_table, superatom_table
+
+    installed = "# comment\nPh c1ccccc1\niPr CCC\nR [*]\n"
+    table = {line.split()[0]: line.split()[1] for line in superatom_table(installed).splitlines()
+             if line.split() and not line.startswith("#")}
+    assert table["Ph"] == "c1ccccc1" and table["R"] == "[*]"           # kept
+    assert table["iPr"] == "C(C)C"                                      # propyl repaired to isopropyl
+    assert table["Bpin"].startswith("B") and table["Ts"].startswith("S")  # added from the project table
+    assert table["Ar"] == "[*]" and "Cl" not in table                   # a variable label; elements left to osra
+    assert "BPln Bpin" in spelling_table("Ci Cl\n").splitlines()
+
+
+@given(st.sampled_from(sorted(k for k in ABBREVIATIONS if k not in ("H", "D"))))
+def test_every_rooted_abbreviation_is_the_same_group(label: str) -> None:
+    """A carbon on the rooted fragment's first atom gives the fragment with its ``*`` a carbon."""
+    from rdkit import Chem
+
+    from labrecord.chemdata.extract.osra import rooted_fragment
+
+    rooted = rooted_fragment(ABBREVIATIONS[label])
+    assert rooted is not None and "*" not in rooted
+    capped = Chem.RWMol(Chem.MolFromSmiles(rooted))
+    carbon = capped.AddAtom(Chem.Atom(6))
+    capped.AddBond(0, carbon, Chem.BondType.SINGLE)
+    Chem.SanitizeMol(capped)
+    expected = Chem.RWMol(Chem.MolFromSmiles(ABBREVIATIONS[label]))
+    for atom in expected.GetAtoms():
+        if atom.GetAtomicNum() == 0:
+            atom.SetAtomicNum(6)
+    Chem.SanitizeMol(expected)
+    assert Chem.MolToSmiles(capped) == Chem.MolToSmiles(expected)

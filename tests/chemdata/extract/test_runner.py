@@ -200,3 +200,69 @@ def test_crop_scale(bond: float, target: float | None, expected: float) -> None:
     from labrecord.chemdata.extract.runner import crop_scale
 
     assert crop_scale(bond, target) == expected
+
+
+def _stage_server_answer(layout: list[dict[str, Any]], smiles: dict[str, str]) -> Any:
+    """A stand-in vision model: the given layout; each region read by its index."""
+    def answer(body: dict[str, Any]) -> tuple[int, str]:
+        system = body["messages"][0]["content"]
+        if "lay out" in system:
+            return 200, json.dumps({"segments": layout})
+        regions = json.loads(body["messages"][1]["content"][0]["text"].split("\n", 1)[1])["regions"]
+        return 200, json.dumps({"structures": [{"region": r, "smiles": smiles[r]} for r in regions if r in smiles]})
+    return answer
+
+
+def test_model_takes_over_layout_and_recognition(tmp_path: Path) -> None:
+    from PIL import Image
+
+    figures = tmp_path / "figs"
+    figures.mkdir()
+    Image.new("L", (400, 200), 255).save(figures / "blank.png")  # nothing for the tools to find
+    broken_osra = fake_tool(tmp_path, "osra", "echo 'osra must not run' >&2; exit 1")
+    silent_tesseract = fake_tool(tmp_path, "tesseract", "exit 0")
+    layout = [{"kind": "structure", "box": [10, 50, 100, 150]}, {"kind": "arrow", "box": [150, 95, 250, 105]},
+              {"kind": "structure", "box": [300, 50, 390, 150]}]
+    answer = _stage_server_answer(layout, {"s0": "Ic1ccccc1", "s2": "c1ccc(-c2ccccc2)cc1"})
+    config = dict(osra_command=(broken_osra,), tesseract_command=(silent_tesseract,), model="vl")
+    with model_server(answer) as (url, received):
+        summary = run_extraction(figures, tmp_path / "out", ExtractConfig(
+            model_endpoint=url, model_stages=("layout", "recognition"), **config))  # type: ignore[arg-type]
+    assert summary["status"] == {"ok": 1} and len(received) == 2
+    document = json.loads((tmp_path / "out" / "blank.json").read_text())
+    assert document["extra"]["layout_source"] == "model" and document["extra"]["recognition_source"] == "model"
+    assert document["extra"]["plan_source"] == "rules"
+    (reaction,) = document["reactions"]
+    assert [m["smiles"] for m in reaction["reactants"]] == ["Ic1ccccc1"]
+    assert [m["smiles"] for m in reaction["products"]] == ["c1ccc(-c2ccccc2)cc1"]
+    assert {m["provenance"]["origin"] for m in reaction["reactants"] + reaction["products"]} == {"model_written"}
+    assert reaction["products"][0]["provenance"]["region"] == "300,50,390,150"
+    # the same figure with the tools' layout: the blank page has no arrow
+    with model_server(answer) as (url, received):
+        summary = run_extraction(figures, tmp_path / "out2", ExtractConfig(
+            model_endpoint=url, model_stages=("recognition",), **config))  # type: ignore[arg-type]
+    assert summary["failure_kinds"] == {"association:no_arrow": 1, "layout:empty": 1} and received == []
+
+
+def test_a_bad_model_layout_fails_the_layout_stage(tmp_path: Path) -> None:
+    from PIL import Image
+
+    figures = tmp_path / "figs"
+    figures.mkdir()
+    Image.new("L", (100, 100), 255).save(figures / "blank.png")
+    silent = fake_tool(tmp_path, "tesseract", "exit 0")
+    with model_server(lambda body: (200, '{"segments": [{"kind": "wiggle", "box": [0, 0, 5, 5]}]}')) as (url, _):
+        summary = run_extraction(figures, tmp_path / "out", ExtractConfig(
+            tesseract_command=(silent,), model_endpoint=url, model="vl", model_stages=("layout",)))
+    assert summary["failure_kinds"] == {"layout:failed": 1}
+
+
+def test_model_stages_are_checked(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "a.png").write_bytes(b"")
+    code, _, err = cli(capsys, "rxn", "extract", str(tmp_path), "--out", str(tmp_path / "o"), "--model-stages", "layout")
+    assert code == 1 and err.strip() == "Error: --model-stages needs --model-endpoint and --model"
+    code, _, err = cli(capsys, "rxn", "extract", str(tmp_path), "--out", str(tmp_path / "o"), "--model-endpoint",
+                       "http://127.0.0.1:9/v1", "--model", "vl", "--model-stages", "layout,ocr")
+    assert code == 1 and "unknown model stage 'ocr'" in err
+    with pytest.raises(LabrecordError, match="model-stages"):
+        run_extraction(tmp_path, tmp_path / "o", ExtractConfig(model_stages=("ocr",)))
