@@ -21,8 +21,8 @@ printed text — :func:`bond_length`):
    ``0.35 b`` of them (atom labels, wedge hashes); skeletons joined through a shared
    label, or closer than ``0.35 b`` (the outer lines of a triple bond), are one structure;
    a small "+" against a drawing's ink is a charge and joins it.  Tiny specks are dropped.
-   A "structure" lying wholly inside a confidently read word (≥ 80) is printed text set
-   in a larger font than the drawings' labels (a table's cells), not a drawing.
+   A "structure" whose every glyph lies inside confidently read words (≥ 80) is printed
+   text set in a larger font than the drawings' labels (a table's cells), not a drawing.
 6. **Rows** — bands of the non-text items (structures, arrows, "+") separated by
    ``0.6 b`` of blank rows; within a band, items are read left to right.  A grid of drawn
    products under a template row is a stack of such bands.
@@ -204,6 +204,14 @@ def _is_plus(comp: _Comp, bond: float) -> bool:
     return comp.mask[h // 2].mean() > 0.7 and comp.mask[:, w // 2].mean() > 0.7 and comp.mask.mean() < 0.6
 
 
+def _in_label_word(box: Box, line: TextLine) -> bool:
+    """``box`` lies in a short word of ``line`` (``Bpin``, ``NHBoc``, the ``Ph`` OCR put on
+    one line with the ``24 h`` printed beside it): possibly an atom label, so its glyphs
+    may still join a drawing they touch."""
+    words = line.words or ((line.text, line.box),)
+    return any(_inside(box, word_box, slack=2) and len(word) <= 6 for word, word_box in words)
+
+
 def _inside(inner: Box, outer: Box, slack: int = 2) -> bool:
     return (outer[0] - slack <= inner[0] and inner[2] <= outer[2] + slack
             and outer[1] - slack <= inner[1] and inner[3] <= outer[3] + slack)
@@ -261,7 +269,7 @@ def segment(image: Any, text_lines: list[TextLine], bond: float | None = None) -
             items.append(("peeled", comp.box))
             continue
         if any(_inside(comp.box, ln.box) and ln.box[3] - ln.box[1] + 1 <= bond and len(ln.text) > 3
-               for ln in text_lines if ln.confidence >= 40):
+               and not _in_label_word(comp.box, ln) for ln in text_lines if ln.confidence >= 40):
             items.append(("text", comp.box))  # a glyph-sized blob of a printed line
             continue
         if _is_plus(comp, bond):
@@ -340,8 +348,10 @@ def segment(image: Any, text_lines: list[TextLine], bond: float | None = None) -
         box = _union(groups[root][0], boxes[i]) if root in groups else _union(boxes[root], boxes[i])
         groups[root] = (box, members.get(root, []))
     confident = [ln.box for ln in text_lines if ln.confidence >= 80]
+    confident += [box for ln in text_lines for (_, box), conf in zip(ln.words, ln.word_confidences) if conf >= 80]
     for box, parts in _merge_overlapping(list(groups.values())):
-        if any(_inside(box, line, slack=3) for line in confident):
+        if any(_inside(box, line, slack=3) for line in confident) or (
+                parts and all(any(_inside(part, word, slack=3) for word in confident) for part in parts)):
             items.append(("text", box))  # glyphs larger than the drawings' characters (a table set in a bigger font)
         else:
             items.append(("structure", box, tuple(parts)))

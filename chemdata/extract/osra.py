@@ -98,7 +98,9 @@ def rooted_fragment(fragment: str) -> str | None:
     if len(dummies) != 1 or dummies[0].GetDegree() != 1:
         return None
     root = dummies[0].GetNeighbors()[0].GetIdx()
-    text = Chem.MolToSmiles(mol, rootedAtAtom=root).replace("(*)", "").replace("*", "")
+    text = Chem.MolToSmiles(mol, rootedAtAtom=root)
+    for spelling in ("([*])", "(*)", "[*]", "*"):
+        text = text.replace(spelling, "")
     return text if text and Chem.MolFromSmiles(text) is not None else None
 
 
@@ -149,7 +151,9 @@ def read_structures(trajectory: Trajectory, image_path: str, *, command: list[st
 #: (ᵗBu read as "Bu", ⁱPr as "Pr"); OCR writes the raised letter as a quote or keeps it
 _PREFIXED = {"tBu": re.compile(r"^[‘'`’^t]-?Bu$"), "iPr": re.compile(r"^[‘'`’^i]-?Pr$")}
 #: the straight chains osra writes instead, from the attachment carbon to the end
-_CHAINS = {"tBu": "[CH2;!R;D2]-[CH2;!R;D2]-[CH2;!R;D2]-[CH3;D1]", "iPr": "[CH2;!R;D2]-[CH2;!R;D2]-[CH3;D1]"}
+#: (the first atom is the anchor: anything but another chain CH2, so a pentyl is no butyl)
+_CHAINS = {"tBu": "[!$([CH2;!R;D2])]-[CH2;!R;D2]-[CH2;!R;D2]-[CH2;!R;D2]-[CH3;D1]",
+           "iPr": "[!$([CH2;!R;D2])]-[CH2;!R;D2]-[CH2;!R;D2]-[CH3;D1]"}
 
 
 def restore_prefixed_alkyls(smiles: str, words: list[str]) -> str:
@@ -172,9 +176,7 @@ def restore_prefixed_alkyls(smiles: str, words: list[str]) -> str:
         printed = sum(1 for word in words if pattern.match(word))
         if not printed:
             continue
-        chains = mol.GetSubstructMatches(Chem.MolFromSmarts(_CHAINS[group]))
-        # the chain's first carbon must carry the rest of the molecule
-        chains = [c for c in chains if any(n.GetIdx() not in c for n in mol.GetAtomWithIdx(c[0]).GetNeighbors())]
+        chains = [match[1:] for match in mol.GetSubstructMatches(Chem.MolFromSmarts(_CHAINS[group]))]
         if len(chains) != printed or len({a for c in chains for a in c}) != sum(len(c) for c in chains):
             continue
         editable = Chem.RWMol(mol)

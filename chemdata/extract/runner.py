@@ -193,7 +193,7 @@ def _stages(trajectory: Trajectory, path: Path, data: bytes, config: ExtractConf
         state["layout_source"] = "model"
     else:
         segments = _timed(timing, state, "layout", lambda: layout.segment(image, lines, bond))
-    segments, lines = _timed(timing, state, "text", lambda: _read_crops(trajectory, image, segments, lines, config))
+    segments, lines = _timed(timing, state, "text", lambda: _read_crops(trajectory, image, segments, lines, config, bond))
     trajectory.add("layout", bond=bond, segments=[{"kind": s.kind, "box": list(s.box), "band": s.band} for s in segments])
     if "recognition" in stages:
         readings = _timed(timing, state, "recognition", lambda: _model_readings(trajectory, data, image.size, segments,
@@ -233,14 +233,14 @@ def _crop_file(image: Any, box: tuple[int, int, int, int], folder: str, name: st
     text or bonds are left out while faint ink of the item's own (thin coloured bonds
     below the ink threshold) stays.  ``scale`` resizes the crop (boxes a tool reports in
     the crop are in the scaled crop's pixels)."""
-    from PIL import Image, ImageOps
+    from PIL import Image, ImageDraw, ImageOps
 
     x0, y0, x1, y1 = box
     crop = image.crop((x0, y0, x1 + 1, y1 + 1))
     if foreign:
-        blank = Image.new("L", crop.size, 255)
+        pen = ImageDraw.Draw(crop)
         for a0, b0, a1, b1 in foreign:
-            crop.paste(blank.crop((0, 0, a1 - a0 + 1, b1 - b0 + 1)), (a0 - x0, b0 - y0))
+            pen.rectangle((a0 - x0, b0 - y0, a1 - x0, b1 - y0), fill=255)
         for a0, b0, a1, b1 in parts:
             crop.paste(image.crop((a0, b0, a1 + 1, b1 + 1)), (a0 - x0, b0 - y0))
     if abs(scale - 1.0) > 0.05:
@@ -260,7 +260,7 @@ def foreign_boxes(segments: list[layout.Segment], index: int) -> tuple[tuple[int
 
 
 def _read_crops(trajectory: Trajectory, image: Any, segments: list[layout.Segment], lines: list[tesseract.TextLine],
-                config: ExtractConfig) -> tuple[list[layout.Segment], list[tesseract.TextLine]]:
+                config: ExtractConfig, bond: float = layout.DEFAULT_BOND) -> tuple[list[layout.Segment], list[tesseract.TextLine]]:
     """Second text pass on crops the whole-figure pass tends to miss: conditions printed
     over or under each arrow (block mode) and small blobs no text line covers, such as
     entry labels under drawn products (line mode).  A blob read as text becomes text."""
@@ -287,7 +287,7 @@ def _read_crops(trajectory: Trajectory, image: Any, segments: list[layout.Segmen
                 if found:
                     lines += found
                     segments[index] = layout.Segment("text", seg.box, seg.band)
-        table = _table_region(segments, ink.shape)
+        table = _table_region(segments, ink.shape, bond)
         if table is not None:
             path, offset = _crop_file(image, table, scratch, "table.png")
             lines += tesseract.read_text(trajectory, path, command=list(config.tesseract_command),
@@ -296,16 +296,19 @@ def _read_crops(trajectory: Trajectory, image: Any, segments: list[layout.Segmen
     return segments, sorted(lines, key=lambda line: (line.box[1], line.box[0]))
 
 
-def _table_region(segments: list[layout.Segment], shape: tuple[int, int]) -> tuple[int, int, int, int] | None:
+def _table_region(segments: list[layout.Segment], shape: tuple[int, int],
+                  bond: float = layout.DEFAULT_BOND) -> tuple[int, int, int, int] | None:
     """The full-width area under the last arrow row, when it holds no drawn structure: a
     substrate table, read again as one block (sparse-text reading drops lone cells such as
-    entry numbers and ``H``)."""
+    entry numbers and ``H``).  A "structure" no taller than 1.5 bonds there is a printed
+    glyph group the page pass did not read (a superscript ``¹H``), not a drawing."""
     arrows = [s for s in segments if s.kind == "arrow"]
     if not arrows:
         return None
     band = max(s.band for s in arrows)
     top = max(s.box[3] for s in segments if s.band == band and s.kind in ("structure", "arrow")) + 3
-    if top >= shape[0] - 20 or any(s.kind == "structure" and s.box[1] > top for s in segments):
+    if top >= shape[0] - 20 or any(s.kind == "structure" and s.box[1] > top and s.box[3] - s.box[1] + 1 > 1.5 * bond
+                                   for s in segments):
         return None
     return (0, top, shape[1] - 1, shape[0] - 1)
 

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from hypothesis import given, strategies as st
 
 from labrecord.chemdata.abbreviations import ABBREVIATIONS
@@ -99,3 +100,32 @@ def test_every_rooted_abbreviation_is_the_same_group(label: str) -> None:
             atom.SetAtomicNum(6)
     Chem.SanitizeMol(expected)
     assert Chem.MolToSmiles(capped) == Chem.MolToSmiles(expected)
+
+
+@pytest.mark.parametrize(("smiles", "words", "expected"), [
+    ("CCCCc1ccccc1O", ["‘Bu"], "CC(C)(C)c1ccccc1O"),             # ᵗBu read by osra as butyl
+    ("CCCc1ccccc1", ["iPr"], "CC(C)c1ccccc1"),                    # ⁱPr read as propyl
+    ("CCCCc1ccccc1CCCC", ["tBu"], "CCCCc1ccccc1CCCC"),            # one label, two chains: left alone
+    ("CCCCc1ccccc1", [], "CCCCc1ccccc1"),                          # no label printed: a real butyl
+    ("CCCCCc1ccccc1", ["'Bu"], "CCCCCc1ccccc1"),                   # a pentyl is no butyl
+    ("CCCCC1CCCC1", ["'Bu"], "CC(C)(C)C1CCCC1"),                   # a butyl on a ring carbon is
+])
+def test_printed_prefixed_labels_rebranch_osras_straight_chains(smiles: str, words: list[str], expected: str) -> None:
+    from rdkit import Chem
+
+    from labrecord.chemdata.extract.osra import restore_prefixed_alkyls
+
+    assert Chem.CanonSmiles(restore_prefixed_alkyls(smiles, words)) == Chem.CanonSmiles(expected)
+
+
+@given(st.integers(1, 3), st.integers(0, 3))
+def test_chains_are_rebranched_only_when_the_printed_count_matches(chains: int, printed: int) -> None:
+    from rdkit import Chem
+
+    from labrecord.chemdata.extract.osra import restore_prefixed_alkyls
+
+    ring = ["c1ccccc1", "c1cc(CCCC)ccc1", "c1cc(CCCC)cc(CCCC)c1"][chains - 1]
+    smiles = "CCCC" + ring
+    out = restore_prefixed_alkyls(smiles, ["tBu"] * printed)
+    tert = len(Chem.MolFromSmiles(out).GetSubstructMatches(Chem.MolFromSmarts("[CX4;H0]([CH3])([CH3])[CH3]")))
+    assert tert == (chains if printed == chains else 0)

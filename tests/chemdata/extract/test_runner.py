@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, strategies as st
 
 from tests.support import require_module, require_programs
 
@@ -266,3 +267,65 @@ def test_model_stages_are_checked(tmp_path: Path, capsys: pytest.CaptureFixture[
     assert code == 1 and "unknown model stage 'ocr'" in err
     with pytest.raises(LabrecordError, match="model-stages"):
         run_extraction(tmp_path, tmp_path / "o", ExtractConfig(model_stages=("ocr",)))
+
+
+def test_sound_first_prefers_a_sanitizable_reading_then_confidence() -> None:
+    from labrecord.chemdata.extract.runner import sound_first
+
+    # the second is the most confident but has a five-valent carbon; the third wins on confidence
+    assert sound_first([("CCO", 2.0), ("C(C)(C)(C)(C)C", 9.0), ("c1ccccc1O", 4.0)]) == 2
+    assert sound_first([("CCO", 3.0), ("CCN", 3.0)]) == 0          # ties keep the target scale's reading
+    assert sound_first([("C(C)(C)(C)(C)C", 1.0), ("N(C)(C)(C)(C)C", 2.0)]) == 1  # none sound: confidence
+
+
+@given(st.lists(st.tuples(st.sampled_from(["CCO", "c1ccccc1", "C(C)(C)(C)(C)C", "*C(=O)O", "not smiles"]),
+                          st.floats(-5, 10)), min_size=1, max_size=5))
+def test_sound_first_never_keeps_an_unsound_reading_over_a_sound_one(readings: list[tuple[str, float]]) -> None:
+    from rdkit import Chem
+
+    from labrecord.chemdata.extract.runner import sound_first
+
+    sound = [Chem.MolFromSmiles(s) is not None for s, _ in readings]
+    kept = sound_first(readings)
+    assert sound[kept] or not any(sound)
+    assert readings[kept][1] == max(c for (_, c), ok in zip(readings, sound) if ok == sound[kept])
+
+
+@pytest.mark.parametrize(("bond", "multiscale", "expected"), [(15, True, [3.0, 1.0, 1.732]), (15, False, [3.0]),
+                                                              (45, True, [1.0]), (180, True, [0.25, 1.0, 0.5])])
+def test_crop_scales(bond: float, multiscale: bool, expected: list[float]) -> None:
+    from labrecord.chemdata.extract.runner import crop_scales
+
+    assert crop_scales(bond, ExtractConfig(multiscale=multiscale)) == expected
+
+
+def test_a_crop_leaves_out_a_neighbours_ink_but_keeps_its_own_faint_ink(tmp_path: Path) -> None:
+    import numpy as np
+    from PIL import Image
+
+    from labrecord.chemdata.extract.layout import Segment
+    from labrecord.chemdata.extract.runner import _crop_file, foreign_boxes
+
+    page = np.full((100, 200), 255, dtype=np.uint8)
+    page[40:42, 10:60] = 0        # the structure's own bond (one of its parts)
+    page[40:42, 60:90] = 200      # a faint bond of the same drawing, lighter than the ink threshold
+    page[20:80, 85:95] = 0        # a neighbour reaching into the box
+    segments = [Segment("structure", (10, 30, 90, 50), 0, ((10, 40, 59, 41),)), Segment("structure", (85, 20, 150, 80), 0)]
+    foreign = foreign_boxes(segments, 0)
+    assert foreign == ((85, 20, 150, 80),)
+    path, offset = _crop_file(Image.fromarray(page), segments[0].box, str(tmp_path), "c.png", segments[0].parts, 1.0, foreign)
+    crop = np.asarray(Image.open(path))[30:-30, 30:-30]  # without the white margin
+    assert offset == (10 - 30, 30 - 30)
+    assert (crop[10:12, 0:50] == 0).all() and (crop[10:12, 50:75] == 200).all() and (crop[:, 75:] == 255).all()
+
+
+def test_a_table_region_ignores_glyph_high_blobs_but_not_drawings() -> None:
+    from labrecord.chemdata.extract.layout import Segment
+    from labrecord.chemdata.extract.runner import _table_region
+
+    row = [Segment("structure", (10, 10, 110, 110), 0), Segment("arrow", (150, 55, 250, 65), 0),
+           Segment("structure", (300, 10, 400, 110), 0)]
+    glyphs = Segment("structure", (200, 150, 240, 180), 1)          # 31 px: a superscripted header word
+    drawing = Segment("structure", (200, 150, 300, 250), 1)         # 101 px: a drawn product
+    assert _table_region(row + [glyphs], (400, 500), bond=30) == (0, 113, 499, 399)
+    assert _table_region(row + [drawing], (400, 500), bond=30) is None
