@@ -106,16 +106,18 @@ def rooted_fragment(fragment: str) -> str | None:
 
 def superatom_table(installed: str) -> str:
     """osra's installed superatom lines, the project abbreviations replacing or adding
-    labels, and the variable labels as ``[*]``."""
+    labels, straight alkyl formulas (``C11H23``), and the variable labels as ``[*]``."""
     from labrecord.chemdata.abbreviations import ABBREVIATIONS
 
     ours: dict[str, str] = {}
     for label, fragment in ABBREVIATIONS.items():
-        if label in _NOT_SUPERATOMS or "-" in label or "(" in label:
+        if label in _NOT_SUPERATOMS or "-" in label:
             continue
         rooted = rooted_fragment(fragment)
         if rooted:
             ours[label] = rooted
+    # straight alkyl chains printed as formulas: C4H9 … C20H41 (C₁₁H₂₃ in a scope table)
+    ours.update({f"C{n}H{2 * n + 1}": "C" * n for n in range(4, 21)})
     ours.update({label: "[*]" for label in VARIABLE_LABELS})
     kept = [line for line in installed.splitlines()
             if not line.split() or line.startswith("#") or line.split()[0] not in ours]

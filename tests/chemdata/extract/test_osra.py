@@ -78,6 +78,7 @@ def test_superatom_table_adds_and_repairs_labels_keeping_the_installed_ones() ->
     assert table["iPr"] == "C(C)C"                                      # propyl repaired to isopropyl
     assert table["Bpin"].startswith("B") and table["Ts"].startswith("S")  # added from the project table
     assert table["Ar"] == "[*]" and "Cl" not in table                   # a variable label; elements left to osra
+    assert table["C11H23"] == "C" * 11 and table["B(OH)2"] == "B(O)O"   # printed formulas
     assert "BPln Bpin" in spelling_table("Ci Cl\n").splitlines()
 
 
