@@ -21,8 +21,9 @@ printed text — :func:`bond_length`):
    ``0.35 b`` of them (atom labels, wedge hashes); skeletons joined through a shared
    label, or closer than ``0.35 b`` (the outer lines of a triple bond), are one structure;
    a small "+" against a drawing's ink is a charge and joins it.  Tiny specks are dropped.
-   A "structure" whose every glyph lies inside confidently read words (≥ 80) is printed
-   text set in a larger font than the drawings' labels (a table's cells), not a drawing.
+   A "structure" inside a confidently read line (≥ 80), or whose every glyph lies inside
+   confidently read words (≥ 85, letters and digits), is printed text set in a larger font
+   than the drawings' labels (a table's cells), not a drawing.
 6. **Rows** — bands of the non-text items (structures, arrows, "+") separated by
    ``0.6 b`` of blank rows; within a band, items are read left to right.  A grid of drawn
    products under a template row is a stack of such bands.
@@ -204,6 +205,13 @@ def _is_plus(comp: _Comp, bond: float) -> bool:
     return comp.mask[h // 2].mean() > 0.7 and comp.mask[:, w // 2].mean() > 0.7 and comp.mask.mean() < 0.6
 
 
+def _wordlike(text: str) -> bool:
+    """Printed letters and digits (``NMR``, ``yield``, ``81``), not OCR's reading of a drawing
+    (``O}-``): at least two letters or digits making up three quarters of it."""
+    alnum = sum(c.isalnum() for c in text)
+    return alnum >= 2 and alnum >= 0.75 * len(text)
+
+
 def _in_label_word(box: Box, line: TextLine) -> bool:
     """``box`` lies in a short word of ``line`` (``Bpin``, ``NHBoc``, the ``Ph`` OCR put on
     one line with the ``24 h`` printed beside it): possibly an atom label, so its glyphs
@@ -348,7 +356,8 @@ def segment(image: Any, text_lines: list[TextLine], bond: float | None = None) -
         box = _union(groups[root][0], boxes[i]) if root in groups else _union(boxes[root], boxes[i])
         groups[root] = (box, members.get(root, []))
     confident = [ln.box for ln in text_lines if ln.confidence >= 80]
-    confident += [box for ln in text_lines for (_, box), conf in zip(ln.words, ln.word_confidences) if conf >= 80]
+    confident += [box for ln in text_lines for (word, box), conf in zip(ln.words, ln.word_confidences)
+                  if conf >= 85 and _wordlike(word)]
     for box, parts in _merge_overlapping(list(groups.values())):
         if any(_inside(box, line, slack=3) for line in confident) or (
                 parts and all(any(_inside(part, word, slack=3) for word in confident) for part in parts)):
