@@ -7,13 +7,18 @@ Per figure (:func:`extract_figure`, a pure function of the image and the config)
    and a substrate table under the last arrow row (one block);
 2. **layout** — ink components classified by shape into arrows, rules, "+" signs, text
    and structures, and grouped into rows (:mod:`.layout`);
-3. **recognition** — ``osra`` once per structure (its own ink only, rescaled to a target
-   bond length; short blobs beside an arrow are tried too, small molecules look like
-   words), one reading per region; the whole figure only when no structure was found;
-   template attachment points are named after the labels printed at them;
+3. **recognition** — ``osra`` with the project's abbreviation tables on each structure
+   (its box with neighbours blanked, rescaled to a target bond length and, for a real
+   rescale, also as drawn and halfway; the soundest, most confident reading kept; short
+   blobs beside an arrow are tried too, small molecules look like words), one reading
+   per region; the whole figure only when no structure was found; template attachment
+   points are named after the labels printed at them;
 4. **association** — the rule-based plan (:mod:`.associate`), or, with a model endpoint,
    the plan the model returns from the figure plus the tool readings;
 5. **assembly** — readings and the R-group engine turn the plan into records.
+
+With a model endpoint, ``ExtractConfig.model_stages`` names the stages the model takes
+over (layout, recognition, association; :mod:`.endpoint`); the others run as above.
 
 Tool errors and timeouts end the figure with status ``failed``/``timeout`` and a reason;
 a figure that gives no reaction is ``failed`` with reason ``empty`` and the first stage

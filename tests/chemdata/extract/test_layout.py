@@ -162,3 +162,11 @@ def test_glyphs_of_confidently_read_words_are_text_even_when_large() -> None:
     words = (("NMR", (100, 100, 180, 140)),)
     segments = segment(image, [TextLine("NMR", (100, 100, 180, 140), 50.0, words, (96.0,))], bond=20)
     assert [s.kind for s in segments] == ["text"]
+
+
+def test_a_drawing_ocr_read_as_a_confident_non_word_stays_a_structure() -> None:
+    image, pen = canvas(700, 300)
+    pen.polygon([(60, 60), (100, 40), (140, 60), (140, 100), (100, 120), (60, 100)], outline=0, width=2)
+    words = (("O}-", (50, 30, 150, 130)),)                          # tesseract "reads" the ring
+    segments = segment(image, [TextLine("O}-", (50, 30, 150, 130), 40.0, words, (81.0,))], bond=30)
+    assert [s.kind for s in segments] == ["structure"]
