@@ -38,7 +38,7 @@ class Reading:
     smiles: str
     confidence: float
     box: tuple[int, int, int, int]
-    source: str  # "full" (whole-figure pass), "crop", or "model" (read by the model endpoint)
+    source: str  # "full" (whole-figure pass), "crop", "formula" (printed text), or "model" (the model endpoint)
 
     @property
     def is_template(self) -> bool:
@@ -194,3 +194,63 @@ def restore_prefixed_alkyls(smiles: str, words: list[str]) -> str:
             continue
         mol, changed = editable.GetMol(), True
     return Chem.MolToSmiles(mol) if changed else smiles
+
+
+_VALENCE = {"B": 3, "C": 4, "N": 3, "O": 2, "S": 2, "P": 3, "F": 1, "Cl": 1, "Br": 1, "I": 1, "Si": 4}
+_GROUP = re.compile(r"^(?:H([0-9.,]?))?(B|Br|Cl|C|N|O|S|P|F|I|Si)(?:H([0-9.,]?))?$")
+
+
+def linear_formula(text: str) -> str | None:
+    """SMILES of a small molecule printed as a linear formula (``H₂N–C≡N``, ``HBr``,
+    ``H2C=CH2``), or None when ``text`` is not one.
+
+    Groups are an element with its printed hydrogens (``H2N``, ``NH2``, ``C``; a subscript
+    OCR read as ``.`` or ``,`` leaves the count open) joined by ``-``, ``=`` or ``≡``.  A
+    group printed without hydrogens has none; an open count is what the valence leaves;
+    a group short of its valence upgrades a double bond to a neighbour that is short too
+    (OCR reads ``≡`` as ``=``).  Anything else — a valence still short or exceeded, an
+    unknown group — gives None rather than a guess.
+    ``linear_formula("H.N-C=N")`` gives ``N#CN``."""
+    from rdkit import Chem, RDLogger
+
+    RDLogger.DisableLog("rdApp.*")
+    cleaned = re.sub(r"[—–−]", "-", text.replace("≡", "#").replace(" ", ""))
+    parts = re.split(r"([-=#])", cleaned)
+    if len(parts) % 2 == 0 or any(not p for p in parts):
+        return None
+    atoms: list[tuple[str, int | None]] = []
+    for token in parts[0::2]:
+        match = _GROUP.match(token)
+        if not match or (match.group(1) is not None and match.group(3) is not None):
+            return None
+        digits = match.group(1) if match.group(1) is not None else match.group(3)
+        hydrogens = 0 if digits is None else (1 if digits == "" else (None if digits in ".," else int(digits)))
+        atoms.append((match.group(2), hydrogens))
+    orders = [{"-": 1, "=": 2, "#": 3}[b] for b in parts[1::2]]
+
+    def bonded(i: int) -> int:
+        return (orders[i - 1] if i > 0 else 0) + (orders[i] if i < len(orders) else 0)
+
+    def short(i: int) -> int:
+        element, hydrogens = atoms[i]
+        return _VALENCE[element] - bonded(i) - (hydrogens or 0) if hydrogens is not None else 0
+
+    for i in range(len(orders)):
+        if orders[i] == 2 and short(i) > 0 and short(i + 1) > 0:
+            orders[i] = 3
+    mol = Chem.RWMol()
+    for i, (element, hydrogens) in enumerate(atoms):
+        count = _VALENCE[element] - bonded(i) if hydrogens is None else hydrogens
+        if count < 0 or short(i) != 0:
+            return None
+        atom = Chem.Atom(element)
+        atom.SetNumExplicitHs(count)
+        atom.SetNoImplicit(True)
+        mol.AddAtom(atom)
+    for i, order in enumerate(orders):
+        mol.AddBond(i, i + 1, {1: Chem.BondType.SINGLE, 2: Chem.BondType.DOUBLE, 3: Chem.BondType.TRIPLE}[order])
+    try:
+        Chem.SanitizeMol(mol)
+    except Exception:  # noqa: BLE001 - not a molecule after all
+        return None
+    return Chem.MolToSmiles(mol)

@@ -386,7 +386,9 @@ def _recognize(trajectory: Trajectory, path: Path, image: Any, segments: list[la
     ``config.target_bond`` px, keeping one reading per region (with osra's confidence).
     A reading with attachment points gets its labels from the printed text
     (:func:`_label_template`); straight chains read for printed ``ᵗBu``/``ⁱPr`` are
-    rebranched (:func:`.osra.restore_prefixed_alkyls`).  With ``config.rescale_tries``
+    rebranched (:func:`.osra.restore_prefixed_alkyls`).  A word-high blob that osra
+    cannot read soundly but OCR reads as a linear formula (``H₂N–C≡N``) is read from the
+    text (source ``formula``).  With ``config.rescale_tries``
     each crop is read at several scales and :func:`sound_first` keeps one reading.
     The whole figure is read only when the layout found no candidate at all.  A "text"
     blob that osra reads as a structure becomes a structure segment."""
@@ -408,9 +410,16 @@ def _recognize(trajectory: Trajectory, path: Path, image: Any, segments: list[la
                 best = _best(read)
                 if best is not None:
                     tries.append((crop_path, best))
-            if not tries:
+            chosen = tries[sound_first([(smiles, confidence) for _, (smiles, confidence, _) in tries])] if tries else None
+            if (chosen is None or not _sanitizes(chosen[1][0])) and seg.box[3] - seg.box[1] + 1 <= 1.2 * bond:
+                formula = _printed_formula(seg.box, lines or [])
+                if formula:  # a small molecule printed as text (H2N–C≡N) osra cannot read
+                    found.append((formula, 0.0, seg.box, "formula"))
+                    segments[index] = layout.Segment("structure", seg.box, seg.band, seg.parts)
+                    continue
+            if chosen is None:
                 continue
-            crop_path, best = tries[sound_first([(smiles, confidence) for _, (smiles, confidence, _) in tries])]
+            crop_path, best = chosen
             printed = [w for line in lines or [] for w, b in line.words if layout.contains(seg.box, b, slack=2)]
             best = (osra.restore_prefixed_alkyls(best[0], printed), best[1], best[2])
             if "*" in best[0] and lines:
@@ -426,6 +435,20 @@ def _recognize(trajectory: Trajectory, path: Path, image: Any, segments: list[la
                                                                 limit_s=config.tool_timeout_s, options=options):
                 found.append((smiles, confidence, box, "full"))
     return segments, [osra.Reading(f"m{i + 1}", s, c, b, src) for i, (s, c, b, src) in enumerate(found)]
+
+
+def _sanitizes(smiles: str) -> bool:
+    from rdkit import Chem, RDLogger
+
+    RDLogger.DisableLog("rdApp.*")
+    return Chem.MolFromSmiles(smiles) is not None
+
+
+def _printed_formula(box: tuple[int, int, int, int], lines: list[tesseract.TextLine]) -> str | None:
+    """The SMILES of a linear formula printed in ``box`` (:func:`.osra.linear_formula` of
+    the OCR words whose centre lies inside it, joined), or None."""
+    words = [w for line in lines for w, b in line.words if layout.contains(box, b, slack=2)]
+    return osra.linear_formula("".join(words)) if words else None
 
 
 def _model_readings(trajectory: Trajectory, data: bytes, size: tuple[int, int], segments: list[layout.Segment],

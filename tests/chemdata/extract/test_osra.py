@@ -130,3 +130,39 @@ def test_chains_are_rebranched_only_when_the_printed_count_matches(chains: int, 
     out = restore_prefixed_alkyls(smiles, ["tBu"] * printed)
     tert = len(Chem.MolFromSmiles(out).GetSubstructMatches(Chem.MolFromSmarts("[CX4;H0]([CH3])([CH3])[CH3]")))
     assert tert == (chains if printed == chains else 0)
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ("H2N-C≡N", "NC#N"),            # cyanamide as printed
+    ("H.N-C=N", "NC#N"),            # as OCR reads it: the subscript 2 a ".", the "≡" a "="
+    ("H,N–C=N", "NC#N"),
+    ("HBr", "Br"), ("H2O", "O"), ("H2C=CH2", "C=C"), ("H3C-OH", "CO"),
+    ("HN-C=N", None),               # the first N is short of its valence: no guess
+    ("toluene", None), ("NBS.", None), ("C", None), ("rt", None), ("2 h", None),
+])
+def test_linear_formulas_printed_as_text(text: str, expected: str | None) -> None:
+    from rdkit import Chem
+
+    from labrecord.chemdata.extract.osra import linear_formula
+
+    found = linear_formula(text)
+    assert (Chem.CanonSmiles(found) if found else None) == (Chem.CanonSmiles(expected) if expected else None)
+
+
+@given(st.lists(st.sampled_from(["C", "N", "O"]), min_size=2, max_size=5), st.data())
+def test_a_written_out_chain_reads_back(elements: list[str], data: st.DataObject) -> None:
+    """Any single-bonded chain printed with every hydrogen reads back as itself."""
+    from rdkit import Chem
+
+    from labrecord.chemdata.extract.osra import linear_formula
+
+    valence = {"C": 4, "N": 3, "O": 2}
+    groups = []
+    for i, element in enumerate(elements):
+        bonds = (i > 0) + (i < len(elements) - 1)
+        if valence[element] - bonds < 0:
+            return
+        count = valence[element] - bonds
+        groups.append(element + ("H" + (str(count) if count > 1 else "") if count else ""))
+    expected = Chem.CanonSmiles("".join(elements))
+    assert Chem.CanonSmiles(linear_formula("-".join(groups)) or "") == expected

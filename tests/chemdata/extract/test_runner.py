@@ -329,3 +329,14 @@ def test_a_table_region_ignores_glyph_high_blobs_but_not_drawings() -> None:
     drawing = Segment("structure", (200, 150, 300, 250), 1)         # 101 px: a drawn product
     assert _table_region(row + [glyphs], (400, 500), bond=30) == (0, 113, 499, 399)
     assert _table_region(row + [drawing], (400, 500), bond=30) is None
+
+
+def test_a_printed_formula_is_read_from_the_words_inside_the_blob() -> None:
+    from labrecord.chemdata.extract.runner import _printed_formula
+    from labrecord.chemdata.extract.tesseract import TextLine
+
+    lines = [TextLine("H.N-C=N", (216, 103, 289, 118), 3.0, (("H.N-C=N", (216, 103, 289, 118)),), (3.0,)),
+             TextLine("base", (340, 90, 375, 102), 96.0, (("base", (340, 90, 375, 102)),), (96.0,))]
+    assert _printed_formula((212, 99, 294, 122), lines) == "N#CN"
+    assert _printed_formula((330, 85, 380, 105), lines) is None      # a condition word is no formula
+    assert _printed_formula((0, 0, 50, 50), lines) is None           # no word inside
