@@ -43,10 +43,13 @@ def _region(reading: Reading) -> str:
 
 
 def _read_molecule(reading: Reading) -> Any:
+    """A reading as a molecule: ``tool_read``, or ``model_written`` when the model endpoint
+    read it (recognition taken over), with its region either way."""
     from labrecord.models.rxn import Molecule, Provenance
 
+    origin = "model_written" if reading.source == "model" else "tool_read"
     return Molecule(smiles=canonical(reading.smiles), provenance=Provenance(
-        origin="tool_read", region=_region(reading), bbox=[float(v) for v in reading.box]))
+        origin=origin, region=_region(reading), bbox=[float(v) for v in reading.box]))
 
 
 def _derived_molecule(smiles: str, template: str, bindings: dict[str, str]) -> Any:

@@ -10,8 +10,9 @@ paths go through one assembly step.  Rules, in order:
    continues the previous row: its stage 0 is that row's last stage.  Step k is stage k-1 -> stage k (a multi-step scheme gives one reaction per
    arrow; the product of one step is a reactant of the next).
 2. **Templates.** A row in which any structure reads with an attachment point ``*`` is
-   a template row: stage 0 gives the reactant templates and stage 1 the product
-   template (if one of them was not read, no entry is expanded).  Its entries come from
+   a template row: stage 0 gives the reactant templates and the last stage the product
+   template — a row of several arrows through a drawn intermediate is expanded for its
+   net transformation (if one of the end structures was not read, no entry is expanded).  Its entries come from
    a. printed binding lines ``<id> R1 = Me`` (a table under the scheme): one entry each,
       the id printed at the start of the line or on its own to the left of it;
    b. concrete structures drawn in bands below the row (a product scope): one entry
@@ -37,15 +38,18 @@ from labrecord.chemdata.extract.layout import Segment, contains, overlaps
 from labrecord.chemdata.extract.osra import Reading
 from labrecord.chemdata.extract.tesseract import TextLine
 
-_PAIR = re.compile(r"(?<![A-Za-z])(R\s?[0-9lIi|]?'*|X|Y|Ar)\s*[=:]\s*([^\s,;]+)")
+_VARIABLE = r"R\s?[0-9lIi|]?'*|X|Y|Ar"
+_PAIR = re.compile(rf"(?<![A-Za-z])({_VARIABLE})\s*[=:]\s*([^\s,;]+)")
+#: variables sharing one printed value: ``R1, R2 = H``
+_SHARED = re.compile(rf"(?<![A-Za-z])((?:(?:{_VARIABLE})\s*,\s*)+)({_VARIABLE})\s*[=:]\s*([^\s,;]+)")
 _YIELD = re.compile(r"\b\d{1,3}(?:\.\d)?\s?%")
 _ENTRY_ID = re.compile(r"^\(?([0-9lI|][0-9]*[a-z]?)\)?$")
 _OCR_SWAPS = (("I", "l"), ("1", "l"), ("|", "l"), ("0", "O"), ("l", "1"), ("5", "S"), (";", "3"))
 
 
 def normalize_entry_id(token: str) -> str | None:
-    """``la`` -> ``1a``, ``(2b)`` -> ``2b``; None when ``token`` is not an identifier."""
-    match = _ENTRY_ID.match(token.strip())
+    """``la`` -> ``1a``, ``(2b)`` -> ``2b``, ``10b,`` -> ``10b``; None when ``token`` is not an identifier."""
+    match = _ENTRY_ID.match(token.strip().rstrip(",.:;"))
     if not match:
         return None
     text = match.group(1)
@@ -76,7 +80,8 @@ def repair_value(value: str) -> str:
 
 
 def binding_lines(lines: list[TextLine]) -> list[tuple[str | None, dict[str, str], TextLine]]:
-    """Printed lines with at least one ``VAR = value`` pair: (entry id or None, bindings, line)."""
+    """Printed lines with at least one ``VAR = value`` pair: (entry id or None, bindings, line).
+    Variables listed before one ``=`` share its value (``10b, R1, R2 = H``)."""
     found = []
     for line in lines:
         pairs = _PAIR.findall(line.text)
@@ -84,7 +89,11 @@ def binding_lines(lines: list[TextLine]) -> list[tuple[str | None, dict[str, str
             continue
         first = line.text.split()[0]
         entry = normalize_entry_id(first) if not _PAIR.match(line.text) else _id_left_of(line, lines)
-        found.append((entry, {normalize_variable(k): repair_value(v) for k, v in pairs}, line))
+        bindings = {normalize_variable(k): repair_value(v) for k, v in pairs}
+        for names, last, value in _SHARED.findall(line.text):
+            for name in re.findall(_VARIABLE, names) + [last]:
+                bindings.setdefault(normalize_variable(name), repair_value(value))
+        found.append((entry, bindings, line))
     return found
 
 
@@ -260,15 +269,21 @@ def _steps(band: int, stages: list[list[Reading]], failures: list[dict[str, str]
 
 def _scope(band: int, stages: list[list[Reading]], segments: list[Segment], assigned: dict[int, Reading],
            lines: list[TextLine], used: set[str], failures: list[dict[str, str]]) -> dict[str, Any]:
+    # a template row of several arrows (through a drawn intermediate) is expanded for its
+    # net transformation: the entries' yields are those of the last product
     scope: dict[str, Any] = {"id": f"t{band}", "reactant_templates": [r.id for r in stages[0] if r.smiles],
-                             "product_template": next((r.id for r in stages[1] if r.smiles), None) if len(stages) > 1 else None,
+                             "product_template": next((r.id for r in stages[-1] if r.smiles), None) if len(stages) > 1 else None,
                              "entries": []}
-    if len(stages) != 2:
-        failures.append({"kind": "template_steps", "message": f"template row {band} has {len(stages) - 1} arrows; only one-step templates are expanded"})
-    if any(not r.smiles for stage in stages for r in stage) or not scope["reactant_templates"] or scope["product_template"] is None:
+    if len(stages) > 2:
+        scope["intermediates"] = [r.id for stage in stages[1:-1] for r in stage if r.smiles]
+    ends = stages[0] + (stages[-1] if len(stages) > 1 else [])
+    if len(stages) < 2:
+        failures.append({"kind": "template_steps", "message": f"template row {band} has no arrow"})
+    if any(not r.smiles for r in ends) or not scope["reactant_templates"] or scope["product_template"] is None:
         failures.append({"kind": "incomplete_template", "message": f"template row {band}: a template was not read; its entries are not expanded"})
         return scope
-    below_readings = [(i, r) for i, r in assigned.items() if segments[i].band > band and not r.is_template and r.id not in used]
+    below_readings = [(i, r) for i, r in assigned.items() if segments[i].band > band and not r.is_template
+                      and r.id not in used and not _drawn_value(segments[i], lines)]
     bound = binding_lines(lines)
     figure_level = {k: v for entry, pairs, _ in bound if entry is None for k, v in pairs.items()}
     if below_readings:
@@ -296,6 +311,19 @@ def _scope(band: int, stages: list[list[Reading]], segments: list[Segment], assi
     if not scope["entries"]:
         failures.append({"kind": "no_entries", "message": f"template row {band} has no binding lines and no drawn products"})
     return scope
+
+
+def _drawn_value(seg: Segment, lines: list[TextLine]) -> bool:
+    """A structure drawn as a binding's value: just right of a printed line that ends in
+    ``=`` (``10a, R1, R2 =`` followed by a drawn aryl), on the same text row.  It is a
+    substituent, not an entry's product."""
+    x0, y0, x1, y1 = seg.box
+    for line in lines:
+        lx0, ly0, lx1, ly1 = line.box
+        if line.text.rstrip().endswith("=") and lx1 <= x0 + 5 and x0 - lx1 <= 3 * (ly1 - ly0 + 1) + 40 \
+                and y0 <= (ly0 + ly1) / 2 <= y1:
+            return True
+    return False
 
 
 def _label_under(seg: Segment, lines: list[TextLine], reach: int = 80) -> str | None:

@@ -3,10 +3,11 @@
 Steps (all thresholds scale with the figure's *bond length* ``b``, estimated from the
 printed text — :func:`bond_length`):
 
-1. **Ink** — grey below 170 (coloured atoms and lines count, light table shading does
-   not); 8-connected components are labelled.
+1. **Ink** — below 170 in the figure's darkest channel (:func:`grey`: coloured atoms
+   and lines count, light table shading does not); 8-connected components are labelled.
 2. **Rules** — a component at most ``max(4, b/6)`` px thick spanning ≥ 60 % of the
-   figure's width without a head is a table or footnote *rule*, never an arrow.
+   figure's width (or height: a frame or column line) without a head is a table or
+   footnote *rule*, never an arrow or a structure.
 3. **Arrows** — by shape: a straight shaft (one row, or column, carries the long run;
    the shaft is thin) and a *head* — near one end the component is at least twice as
    thick as the shaft and tapers.  One barb (half of an equilibrium pair) counts;
@@ -20,6 +21,9 @@ printed text — :func:`bond_length`):
    ``0.35 b`` of them (atom labels, wedge hashes); skeletons joined through a shared
    label, or closer than ``0.35 b`` (the outer lines of a triple bond), are one structure;
    a small "+" against a drawing's ink is a charge and joins it.  Tiny specks are dropped.
+   A "structure" inside a confidently read line (≥ 80), or whose every glyph lies inside
+   confidently read words (≥ 85, letters and digits), is printed text set in a larger font
+   than the drawings' labels (a table's cells), not a drawing.
 6. **Rows** — bands of the non-text items (structures, arrows, "+") separated by
    ``0.6 b`` of blank rows; within a band, items are read left to right.  A grid of drawn
    products under a template row is a stack of such bands.
@@ -47,6 +51,19 @@ class Segment:
     box: Box
     band: int
     parts: tuple[Box, ...] = ()  # a structure's own ink components (crops keep only these)
+
+
+def grey(image: Any) -> Any:
+    """The figure as one grey channel where colour counts as ink: each pixel's darkest
+    RGB channel (a red ``NH2`` or a blue bond is as dark as its most saturated channel;
+    white and light grey shading stay light).  Layout and structure crops use it."""
+    from PIL import ImageChops
+
+    if image.mode in ("L", "1"):
+        return image.convert("L")
+    rgb = image.convert("RGB")
+    red, green, blue = rgb.split()
+    return ImageChops.darker(ImageChops.darker(red, green), blue)
 
 
 def ink_mask(image: Any) -> Any:
@@ -171,9 +188,13 @@ def _arrow_with_touching_text(comp: _Comp, bond: float) -> tuple[str | None, Box
     return direction, box
 
 
-def _is_rule(comp: _Comp, page_width: int, bond: float) -> bool:
-    thin = min(comp.width, comp.height) <= max(4, bond / 6)
-    return thin and comp.width >= 0.6 * page_width and comp.height <= max(4, bond / 6)
+def _is_rule(comp: _Comp, page_width: int, bond: float, page_height: int | None = None) -> bool:
+    """A headless line at most ``max(4, b/6)`` px thick spanning ≥ 60 % of the figure's
+    width (a table or footnote rule), or of its height (a frame or column rule)."""
+    thin = max(4, bond / 6)
+    if comp.height <= thin and comp.width >= 0.6 * page_width:
+        return True
+    return page_height is not None and comp.width <= thin and comp.height >= 0.6 * page_height
 
 
 def _is_plus(comp: _Comp, bond: float) -> bool:
@@ -182,6 +203,21 @@ def _is_plus(comp: _Comp, bond: float) -> bool:
     if h > limit or w > limit or h < 5 or w < 5 or abs(h - w) > max(3, 0.3 * max(h, w)):
         return False
     return comp.mask[h // 2].mean() > 0.7 and comp.mask[:, w // 2].mean() > 0.7 and comp.mask.mean() < 0.6
+
+
+def _wordlike(text: str) -> bool:
+    """Printed letters and digits (``NMR``, ``yield``, ``81``), not OCR's reading of a drawing
+    (``O}-``): at least two letters or digits making up three quarters of it."""
+    alnum = sum(c.isalnum() for c in text)
+    return alnum >= 2 and alnum >= 0.75 * len(text)
+
+
+def _in_label_word(box: Box, line: TextLine) -> bool:
+    """``box`` lies in a short word of ``line`` (``Bpin``, ``NHBoc``, the ``Ph`` OCR put on
+    one line with the ``24 h`` printed beside it): possibly an atom label, so its glyphs
+    may still join a drawing they touch."""
+    words = line.words or ((line.text, line.box),)
+    return any(_inside(box, word_box, slack=2) and len(word) <= 6 for word, word_box in words)
 
 
 def _inside(inner: Box, outer: Box, slack: int = 2) -> bool:
@@ -203,7 +239,7 @@ def _union(a: Box, b: Box) -> Box:
 def _peeled(line: TextLine, page_width: int, bond: float) -> bool:
     """A title, caption or footnote line: several words of running text, or a line as
     wide as most of the figure."""
-    if line.box[3] - line.box[1] + 1 > bond:  # taller than a bond: OCR ran over a drawing
+    if line.box[3] - line.box[1] + 1 > 1.5 * bond:  # much taller than a bond: OCR ran over a drawing
         return False
     words = line.text.split()
     alphabetic = sum(1 for w in words if sum(c.isalpha() for c in w) >= 3)
@@ -225,7 +261,10 @@ def segment(image: Any, text_lines: list[TextLine], bond: float | None = None) -
     small: list[_Comp] = []
     pluses: list[_Comp] = []
     for comp in comps:
-        if _is_rule(comp, page_width, bond) and arrow_shape(comp.mask, bond) is None:
+        if any(_inside(comp.box, box) for box in peeled_boxes):
+            items.append(("peeled", comp.box))  # a glyph of a title or caption (a bold "l" is no arrow)
+            continue
+        if _is_rule(comp, page_width, bond, page_height) and arrow_shape(comp.mask, bond) is None:
             items.append(("rule", comp.box))
             continue
         direction, box = arrow_shape(comp.mask, bond), comp.box
@@ -238,7 +277,7 @@ def segment(image: Any, text_lines: list[TextLine], bond: float | None = None) -
             items.append(("peeled", comp.box))
             continue
         if any(_inside(comp.box, ln.box) and ln.box[3] - ln.box[1] + 1 <= bond and len(ln.text) > 3
-               for ln in text_lines if ln.confidence >= 40):
+               and not _in_label_word(comp.box, ln) for ln in text_lines if ln.confidence >= 40):
             items.append(("text", comp.box))  # a glyph-sized blob of a printed line
             continue
         if _is_plus(comp, bond):
@@ -316,11 +355,18 @@ def segment(image: Any, text_lines: list[TextLine], bond: float | None = None) -
         root = find(i)
         box = _union(groups[root][0], boxes[i]) if root in groups else _union(boxes[root], boxes[i])
         groups[root] = (box, members.get(root, []))
+    confident = [ln.box for ln in text_lines if ln.confidence >= 80]
+    confident += [box for ln in text_lines for (word, box), conf in zip(ln.words, ln.word_confidences)
+                  if conf >= 85 and _wordlike(word)]
     for box, parts in _merge_overlapping(list(groups.values())):
-        items.append(("structure", box, tuple(parts)))
+        if any(_inside(box, line, slack=3) for line in confident) or (
+                parts and all(any(_inside(part, word, slack=3) for word in confident) for part in parts)):
+            items.append(("text", box))  # glyphs larger than the drawings' characters (a table set in a bigger font)
+        else:
+            items.append(("structure", box, tuple(parts)))
     for comp in leftovers:
         items.append(("text", comp.box))
-    return _rows(_merge_text(items, text_lines), bond)
+    return rows(_merge_text(items, text_lines), bond)
 
 
 def _merge_overlapping(groups: list[tuple[Box, list[Box]]]) -> list[tuple[Box, list[Box]]]:
@@ -387,9 +433,10 @@ def _merge_text(items: list[tuple[Any, ...]], lines: list[TextLine]) -> list[tup
     return others + [("text", box) for box in merged]
 
 
-def _rows(items: list[tuple[Any, ...]], bond: float) -> list[Segment]:
-    """Bands of the non-text items (structures, arrows, plus signs); text keeps the band it
-    falls in (or -1), rules are -1."""
+def rows(items: list[tuple[Any, ...]], bond: float) -> list[Segment]:
+    """Segments from ``(kind, box[, parts])`` items: bands of the non-text items
+    (structures, arrows, plus signs) separated by ``0.6 b`` of blank rows; text keeps the
+    band it falls in (or -1), rules are -1.  Also forms rows from a model's layout."""
     import numpy as np
 
     drawn = [item for item in items if item[0] in ("structure", "arrow", "plus")]

@@ -7,13 +7,18 @@ Per figure (:func:`extract_figure`, a pure function of the image and the config)
    and a substrate table under the last arrow row (one block);
 2. **layout** — ink components classified by shape into arrows, rules, "+" signs, text
    and structures, and grouped into rows (:mod:`.layout`);
-3. **recognition** — ``osra`` once per structure (its own ink only, rescaled to a target
-   bond length; short blobs beside an arrow are tried too, small molecules look like
-   words), one reading per region; the whole figure only when no structure was found;
-   template attachment points are named after the labels printed at them;
+3. **recognition** — ``osra`` with the project's abbreviation tables on each structure
+   (its box with neighbours blanked, rescaled to a target bond length and, for a real
+   rescale, also as drawn and halfway; the soundest, most confident reading kept; short
+   blobs beside an arrow are tried too, small molecules look like words), one reading
+   per region; the whole figure only when no structure was found; template attachment
+   points are named after the labels printed at them;
 4. **association** — the rule-based plan (:mod:`.associate`), or, with a model endpoint,
    the plan the model returns from the figure plus the tool readings;
 5. **assembly** — readings and the R-group engine turn the plan into records.
+
+With a model endpoint, ``ExtractConfig.model_stages`` names the stages the model takes
+over (layout, recognition, association; :mod:`.endpoint`); the others run as above.
 
 Tool errors and timeouts end the figure with status ``failed``/``timeout`` and a reason;
 a figure that gives no reaction is ``failed`` with reason ``empty`` and the first stage
@@ -66,8 +71,16 @@ class ExtractConfig:
     model_endpoint: str | None = None
     model: str | None = None
     api_key_env: str | None = None
+    #: the stages the model endpoint takes over (any of ``endpoint.MODEL_STAGES``); the
+    #: others run the tools and rules
+    model_stages: tuple[str, ...] = ("association",)
     #: crops are rescaled so a bond is about this many pixels before osra (None: as drawn)
     target_bond: float | None = 45.0
+    #: give osra the project's abbreviation and spelling tables (:func:`.osra.write_dictionaries`)
+    osra_dictionaries: bool = True
+    #: read a rescaled crop also as drawn and halfway between (:func:`crop_scales`) and
+    #: keep the best reading (:func:`sound_first`); False reads each crop once
+    multiscale: bool = True
 
 
 @dataclass
@@ -170,23 +183,37 @@ def _stages(trajectory: Trajectory, path: Path, data: bytes, config: ExtractConf
     from PIL import Image
 
     state["stage"] = "recognition"
-    image = Image.open(BytesIO(data)).convert("L")
+    image = layout.grey(Image.open(BytesIO(data)))
     lines = _timed(timing, state, "text", lambda: tesseract.read_text(
         trajectory, str(path), command=list(config.tesseract_command), limit_s=config.tool_timeout_s))
     measured = layout.bond_length(lines, default=None)  # None: too little text to tell
     bond = measured or layout.DEFAULT_BOND
-    segments = _timed(timing, state, "layout", lambda: layout.segment(image, lines, bond))
-    segments, lines = _timed(timing, state, "text", lambda: _read_crops(trajectory, image, segments, lines, config))
+    stages = config.model_stages if config.model_endpoint else ()
+    text_json = [{"text": ln.text, "box": list(ln.box)} for ln in lines]
+    if "layout" in stages:
+        segments = _timed(timing, state, "layout", lambda: layout.rows(
+            [(kind, box, (box,) if kind == "structure" else ()) for kind, box in endpoint.request_layout(
+                trajectory, config.model_endpoint or "", config.model or "", data, image.size, text_json,
+                limit_s=config.tool_timeout_s, api_key_env=config.api_key_env)], bond))
+        state["layout_source"] = "model"
+    else:
+        segments = _timed(timing, state, "layout", lambda: layout.segment(image, lines, bond))
+    segments, lines = _timed(timing, state, "text", lambda: _read_crops(trajectory, image, segments, lines, config, bond))
     trajectory.add("layout", bond=bond, segments=[{"kind": s.kind, "box": list(s.box), "band": s.band} for s in segments])
-    segments, readings = _timed(timing, state, "recognition",
-                                lambda: _recognize(trajectory, path, image, segments, config, measured or 0.0, lines))
+    if "recognition" in stages:
+        readings = _timed(timing, state, "recognition", lambda: _model_readings(trajectory, data, image.size, segments,
+                                                                                lines, config))
+        state["recognition_source"] = "model"
+    else:
+        segments, readings = _timed(timing, state, "recognition",
+                                    lambda: _recognize(trajectory, path, image, segments, config, measured or 0.0, lines))
     state["readings"] = [r.to_json() for r in readings]
     plan, problems = _timed(timing, state, "association", lambda: associate.plan_from_rules(segments, readings, lines))
     for problem in problems:
         stage = "recognition" if problem["kind"] == "unread_structure" else "association"
         state["failures"].append({"stage": stage, **problem})
         trajectory.failure(stage, problem["kind"], problem["message"])
-    if config.model_endpoint:
+    if "association" in stages:
         plan = _timed(timing, state, "model", lambda: endpoint.request_plan(
             trajectory, config.model_endpoint or "", config.model or "", data, state["readings"],
             [{"text": ln.text, "box": list(ln.box)} for ln in lines], plan, limit_s=config.tool_timeout_s,
@@ -202,21 +229,25 @@ def _stages(trajectory: Trajectory, path: Path, data: bytes, config: ExtractConf
 
 
 def _crop_file(image: Any, box: tuple[int, int, int, int], folder: str, name: str,
-               parts: tuple[tuple[int, int, int, int], ...] = (), scale: float = 1.0) -> tuple[str, tuple[int, int]]:
+               parts: tuple[tuple[int, int, int, int], ...] = (), scale: float = 1.0,
+               foreign: tuple[tuple[int, int, int, int], ...] = ()) -> tuple[str, tuple[int, int]]:
     """Save ``box`` of ``image`` with a white margin; return (path, offset into the figure).
 
-    With ``parts`` only those component boxes are copied (a neighbour's text or bonds
-    reaching into the box are left out); ``scale`` resizes the crop (boxes a tool reports
-    in the crop are then divided by it — see :func:`_scaled_offset`)."""
-    from PIL import Image, ImageOps
+    ``foreign`` boxes (neighbouring items reaching into the box) are blanked, then the
+    ``parts`` (the item's own ink components) are pasted back over them, so a neighbour's
+    text or bonds are left out while faint ink of the item's own (thin coloured bonds
+    below the ink threshold) stays.  ``scale`` resizes the crop (boxes a tool reports in
+    the crop are in the scaled crop's pixels)."""
+    from PIL import Image, ImageDraw, ImageOps
 
     x0, y0, x1, y1 = box
-    if parts:
-        crop = Image.new("L", (x1 - x0 + 1, y1 - y0 + 1), 255)
+    crop = image.crop((x0, y0, x1 + 1, y1 + 1))
+    if foreign:
+        pen = ImageDraw.Draw(crop)
+        for a0, b0, a1, b1 in foreign:
+            pen.rectangle((a0 - x0, b0 - y0, a1 - x0, b1 - y0), fill=255)
         for a0, b0, a1, b1 in parts:
             crop.paste(image.crop((a0, b0, a1 + 1, b1 + 1)), (a0 - x0, b0 - y0))
-    else:
-        crop = image.crop((x0, y0, x1 + 1, y1 + 1))
     if abs(scale - 1.0) > 0.05:
         crop = crop.resize((max(1, round(crop.width * scale)), max(1, round(crop.height * scale))), Image.LANCZOS)
     crop = ImageOps.expand(crop, CROP_MARGIN, fill=255)
@@ -225,8 +256,16 @@ def _crop_file(image: Any, box: tuple[int, int, int, int], folder: str, name: st
     return path, (x0 - CROP_MARGIN, y0 - CROP_MARGIN)
 
 
+def foreign_boxes(segments: list[layout.Segment], index: int) -> tuple[tuple[int, int, int, int], ...]:
+    """Boxes of the other items that reach into segment ``index``'s box from outside (their
+    centre lies outside it): what a crop of that segment must leave out."""
+    own = segments[index].box
+    return tuple(seg.box for i, seg in enumerate(segments)
+                 if i != index and layout.overlaps(seg.box, own) and not layout.contains(own, seg.box, slack=0))
+
+
 def _read_crops(trajectory: Trajectory, image: Any, segments: list[layout.Segment], lines: list[tesseract.TextLine],
-                config: ExtractConfig) -> tuple[list[layout.Segment], list[tesseract.TextLine]]:
+                config: ExtractConfig, bond: float = layout.DEFAULT_BOND) -> tuple[list[layout.Segment], list[tesseract.TextLine]]:
     """Second text pass on crops the whole-figure pass tends to miss: conditions printed
     over or under each arrow (block mode) and small blobs no text line covers, such as
     entry labels under drawn products (line mode).  A blob read as text becomes text."""
@@ -253,7 +292,7 @@ def _read_crops(trajectory: Trajectory, image: Any, segments: list[layout.Segmen
                 if found:
                     lines += found
                     segments[index] = layout.Segment("text", seg.box, seg.band)
-        table = _table_region(segments, ink.shape)
+        table = _table_region(segments, ink.shape, bond)
         if table is not None:
             path, offset = _crop_file(image, table, scratch, "table.png")
             lines += tesseract.read_text(trajectory, path, command=list(config.tesseract_command),
@@ -262,16 +301,19 @@ def _read_crops(trajectory: Trajectory, image: Any, segments: list[layout.Segmen
     return segments, sorted(lines, key=lambda line: (line.box[1], line.box[0]))
 
 
-def _table_region(segments: list[layout.Segment], shape: tuple[int, int]) -> tuple[int, int, int, int] | None:
+def _table_region(segments: list[layout.Segment], shape: tuple[int, int],
+                  bond: float = layout.DEFAULT_BOND) -> tuple[int, int, int, int] | None:
     """The full-width area under the last arrow row, when it holds no drawn structure: a
     substrate table, read again as one block (sparse-text reading drops lone cells such as
-    entry numbers and ``H``)."""
+    entry numbers and ``H``).  A "structure" no taller than 1.5 bonds there is a printed
+    glyph group the page pass did not read (a superscript ``¹H``), not a drawing."""
     arrows = [s for s in segments if s.kind == "arrow"]
     if not arrows:
         return None
     band = max(s.band for s in arrows)
     top = max(s.box[3] for s in segments if s.band == band and s.kind in ("structure", "arrow")) + 3
-    if top >= shape[0] - 20 or any(s.kind == "structure" and s.box[1] > top for s in segments):
+    if top >= shape[0] - 20 or any(s.kind == "structure" and s.box[1] > top and s.box[3] - s.box[1] + 1 > 1.5 * bond
+                                   for s in segments):
         return None
     return (0, top, shape[1] - 1, shape[0] - 1)
 
@@ -311,46 +353,120 @@ def _best(read: list[tuple[str, float, tuple[int, int, int, int]]]) -> tuple[str
     return max(read, key=lambda item: (atoms(item[0]), item[1]))
 
 
+def sound_first(readings: list[tuple[str, float]]) -> int:
+    """Index of the reading to keep among one region's readings at several scales: one
+    RDKit can sanitize (no valence errors) before one it cannot, then the higher osra
+    confidence; the first (the target scale) on ties."""
+    from rdkit import Chem, RDLogger
+
+    RDLogger.DisableLog("rdApp.*")
+
+    def key(item: tuple[int, tuple[str, float]]) -> tuple[bool, float, int]:
+        index, (smiles, confidence) = item
+        return Chem.MolFromSmiles(smiles) is not None, confidence, -index
+
+    return max(enumerate(readings), key=key)[0]
+
+
+def crop_scales(bond: float, config: ExtractConfig) -> list[float]:
+    """The scales a crop is read at: the target scale (:func:`crop_scale`) first; with
+    ``config.multiscale`` and a target other than 1, also as drawn (1) and halfway between
+    (their geometric mean) — osra's reading of one drawing changes with its size, and
+    which size reads best differs per drawing."""
+    scale = crop_scale(bond, config.target_bond)
+    if not config.multiscale or scale == 1.0:
+        return [scale]
+    return [scale, 1.0, round(scale ** 0.5, 3)]
+
+
 def _recognize(trajectory: Trajectory, path: Path, image: Any, segments: list[layout.Segment],
                config: ExtractConfig, bond: float = layout.DEFAULT_BOND,
                lines: list[tesseract.TextLine] | None = None) -> tuple[list[layout.Segment], list[osra.Reading]]:
     """One osra call per candidate blob, each crop rescaled so its bonds are about
     ``config.target_bond`` px, keeping one reading per region (with osra's confidence).
     A reading with attachment points gets its labels from the printed text
-    (:func:`_label_template`).
+    (:func:`_label_template`); straight chains read for printed ``ᵗBu``/``ⁱPr`` are
+    rebranched (:func:`.osra.restore_prefixed_alkyls`).  A word-high blob that osra
+    cannot read soundly but OCR reads as a linear formula (``H₂N–C≡N``) is read from the
+    text (source ``formula``).  With ``config.rescale_tries``
+    each crop is read at several scales and :func:`sound_first` keeps one reading.
     The whole figure is read only when the layout found no candidate at all.  A "text"
     blob that osra reads as a structure becomes a structure segment."""
     command = list(config.osra_command)
     found: list[tuple[str, float, tuple[int, int, int, int], str]] = []
     segments = list(segments)
-    scale = crop_scale(bond, config.target_bond)
+    scales = crop_scales(bond, config)
     candidates = _candidates(segments)
     with tempfile.TemporaryDirectory(prefix="labrecord-osra-") as scratch:
+        options = osra.write_dictionaries(scratch, command) if config.osra_dictionaries else []
         for index in candidates:
             seg = segments[index]
-            crop_path, offset = _crop_file(image, seg.box, scratch, f"crop{index}.png", seg.parts, scale)
-            read = osra.read_structures(trajectory, crop_path, command=command, limit_s=config.tool_timeout_s,
-                                        offset=(0, 0), region=",".join(map(str, seg.box)))
-            best = _best(read)
-            if best is None:
+            tries: list[tuple[str, tuple[str, float, tuple[int, int, int, int]]]] = []
+            for number, scale in enumerate(scales):
+                crop_path, offset = _crop_file(image, seg.box, scratch, f"crop{index}-{number}.png", seg.parts, scale,
+                                               foreign_boxes(segments, index))
+                read = osra.read_structures(trajectory, crop_path, command=command, limit_s=config.tool_timeout_s,
+                                            offset=(0, 0), region=",".join(map(str, seg.box)), options=options)
+                best = _best(read)
+                if best is not None:
+                    tries.append((crop_path, best))
+            chosen = tries[sound_first([(smiles, confidence) for _, (smiles, confidence, _) in tries])] if tries else None
+            if (chosen is None or not _sanitizes(chosen[1][0])) and seg.box[3] - seg.box[1] + 1 <= 1.2 * bond:
+                formula = _printed_formula(seg.box, lines or [])
+                if formula:  # a small molecule printed as text (H2N–C≡N) osra cannot read
+                    found.append((formula, 0.0, seg.box, "formula"))
+                    segments[index] = layout.Segment("structure", seg.box, seg.band, seg.parts)
+                    continue
+            if chosen is None:
                 continue
+            crop_path, best = chosen
+            printed = [w for line in lines or [] for w, b in line.words if layout.contains(seg.box, b, slack=2)]
+            best = (osra.restore_prefixed_alkyls(best[0], printed), best[1], best[2])
             if "*" in best[0] and lines:
-                labelled = _label_template(trajectory, crop_path, seg.box, lines, config)
+                labelled = _label_template(trajectory, crop_path, seg.box, lines, config, options)
                 if labelled:
                     best = (labelled, best[1], best[2])
             # one reading per region: its box is the region's own
             found.append((best[0], best[1], seg.box, "crop"))
             if seg.kind == "text":
                 segments[index] = layout.Segment("structure", seg.box, seg.band, seg.parts)
-    if not candidates:
-        for smiles, confidence, box in osra.read_structures(trajectory, str(path), command=command,
-                                                            limit_s=config.tool_timeout_s):
-            found.append((smiles, confidence, box, "full"))
+        if not candidates:
+            for smiles, confidence, box in osra.read_structures(trajectory, str(path), command=command,
+                                                                limit_s=config.tool_timeout_s, options=options):
+                found.append((smiles, confidence, box, "full"))
     return segments, [osra.Reading(f"m{i + 1}", s, c, b, src) for i, (s, c, b, src) in enumerate(found)]
 
 
+def _sanitizes(smiles: str) -> bool:
+    from rdkit import Chem, RDLogger
+
+    RDLogger.DisableLog("rdApp.*")
+    return Chem.MolFromSmiles(smiles) is not None
+
+
+def _printed_formula(box: tuple[int, int, int, int], lines: list[tesseract.TextLine]) -> str | None:
+    """The SMILES of a linear formula printed in ``box`` (:func:`.osra.linear_formula` of
+    the OCR words whose centre lies inside it, joined), or None."""
+    words = [w for line in lines for w, b in line.words if layout.contains(box, b, slack=2)]
+    return osra.linear_formula("".join(words)) if words else None
+
+
+def _model_readings(trajectory: Trajectory, data: bytes, size: tuple[int, int], segments: list[layout.Segment],
+                    lines: list[tesseract.TextLine], config: ExtractConfig) -> list[osra.Reading]:
+    """Recognition by the model endpoint: one request with every structure region; each
+    answer becomes a reading of that region (source ``model``)."""
+    regions = {f"s{i}": seg.box for i, seg in enumerate(segments) if seg.kind == "structure"}
+    if not regions:
+        return []
+    answers = endpoint.request_readings(trajectory, config.model_endpoint or "", config.model or "", data, regions,
+                                        [{"text": ln.text, "box": list(ln.box)} for ln in lines],
+                                        limit_s=config.tool_timeout_s, api_key_env=config.api_key_env)
+    return [osra.Reading(f"m{i + 1}", smiles, confidence, regions[region], "model")
+            for i, (region, smiles, confidence) in enumerate(answers)]
+
+
 def _label_template(trajectory: Trajectory, crop_path: str, box: tuple[int, int, int, int],
-                    lines: list[tesseract.TextLine], config: ExtractConfig) -> str | None:
+                    lines: list[tesseract.TextLine], config: ExtractConfig, options: list[str] | None = None) -> str | None:
     """Name a template's attachment points after the labels printed at them.
 
     osra writes every R label as a bare ``*``; its molfile output keeps 2-D atom
@@ -368,7 +484,7 @@ def _label_template(trajectory: Trajectory, crop_path: str, box: tuple[int, int,
              if LABEL_WORD.match(w) and x0 - 10 <= (b[0] + b[2]) / 2 <= x1 + 10 and y0 - 10 <= (b[1] + b[3]) / 2 <= y1 + 10]
     if not words:
         return None
-    argv = [*config.osra_command, "-f", "sdf", crop_path]
+    argv = [*config.osra_command, *(options or []), "-f", "sdf", crop_path]
     block = trajectory.run_tool("osra", argv, limit_s=config.tool_timeout_s, note={"region": ",".join(map(str, box))})
     mols = [m for m in (Chem.MolFromMolBlock(part + "M  END\n", sanitize=False)
                         for part in block.split("M  END") if "V2000" in part) if m is not None]
@@ -422,7 +538,8 @@ def _document(figure_id: str, path: Path, config: ExtractConfig, status: str, er
     from labrecord.models.rxn import FigureDocument, Timing
 
     extra: dict[str, Any] = {"readings": state["readings"], "failures": state["failures"],
-                             "plan_source": state["plan_source"], "trajectory": f"{TRAJECTORY_DIR}/{figure_id}{TRAJECTORY_SUFFIX}"}
+                             "plan_source": state["plan_source"], "layout_source": state.get("layout_source", "rules"),
+                             "recognition_source": state.get("recognition_source", "osra"), "trajectory": f"{TRAJECTORY_DIR}/{figure_id}{TRAJECTORY_SUFFIX}"}
     if stage and status != "ok":
         extra["failed_stage"] = stage
         extra["failed_reason"] = state.get("reason") or status
@@ -449,6 +566,10 @@ def run_extraction(figures_dir: str | os.PathLike[str], out_dir: str | os.PathLi
         raise LabrecordError(f"--budget-s must be positive, got {config.budget_s}")
     if bool(config.model_endpoint) != bool(config.model):
         raise LabrecordError("--model-endpoint and --model go together (one was given without the other)")
+    unknown = [stage for stage in config.model_stages if stage not in endpoint.MODEL_STAGES]
+    if unknown or not config.model_stages:
+        raise LabrecordError(f"--model-stages: unknown or empty {','.join(unknown) or '(none)'} "
+                             f"(known: {','.join(endpoint.MODEL_STAGES)})")
     paths = list_figures(figures_dir)
     out = Path(out_dir)
     (out / TRAJECTORY_DIR).mkdir(parents=True, exist_ok=True)

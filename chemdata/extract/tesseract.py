@@ -19,6 +19,8 @@ class TextLine:
     confidence: float
     #: the line's words with their own boxes (a table's columns are read from them)
     words: tuple[tuple[str, tuple[int, int, int, int]], ...] = ()
+    #: each word's own confidence, in the order of ``words``
+    word_confidences: tuple[float, ...] = ()
 
 
 def parse_tsv(text: str, min_confidence: float = 0.0) -> list[TextLine]:
@@ -43,7 +45,7 @@ def parse_tsv(text: str, min_confidence: float = 0.0) -> list[TextLine]:
         words.sort()
         box = (min(w[0] for w in words), min(w[1] for w in words), max(w[2] for w in words), max(w[3] for w in words))
         lines.append(TextLine(" ".join(w[4] for w in words), box, min(w[5] for w in words),
-                              tuple((w[4], (w[0], w[1], w[2], w[3])) for w in words)))
+                              tuple((w[4], (w[0], w[1], w[2], w[3])) for w in words), tuple(w[5] for w in words)))
     return sorted(lines, key=lambda item: (item.box[1], item.box[0]))
 
 
@@ -55,5 +57,5 @@ def read_text(trajectory: Trajectory, image_path: str, *, command: list[str], li
     lines = parse_tsv(trajectory.run_tool("tesseract", argv, limit_s=limit_s, note={"region": region}))
     dx, dy = offset
     return [TextLine(ln.text, (ln.box[0] + dx, ln.box[1] + dy, ln.box[2] + dx, ln.box[3] + dy), ln.confidence,
-                     tuple((w, (b[0] + dx, b[1] + dy, b[2] + dx, b[3] + dy)) for w, b in ln.words))
+                     tuple((w, (b[0] + dx, b[1] + dy, b[2] + dx, b[3] + dy)) for w, b in ln.words), ln.word_confidences)
             for ln in lines]

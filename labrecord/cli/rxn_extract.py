@@ -19,12 +19,16 @@ from labrecord.cli.common import CONTEXT_SETTINGS, echo_json, echo_table, output
 @click.option("--model-endpoint", default=None, help="OpenAI-compatible base URL, e.g. http://127.0.0.1:8000/v1.")
 @click.option("--model", default=None, help="Model name sent to --model-endpoint.")
 @click.option("--api-key-env", default=None, help="Environment variable holding the endpoint's API key.")
+@click.option("--model-stages", default=None, metavar="STAGES",
+              help="Stages the model takes over, comma-separated: layout, recognition, association "
+                   "(default: association).")
 @click.option("--osra", "osra_command", default="osra", show_default=True, help="osra executable.")
 @click.option("--tesseract", "tesseract_command", default="tesseract", show_default=True, help="tesseract executable.")
 @output_options(csv=False, json_help="Print the run summary as JSON.")
 def extract(figures_dir: str, out_dir: str, system: str, budget_s: float, tool_timeout_s: float, workers: int,
             executor: str, ray_address: str | None, model_endpoint: str | None, model: str | None,
-            api_key_env: str | None, osra_command: str, tesseract_command: str, as_json: bool) -> None:
+            api_key_env: str | None, model_stages: str | None, osra_command: str, tesseract_command: str,
+            as_json: bool) -> None:
     """Extract reaction records from a folder of figures (osra + tesseract + rules).
 
     Writes OUT/<figure_id>.json per figure (status ok | failed | timeout, never skipped)
@@ -36,13 +40,23 @@ def extract(figures_dir: str, out_dir: str, system: str, budget_s: float, tool_t
       labrecord rxn extract figures/ --out records/ --workers 2
       labrecord rxn extract figures/ --out records/ --executor ray
       labrecord rxn extract figures/ --out records/ --model-endpoint http://127.0.0.1:8000/v1 --model qwen-vl
+      labrecord rxn extract figures/ --out records/ --model-endpoint http://127.0.0.1:8000/v1 --model qwen-vl \\
+          --model-stages layout,recognition
       labrecord rxn score --gold figures/ --pred records/
     """
+    from labrecord.chemdata.extract.endpoint import parse_stages
     from labrecord.chemdata.extract.runner import ExtractConfig, list_figures, run_extraction
+    from labrecord.errors import LabrecordError
 
+    if model_stages is not None and not model_endpoint:
+        raise LabrecordError("--model-stages needs --model-endpoint and --model")
+    try:
+        stages = parse_stages(model_stages) if model_stages is not None else ("association",)
+    except ValueError as exc:
+        raise LabrecordError(f"--model-stages: {exc}") from None
     config = ExtractConfig(system=system, budget_s=budget_s, tool_timeout_s=tool_timeout_s,
                            osra_command=(osra_command,), tesseract_command=(tesseract_command,),
-                           model_endpoint=model_endpoint, model=model, api_key_env=api_key_env)
+                           model_endpoint=model_endpoint, model=model, api_key_env=api_key_env, model_stages=stages)
     total = len(list_figures(figures_dir))
     with progress(total, "extracting") as advance:
         summary = run_extraction(figures_dir, out_dir, config, workers=workers, executor=executor,

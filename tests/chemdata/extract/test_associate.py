@@ -178,3 +178,40 @@ def test_table_rows_round_trip(rows: list[tuple[str, str]]) -> None:
             seen.add((first, second))
             expected.append((str(number), {"R1": first, "R2": second}))
     assert [(e, b) for e, b, _ in table_entries(lines)] == expected
+
+
+def test_variables_listed_before_one_value_share_it() -> None:
+    lines = [TextLine("10b, R1, R2 = H", (0, 0, 1, 1), 90), TextLine("3 R1, R2, X = Me, Y = I", (0, 5, 1, 6), 90)]
+    assert [(entry, pairs) for entry, pairs, _ in binding_lines(lines)] == [
+        ("10b", {"R1": "H", "R2": "H"}), ("3", {"R1": "Me", "R2": "Me", "X": "Me", "Y": "I"})]
+
+
+@given(st.lists(st.sampled_from(["R1", "R2", "R3", "X", "Y", "Ar"]), min_size=1, max_size=4, unique=True),
+       st.sampled_from(["Me", "OMe", "Cl", "H", "Ph"]))
+def test_any_shared_binding_list_binds_every_variable(names: list[str], value: str) -> None:
+    line = TextLine("7a " + ", ".join(names) + f" = {value}", (0, 0, 1, 1), 90)
+    ((entry, pairs, _),) = binding_lines([line])
+    assert entry == "7a" and pairs == {name: value for name in names}
+
+
+def test_a_structure_drawn_as_a_bindings_value_is_not_a_product() -> None:
+    # a table row "10a, R1, R2 = <drawn aryl>" under the template: the drawing is a value
+    segments = [seg("structure", 0), seg("arrow", 150, h=10), seg("structure", 300),
+                seg("structure", 200, band=1, y=200, w=80, h=80)]
+    readings = [read("m1", "*c1ccc(I)cc1", 0), read("m2", "*c1ccccc1", 300), read("m3", "Cc1ccccc1", 200, y=200)]
+    lines = [TextLine("10a, R1 =", (20, 230, 180, 250), 90), TextLine("10b, R1 = Me", (20, 320, 180, 340), 90)]
+    plan, _ = plan_from_rules(segments, readings, lines)
+    assert plan["scopes"][0]["entries"] == [{"id": "10b", "bindings": {"R1": "Me"}}]
+
+
+def test_a_two_arrow_template_row_expands_its_net_transformation() -> None:
+    segments = [seg("structure", 0), seg("arrow", 150, h=10), seg("structure", 300), seg("arrow", 450, h=10),
+                seg("structure", 600)]
+    readings = [read("m1", "*OC(=O)c1ccccc1C#Cc1ccccc1", 0), read("m2", "O=c1oc(-c2ccccc2)c([B])c2ccccc12", 300),
+                read("m3", "O=c1oc(-c2ccccc2)c(B2OC(C)(C)C(C)(C)O2)c2ccccc12", 600)]
+    lines = [TextLine("1 R = Me", (0, 200, 100, 220), 90)]
+    plan, failures = plan_from_rules(segments, readings, lines)
+    assert failures == []
+    (scope,) = plan["scopes"]
+    assert (scope["reactant_templates"], scope["product_template"], scope["intermediates"]) == (["m1"], "m3", ["m2"])
+    assert scope["entries"] == [{"id": "1", "bindings": {"R": "Me"}}]

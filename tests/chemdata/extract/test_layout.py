@@ -42,6 +42,17 @@ def test_a_headless_line_is_not_an_arrow_and_a_full_width_one_is_a_rule() -> Non
     assert "arrow" not in kinds and kinds.count("rule") == 1
 
 
+def test_a_full_height_frame_line_is_a_rule_not_a_structure() -> None:
+    image, pen = canvas()
+    pen.rectangle((20, 20, 120, 120), outline=0, width=2)
+    arrow(pen, 200, 340, 70)
+    pen.rectangle((420, 20, 520, 120), outline=0, width=2)
+    pen.line((698, 0, 698, 299), fill=0, width=1)                   # the figure's right frame edge
+    segments = segment(image, [])
+    assert [s.kind for s in segments if s.band == 0] == ["structure", "arrow", "structure"]
+    assert [s.box[0] for s in segments if s.kind == "rule"] == [698]
+
+
 def test_arrow_shapes() -> None:
     import numpy as np
 
@@ -116,3 +127,46 @@ def test_any_drawn_arrow_is_found_and_a_bar_never_is(length: int, shaft: int, he
     assert arrow_shape(mask, 30) == ("left" if leftwards else "right")
     bar = ink[y - shaft // 2 - 1:y + shaft // 2 + 2, x0 + 2 * head + 2:x1 - 2 * head - 2]
     assert arrow_shape(bar[bar.any(axis=1)], 30) is None
+
+
+def test_grey_takes_the_darkest_channel_so_colour_is_ink() -> None:
+    from labrecord.chemdata.extract.layout import grey
+
+    image = Image.new("RGB", (4, 1), (255, 255, 255))
+    for x, colour in enumerate([(255, 0, 0), (0, 0, 230), (235, 235, 235)]):   # red, blue, light grey shading
+        image.putpixel((x, 0), colour)
+    assert [grey(image).getpixel((x, 0)) for x in range(4)] == [0, 0, 235, 255]
+    assert ink_mask(grey(image)).tolist() == [[True, True, False, False]]
+
+
+def test_a_short_label_word_joins_its_drawing_and_a_caption_glyph_is_no_arrow() -> None:
+    image, pen = canvas(700, 300)
+    pen.polygon([(60, 60), (100, 40), (140, 60), (140, 100), (100, 120), (60, 100)], outline=0, width=2)  # a ring
+    pen.line((100, 120, 100, 150), fill=0, width=2)                 # its bond down to the label
+    pen.rectangle((94, 153, 100, 165), fill=0)                      # "Bpin" glyphs right at the bond end
+    pen.rectangle((103, 153, 109, 165), fill=0)
+    pen.line((20, 20, 90, 20), fill=0, width=2)                     # a long glyph inside a title line
+    pen.polygon([(90, 20), (80, 14), (80, 26)], fill=0)
+    lines = [TextLine("Bpin", (94, 153, 109, 165), 90.0, (("Bpin", (94, 153, 109, 165)),), (90.0,)),
+             TextLine("Scheme 1. Borylation of the isocoumarin ring", (10, 10, 600, 30), 95.0)]
+    segments = segment(image, lines, bond=30)
+    assert "arrow" not in [s.kind for s in segments]
+    (drawing,) = [s for s in segments if s.kind == "structure"]
+    assert drawing.box[3] >= 165                                    # the label went with the drawing
+
+
+def test_glyphs_of_confidently_read_words_are_text_even_when_large() -> None:
+    image, pen = canvas(700, 300)
+    for x in (100, 130, 160):                                       # three 40 px tall glyphs of a table cell
+        pen.rectangle((x, 100, x + 20, 140), outline=0, width=3)
+    words = (("NMR", (100, 100, 180, 140)),)
+    segments = segment(image, [TextLine("NMR", (100, 100, 180, 140), 50.0, words, (96.0,))], bond=20)
+    assert [s.kind for s in segments] == ["text"]
+
+
+def test_a_drawing_ocr_read_as_a_confident_non_word_stays_a_structure() -> None:
+    image, pen = canvas(700, 300)
+    pen.polygon([(60, 60), (100, 40), (140, 60), (140, 100), (100, 120), (60, 100)], outline=0, width=2)
+    words = (("O}-", (50, 30, 150, 130)),)                          # tesseract "reads" the ring
+    segments = segment(image, [TextLine("O}-", (50, 30, 150, 130), 40.0, words, (81.0,))], bond=30)
+    assert [s.kind for s in segments] == ["structure"]

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, strategies as st
 
 from tests.support import require_module, require_programs
 
@@ -200,3 +201,142 @@ def test_crop_scale(bond: float, target: float | None, expected: float) -> None:
     from labrecord.chemdata.extract.runner import crop_scale
 
     assert crop_scale(bond, target) == expected
+
+
+def _stage_server_answer(layout: list[dict[str, Any]], smiles: dict[str, str]) -> Any:
+    """A stand-in vision model: the given layout; each region read by its index."""
+    def answer(body: dict[str, Any]) -> tuple[int, str]:
+        system = body["messages"][0]["content"]
+        if "lay out" in system:
+            return 200, json.dumps({"segments": layout})
+        regions = json.loads(body["messages"][1]["content"][0]["text"].split("\n", 1)[1])["regions"]
+        return 200, json.dumps({"structures": [{"region": r, "smiles": smiles[r]} for r in regions if r in smiles]})
+    return answer
+
+
+def test_model_takes_over_layout_and_recognition(tmp_path: Path) -> None:
+    from PIL import Image
+
+    figures = tmp_path / "figs"
+    figures.mkdir()
+    Image.new("L", (400, 200), 255).save(figures / "blank.png")  # nothing for the tools to find
+    broken_osra = fake_tool(tmp_path, "osra", "echo 'osra must not run' >&2; exit 1")
+    silent_tesseract = fake_tool(tmp_path, "tesseract", "exit 0")
+    layout = [{"kind": "structure", "box": [10, 50, 100, 150]}, {"kind": "arrow", "box": [150, 95, 250, 105]},
+              {"kind": "structure", "box": [300, 50, 390, 150]}]
+    answer = _stage_server_answer(layout, {"s0": "Ic1ccccc1", "s2": "c1ccc(-c2ccccc2)cc1"})
+    config = dict(osra_command=(broken_osra,), tesseract_command=(silent_tesseract,), model="vl")
+    with model_server(answer) as (url, received):
+        summary = run_extraction(figures, tmp_path / "out", ExtractConfig(
+            model_endpoint=url, model_stages=("layout", "recognition"), **config))  # type: ignore[arg-type]
+    assert summary["status"] == {"ok": 1} and len(received) == 2
+    document = json.loads((tmp_path / "out" / "blank.json").read_text())
+    assert document["extra"]["layout_source"] == "model" and document["extra"]["recognition_source"] == "model"
+    assert document["extra"]["plan_source"] == "rules"
+    (reaction,) = document["reactions"]
+    assert [m["smiles"] for m in reaction["reactants"]] == ["Ic1ccccc1"]
+    assert [m["smiles"] for m in reaction["products"]] == ["c1ccc(-c2ccccc2)cc1"]
+    assert {m["provenance"]["origin"] for m in reaction["reactants"] + reaction["products"]} == {"model_written"}
+    assert reaction["products"][0]["provenance"]["region"] == "300,50,390,150"
+    # the same figure with the tools' layout: the blank page has no arrow
+    with model_server(answer) as (url, received):
+        summary = run_extraction(figures, tmp_path / "out2", ExtractConfig(
+            model_endpoint=url, model_stages=("recognition",), **config))  # type: ignore[arg-type]
+    assert summary["failure_kinds"] == {"association:no_arrow": 1, "layout:empty": 1} and received == []
+
+
+def test_a_bad_model_layout_fails_the_layout_stage(tmp_path: Path) -> None:
+    from PIL import Image
+
+    figures = tmp_path / "figs"
+    figures.mkdir()
+    Image.new("L", (100, 100), 255).save(figures / "blank.png")
+    silent = fake_tool(tmp_path, "tesseract", "exit 0")
+    with model_server(lambda body: (200, '{"segments": [{"kind": "wiggle", "box": [0, 0, 5, 5]}]}')) as (url, _):
+        summary = run_extraction(figures, tmp_path / "out", ExtractConfig(
+            tesseract_command=(silent,), model_endpoint=url, model="vl", model_stages=("layout",)))
+    assert summary["failure_kinds"] == {"layout:failed": 1}
+
+
+def test_model_stages_are_checked(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "a.png").write_bytes(b"")
+    code, _, err = cli(capsys, "rxn", "extract", str(tmp_path), "--out", str(tmp_path / "o"), "--model-stages", "layout")
+    assert code == 1 and err.strip() == "Error: --model-stages needs --model-endpoint and --model"
+    code, _, err = cli(capsys, "rxn", "extract", str(tmp_path), "--out", str(tmp_path / "o"), "--model-endpoint",
+                       "http://127.0.0.1:9/v1", "--model", "vl", "--model-stages", "layout,ocr")
+    assert code == 1 and "unknown model stage 'ocr'" in err
+    with pytest.raises(LabrecordError, match="model-stages"):
+        run_extraction(tmp_path, tmp_path / "o", ExtractConfig(model_stages=("ocr",)))
+
+
+def test_sound_first_prefers_a_sanitizable_reading_then_confidence() -> None:
+    from labrecord.chemdata.extract.runner import sound_first
+
+    # the second is the most confident but has a five-valent carbon; the third wins on confidence
+    assert sound_first([("CCO", 2.0), ("C(C)(C)(C)(C)C", 9.0), ("c1ccccc1O", 4.0)]) == 2
+    assert sound_first([("CCO", 3.0), ("CCN", 3.0)]) == 0          # ties keep the target scale's reading
+    assert sound_first([("C(C)(C)(C)(C)C", 1.0), ("N(C)(C)(C)(C)C", 2.0)]) == 1  # none sound: confidence
+
+
+@given(st.lists(st.tuples(st.sampled_from(["CCO", "c1ccccc1", "C(C)(C)(C)(C)C", "*C(=O)O", "not smiles"]),
+                          st.floats(-5, 10)), min_size=1, max_size=5))
+def test_sound_first_never_keeps_an_unsound_reading_over_a_sound_one(readings: list[tuple[str, float]]) -> None:
+    from rdkit import Chem
+
+    from labrecord.chemdata.extract.runner import sound_first
+
+    sound = [Chem.MolFromSmiles(s) is not None for s, _ in readings]
+    kept = sound_first(readings)
+    assert sound[kept] or not any(sound)
+    assert readings[kept][1] == max(c for (_, c), ok in zip(readings, sound) if ok == sound[kept])
+
+
+@pytest.mark.parametrize(("bond", "multiscale", "expected"), [(15, True, [3.0, 1.0, 1.732]), (15, False, [3.0]),
+                                                              (45, True, [1.0]), (180, True, [0.25, 1.0, 0.5])])
+def test_crop_scales(bond: float, multiscale: bool, expected: list[float]) -> None:
+    from labrecord.chemdata.extract.runner import crop_scales
+
+    assert crop_scales(bond, ExtractConfig(multiscale=multiscale)) == expected
+
+
+def test_a_crop_leaves_out_a_neighbours_ink_but_keeps_its_own_faint_ink(tmp_path: Path) -> None:
+    import numpy as np
+    from PIL import Image
+
+    from labrecord.chemdata.extract.layout import Segment
+    from labrecord.chemdata.extract.runner import _crop_file, foreign_boxes
+
+    page = np.full((100, 200), 255, dtype=np.uint8)
+    page[40:42, 10:60] = 0        # the structure's own bond (one of its parts)
+    page[40:42, 60:90] = 200      # a faint bond of the same drawing, lighter than the ink threshold
+    page[20:80, 85:95] = 0        # a neighbour reaching into the box
+    segments = [Segment("structure", (10, 30, 90, 50), 0, ((10, 40, 59, 41),)), Segment("structure", (85, 20, 150, 80), 0)]
+    foreign = foreign_boxes(segments, 0)
+    assert foreign == ((85, 20, 150, 80),)
+    path, offset = _crop_file(Image.fromarray(page), segments[0].box, str(tmp_path), "c.png", segments[0].parts, 1.0, foreign)
+    crop = np.asarray(Image.open(path))[30:-30, 30:-30]  # without the white margin
+    assert offset == (10 - 30, 30 - 30)
+    assert (crop[10:12, 0:50] == 0).all() and (crop[10:12, 50:75] == 200).all() and (crop[:, 75:] == 255).all()
+
+
+def test_a_table_region_ignores_glyph_high_blobs_but_not_drawings() -> None:
+    from labrecord.chemdata.extract.layout import Segment
+    from labrecord.chemdata.extract.runner import _table_region
+
+    row = [Segment("structure", (10, 10, 110, 110), 0), Segment("arrow", (150, 55, 250, 65), 0),
+           Segment("structure", (300, 10, 400, 110), 0)]
+    glyphs = Segment("structure", (200, 150, 240, 180), 1)          # 31 px: a superscripted header word
+    drawing = Segment("structure", (200, 150, 300, 250), 1)         # 101 px: a drawn product
+    assert _table_region(row + [glyphs], (400, 500), bond=30) == (0, 113, 499, 399)
+    assert _table_region(row + [drawing], (400, 500), bond=30) is None
+
+
+def test_a_printed_formula_is_read_from_the_words_inside_the_blob() -> None:
+    from labrecord.chemdata.extract.runner import _printed_formula
+    from labrecord.chemdata.extract.tesseract import TextLine
+
+    lines = [TextLine("H.N-C=N", (216, 103, 289, 118), 3.0, (("H.N-C=N", (216, 103, 289, 118)),), (3.0,)),
+             TextLine("base", (340, 90, 375, 102), 96.0, (("base", (340, 90, 375, 102)),), (96.0,))]
+    assert _printed_formula((212, 99, 294, 122), lines) == "N#CN"
+    assert _printed_formula((330, 85, 380, 105), lines) is None      # a condition word is no formula
+    assert _printed_formula((0, 0, 50, 50), lines) is None           # no word inside

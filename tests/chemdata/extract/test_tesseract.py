@@ -21,9 +21,15 @@ def test_words_group_into_lines_in_reading_order() -> None:
     tsv = (HEADER + "1\t1\t0\t0\t0\t0\t0\t0\t100\t100\t-1\t\n" + word(2, 1, 100, 50, "OMe") + word(2, 1, 40, 50, "R1")
            + word(2, 1, 70, 50, "=") + word(1, 1, 40, 10, "1a"))
     assert parse_tsv(tsv) == [
-        TextLine("1a", (40, 10, 60, 20), 90.0, (("1a", (40, 10, 60, 20)),)),
+        TextLine("1a", (40, 10, 60, 20), 90.0, (("1a", (40, 10, 60, 20)),), (90.0,)),
         TextLine("R1 = OMe", (40, 50, 120, 60), 90.0,
-                 (("R1", (40, 50, 60, 60)), ("=", (70, 50, 90, 60)), ("OMe", (100, 50, 120, 60))))]
+                 (("R1", (40, 50, 60, 60)), ("=", (70, 50, 90, 60)), ("OMe", (100, 50, 120, 60))), (90.0, 90.0, 90.0))]
+
+
+def test_each_word_keeps_its_confidence_and_the_line_the_lowest() -> None:
+    tsv = HEADER + word(1, 1, 40, 10, "NMR", 96.5) + word(1, 1, 70, 10, '"H', 29.0)
+    (line,) = parse_tsv(tsv)
+    assert line.word_confidences == (96.5, 29.0) and line.confidence == 29.0
 
 
 def test_malformed_rows_are_skipped() -> None:
