@@ -18,6 +18,7 @@ over one control period:
 """
 from __future__ import annotations
 
+import ctypes
 from typing import Any
 
 import numpy as np
@@ -133,7 +134,27 @@ class ArmController:
         goal_pos = pos + delta_pos - np.asarray(ARM_BASE)
         goal_rot = rotvec_to_matrix(delta_rot) @ rot
         frame.set_target(mink.SE3.from_rotation_and_translation(mink.SO3.from_matrix(goal_rot), goal_pos))
-        for _ in range(self.iterations):
-            velocity = mink.solve_ik(config, [frame, posture], 1.0, "daqp", damping=1e-4, limits=limits)
-            config.integrate_inplace(velocity, 1.0)
-        return config.q[:7].copy()
+        for i in range(self.iterations):
+            step = _solve_step(config, [frame, posture], limits)
+            if i + 1 < self.iterations:
+                config.integrate_inplace(step, 1.0)
+        return config.integrate(step, 1.0)[:7]
+
+
+def _solve_step(config: Any, tasks: list[Any], limits: list[Any]) -> np.ndarray:
+    """One differential-IK step (dt 1 s, damping 1e-4): ``mink.build_ik``'s quadratic
+    program handed to ``daqp`` directly, exactly as ``mink.solve_ik(..., "daqp")`` hands it
+    through ``qpsolvers`` (same matrices, bounds and constraint senses, so the same
+    solution), without the per-call problem checks, solution object and limit warning."""
+    import daqp
+    import mink
+
+    problem = mink.build_ik(config, tasks, 1.0, 1e-4, limits)
+    h = problem.h
+    upper = h if h is not None else np.zeros(0)
+    rows = len(upper)
+    x, _, exitflag, _ = daqp.solve(problem.P, problem.q, problem.G if h is not None else np.zeros((0, len(problem.q))),
+                                   upper, np.full(rows, -1e30), np.zeros(rows, dtype=ctypes.c_int))
+    if exitflag <= 0:
+        raise mink.NoSolutionFound("daqp")
+    return x
