@@ -35,6 +35,8 @@ GRIPPER = "position: 0 open, 1 closed"
 #: largest end-effector step per action row (m, rad)
 EEF_STEP_M = 0.05
 EEF_STEP_RAD = 0.5
+#: the constraint-sense type daqp reads (numpy's dtype for a C int; ``ctypes.c_int`` converts on every call)
+_C_INT = np.dtype(ctypes.c_int)
 
 
 def action_spec(convention: str, control_hz: float | None = None, max_chunk: int = 1) -> ActionSpec:
@@ -154,7 +156,7 @@ def _solve_step(config: Any, tasks: list[Any], limits: list[Any]) -> np.ndarray:
     upper = h if h is not None else np.zeros(0)
     rows = len(upper)
     x, _, exitflag, _ = daqp.solve(problem.P, problem.q, problem.G if h is not None else np.zeros((0, len(problem.q))),
-                                   upper, np.full(rows, -1e30), np.zeros(rows, dtype=ctypes.c_int))
+                                   upper, np.full(rows, -1e30), np.zeros(rows, dtype=_C_INT))
     if exitflag <= 0:
         raise mink.NoSolutionFound("daqp")
     return x
