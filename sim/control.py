@@ -35,6 +35,7 @@ GRIPPER = "position: 0 open, 1 closed"
 #: largest end-effector step per action row (m, rad)
 EEF_STEP_M = 0.05
 EEF_STEP_RAD = 0.5
+_LOW, _HIGH = np.array(JOINT_LOW), np.array(JOINT_HIGH)
 #: the constraint-sense type daqp reads (numpy's dtype for a C int; ``ctypes.c_int`` converts on every call)
 _C_INT = np.dtype(ctypes.c_int)
 
@@ -111,7 +112,7 @@ class ArmController:
             q = self.scene.data.ctrl[self.scene.arm_ctrl] + action[:7] * self.period
         else:
             q = self.solve(action[:3], action[3:6])
-        return np.append(np.clip(q, JOINT_LOW, JOINT_HIGH), action[-1])
+        return np.append(np.minimum(np.maximum(q, _LOW), _HIGH), action[-1])  # np.clip, without its dispatch
 
     def solve(self, delta_pos: np.ndarray, delta_rot: np.ndarray) -> np.ndarray:
         """Joint targets reaching the measured tool pose moved by the given delta."""
