@@ -14,6 +14,7 @@ Simulator backends implement :class:`Environment`; task families implement
 """
 from __future__ import annotations
 
+import functools
 import time
 from collections import deque
 from collections.abc import Callable
@@ -488,7 +489,12 @@ class StepOwner:
         return summary() if callable(summary) else {}
 
     def _command_columns(self, action: np.ndarray, rows: int) -> dict[str, np.ndarray]:
-        return {f"cmd_{i}": np.full(rows, float(v)) for i, v in enumerate(action)}
+        """``cmd_i``: the action row held over the block, one (rows,) column per entry
+        (rows of one (dim, rows) array)."""
+        values = np.asarray(action, dtype=np.float64).ravel()
+        held = np.empty((len(values), rows))
+        held[:] = values[:, None]
+        return dict(zip(_command_names(len(values)), held))
 
     def _record_demo(self, log: EpisodeLog, state: dict[str, Any], images: dict[str, np.ndarray], action: np.ndarray,
                      policy_in_control: bool) -> None:
@@ -522,3 +528,8 @@ class StepOwner:
         for stream in self.videos.values():
             stream.close()
         return scores
+
+
+@functools.lru_cache(maxsize=8)
+def _command_names(dim: int) -> tuple[str, ...]:
+    return tuple(f"cmd_{i}" for i in range(dim))

@@ -18,6 +18,7 @@ over one control period:
 """
 from __future__ import annotations
 
+import ctypes
 from typing import Any
 
 import numpy as np
@@ -34,6 +35,9 @@ GRIPPER = "position: 0 open, 1 closed"
 #: largest end-effector step per action row (m, rad)
 EEF_STEP_M = 0.05
 EEF_STEP_RAD = 0.5
+_LOW, _HIGH = np.array(JOINT_LOW), np.array(JOINT_HIGH)
+#: the constraint-sense type daqp reads (numpy's dtype for a C int; ``ctypes.c_int`` converts on every call)
+_C_INT = np.dtype(ctypes.c_int)
 
 
 def action_spec(convention: str, control_hz: float | None = None, max_chunk: int = 1) -> ActionSpec:
@@ -69,8 +73,8 @@ def rotvec_to_matrix(r: np.ndarray) -> np.ndarray:
     angle = float(np.linalg.norm(r))
     if angle < 1e-12:
         return np.eye(3)
-    k = np.asarray(r, dtype=float) / angle
-    kx = np.array([[0, -k[2], k[1]], [k[2], 0, -k[0]], [-k[1], k[0], 0]])
+    k0, k1, k2 = (np.asarray(r, dtype=float) / angle).tolist()
+    kx = np.array([[0.0, -k2, k1], [k2, 0.0, -k0], [-k1, k0, 0.0]])
     return np.eye(3) + np.sin(angle) * kx + (1 - np.cos(angle)) * kx @ kx
 
 
@@ -108,7 +112,7 @@ class ArmController:
             q = self.scene.data.ctrl[self.scene.arm_ctrl] + action[:7] * self.period
         else:
             q = self.solve(action[:3], action[3:6])
-        return np.append(np.clip(q, JOINT_LOW, JOINT_HIGH), action[-1])
+        return np.append(np.minimum(np.maximum(q, _LOW), _HIGH), action[-1])  # np.clip, without its dispatch
 
     def solve(self, delta_pos: np.ndarray, delta_rot: np.ndarray) -> np.ndarray:
         """Joint targets reaching the measured tool pose moved by the given delta."""
@@ -122,8 +126,9 @@ class ArmController:
             model = mujoco.MjModel.from_xml_path(arm_path())  # the arm alone, base at its origin
             frame = mink.FrameTask("tcp", "site", position_cost=1.0, orientation_cost=0.5, lm_damping=1e-6)
             posture = mink.PostureTask(model, cost=1e-3)
-            self._ik = (model, mink.Configuration(model), frame, posture, [mink.ConfigurationLimit(model)])
-        model, config, frame, posture, limits = self._ik
+            config = mink.Configuration(model)
+            self._ik = (model, config, frame, posture, _StepProgram(config, [frame, posture], [mink.ConfigurationLimit(model)]))
+        model, config, frame, posture, program = self._ik
         pos, rot = self.scene.tcp_pose()
         q = np.zeros(model.nq)
         q[:7] = self.scene.joint_pos()
@@ -133,7 +138,66 @@ class ArmController:
         goal_pos = pos + delta_pos - np.asarray(ARM_BASE)
         goal_rot = rotvec_to_matrix(delta_rot) @ rot
         frame.set_target(mink.SE3.from_rotation_and_translation(mink.SO3.from_matrix(goal_rot), goal_pos))
-        for _ in range(self.iterations):
-            velocity = mink.solve_ik(config, [frame, posture], 1.0, "daqp", damping=1e-4, limits=limits)
-            config.integrate_inplace(velocity, 1.0)
-        return config.q[:7].copy()
+        for i in range(self.iterations):
+            step = program.solve()
+            if i + 1 < self.iterations:
+                config.integrate_inplace(step, 1.0)
+        return config.integrate(step, 1.0)[:7]
+
+
+class _StepProgram:
+    """One differential-IK step (dt 1 s, damping 1e-4) from ``mink``'s tasks and limits,
+    solved with ``daqp``.
+
+    The quadratic program is the one ``mink.solve_ik(config, tasks, 1.0, "daqp",
+    damping=1e-4, limits=limits)`` builds and hands to ``daqp`` through ``qpsolvers``: each
+    task's weighted residual (``compute_qp_residual``) stacked into ``W``, ``H = WᵀW`` plus
+    the damping and the tasks' Levenberg–Marquardt terms on the diagonal, ``c = −eᵀW``,
+    each limit's ``G Δq ≤ h`` — the same operations on the same values, so the same
+    solution.  The stacked ``W`` and the error vector are kept between rows instead of
+    being rebuilt, and the per-call problem checks, solution object and limit warning
+    are left out.
+    """
+
+    def __init__(self, config: Any, tasks: list[Any], limits: list[Any], damping: float = 1e-4) -> None:
+        self.config, self.tasks, self.limits, self.damping = config, tasks, limits, damping
+        self._w: np.ndarray | None = None
+        self._e: np.ndarray | None = None
+
+    def solve(self) -> np.ndarray:
+        """The tangent step Δq at the configuration's current ``q``."""
+        import daqp
+        import mink
+
+        config = self.config
+        nv = config.model.nv
+        residuals = [task.compute_qp_residual(config) for task in self.tasks]
+        if self._w is None:
+            rows = sum(len(e) for _, e, _ in residuals)
+            self._w, self._e = np.empty((rows, nv)), np.empty(rows)
+        w, e = self._w, self._e
+        mu_total, at = 0.0, 0
+        for jacobian, error, mu in residuals:
+            w[at:at + len(error)] = jacobian
+            e[at:at + len(error)] = error
+            at += len(error)
+            mu_total += mu
+        h_matrix = w.T @ w
+        c = -(e @ w)
+        h_matrix.flat[:: nv + 1] += self.damping + mu_total
+        g_rows, h_rows = [], []
+        for limit in self.limits:
+            inequality = limit.compute_qp_inequalities(config, 1.0)
+            if not inequality.inactive:
+                g_rows.append(inequality.G)
+                h_rows.append(inequality.h)
+        if g_rows:
+            g, upper = (g_rows[0], h_rows[0]) if len(g_rows) == 1 else (np.vstack(g_rows), np.hstack(h_rows))
+        else:
+            g, upper = np.zeros((0, nv)), np.zeros(0)
+        # fresh bounds and senses: daqp may mark active constraints in the sense array
+        x, _, exitflag, _ = daqp.solve(h_matrix, c, g, upper, np.full(len(upper), -1e30),
+                                       np.zeros(len(upper), dtype=_C_INT))
+        if exitflag <= 0:
+            raise mink.NoSolutionFound("daqp")
+        return x

@@ -10,6 +10,7 @@ comes from the task contract's display chain fed with those same columns (see
 """
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from typing import Any
 
@@ -32,6 +33,9 @@ CAPACITY_N = 50.0
 #: the standards' places among the objects (the sample comes first)
 _STANDARDS = slice(1, len(OBJECTS))
 assert OBJECTS[_STANDARDS] == STANDARDS
+#: per-standard measurement column names, standard by standard (end_block's column order)
+_COLUMN_NAMES: tuple[str, ...] = tuple(f"{name}_{quantity}" for name in STANDARDS for quantity in (
+    "on_pan", "contact", "grasped", "speed", "over_pan", "on_table", "x", "y", "z"))
 #: distinct contact states whose graph a bench keeps (a bound, never reached in practice)
 _KNOWN_STATES = 4096
 
@@ -143,9 +147,7 @@ class WeighingEnv:
         rows[1:] = rows[0]
         if self._ramp is not None:
             start, delta = self._ramp
-            every = max(1, steps // RAMP_STEPS)
-            fraction = np.minimum(1.0, (np.arange(steps) // every + 1) / RAMP_STEPS)
-            rows[:, self.scene.arm_ctrl] = start + delta * fraction[:, None]  # ctrl leads the user-input vector
+            rows[:, self.scene.arm_ctrl] = start + delta * _ramp_fraction(steps)  # ctrl leads the user-input vector
         mujoco.mj_getState(m, d, self._initial[0], self._full)
         self._warmstart[0] = d.qacc_warmstart
         k = self._k
@@ -164,16 +166,18 @@ class WeighingEnv:
         new[1:] = (found[1:] != found[:-1]).any(axis=1)
         row_of = np.cumsum(new) - 1
         graph = self._contact_features(found[new]).T[:, row_of]  # (features, n): each one a contiguous row
-        on_pan, contact, bilateral, on_table = graph[:-1].reshape(4, len(STANDARDS), n)
+        k = len(STANDARDS)
         closed = float(self._data.ctrl[self.scene.grip_ctrl]) < 0.5 * FINGER_OPEN_M  # command toward closed
+        grasped = graph[2 * k:3 * k] & closed
         lin = self._qvel_rows[:n].reshape(n, len(OBJECTS), 6)[:, _STANDARDS, :3]
         speed = np.sqrt((lin * lin).sum(axis=2)).T.copy()
         pos = self._qpos_rows[:n].reshape(n, len(OBJECTS), 7)[:, _STANDARDS, :3].transpose(1, 2, 0).copy()
         # over the pan's footprint: a release there that does not land is a miss
         over = np.hypot(pos[:, 0], pos[:, 1]) < PAN_RADIUS
-        force = self._sensor_rows[:n, 2].copy()
+        sensors = self._sensor_rows[:n]
+        force = sensors[:, 2].copy()
         adr = self.scene.balance_force_adr
-        force_on_balance = self._sensor_rows[:n, adr:adr + 3]
+        force_on_balance = sensors[:, adr:adr + 3]
         columns: dict[str, np.ndarray] = {
             "step": np.arange(self._step, self._step + n, dtype=np.int64),
             "t": self._t[:n].copy(),
@@ -184,14 +188,9 @@ class WeighingEnv:
             "arm_speed": np.abs(self._states[:n, self._arm_qvel]).max(axis=1),
             "robot_balance_force_n": np.sqrt((force_on_balance * force_on_balance).sum(axis=1)),
         }
-        for i, name in enumerate(STANDARDS):
-            columns[f"{name}_on_pan"] = on_pan[i]
-            columns[f"{name}_contact"] = contact[i]
-            columns[f"{name}_grasped"] = bilateral[i] & closed
-            columns[f"{name}_speed"] = speed[i]
-            columns[f"{name}_over_pan"] = over[i]
-            columns[f"{name}_on_table"] = on_table[i]
-            columns[f"{name}_x"], columns[f"{name}_y"], columns[f"{name}_z"] = pos[i]
+        # per standard: views into the stacked (k, n) arrays, named as in _COLUMN_NAMES
+        stacked = (graph[:k], graph[k:2 * k], grasped, speed, over, graph[3 * k:4 * k], pos[:, 0], pos[:, 1], pos[:, 2])
+        columns.update(zip(_COLUMN_NAMES, [rows[i] for i in range(k) for rows in stacked]))
         self._step += n
         self._k = 0
         return columns
@@ -285,6 +284,16 @@ class WeighingEnv:
 
     def close(self) -> None:
         self.scene.close()
+
+
+@functools.lru_cache(maxsize=8)
+def _ramp_fraction(steps: int) -> np.ndarray:
+    """(steps, 1): the share of a period's target change applied at each physics step
+    (the ramp's :data:`RAMP_STEPS` stairs; read-only)."""
+    every = max(1, steps // RAMP_STEPS)
+    fraction = np.minimum(1.0, (np.arange(steps) // every + 1) / RAMP_STEPS)[:, None]
+    fraction.setflags(write=False)
+    return fraction
 
 
 def _default_layout() -> Any:

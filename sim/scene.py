@@ -296,15 +296,18 @@ class WeighingScene:
         wxyz = np.zeros(4)
         self.mujoco.mju_mat2Quat(wxyz, rot.reshape(-1))
         d = self.data
-        return {"joint_pos": [round(float(v), 6) for v in d.qpos[self.arm_qpos]],
-                "joint_vel": [round(float(v), 6) for v in d.qvel[self.arm_qvel]],
-                "gripper_qpos": [round(float(v), 6) for v in d.qpos[self.finger_qpos]],
-                "eef_pos": [round(float(v), 6) for v in pos],
-                "eef_quat": [round(float(v), 6) for v in (*wxyz[1:], wxyz[0])]}
+        # one list of Python floats, rounded in one pass, then cut into the fields
+        values = [round(v, 6) for v in np.concatenate((d.qpos[self.arm_qpos], d.qvel[self.arm_qvel],
+                                                        d.qpos[self.finger_qpos], pos, wxyz[1:], wxyz[:1])).tolist()]
+        arm, fingers = len(self.arm_qpos), len(self.finger_qpos)
+        return {"joint_pos": values[:arm], "joint_vel": values[arm:2 * arm],
+                "gripper_qpos": values[2 * arm:2 * arm + fingers], "eef_pos": values[2 * arm + fingers:2 * arm + fingers + 3],
+                "eef_quat": values[2 * arm + fingers + 3:]}
 
     def object_poses(self) -> dict[str, list[float]]:
         """Poses of the labeled standards and the sample box (what the cameras show)."""
-        return {name: [round(float(v), 5) for v in self.data.xpos[self.body_id[name]]] for name in OBJECTS}
+        xpos = self.data.xpos[[self.body_id[name] for name in OBJECTS]].tolist()
+        return {name: [round(v, 5) for v in row] for name, row in zip(OBJECTS, xpos)}
 
     # -- rendering --------------------------------------------------------------------
     def show_reading(self, text: str, stable: bool) -> None:

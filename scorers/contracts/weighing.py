@@ -369,8 +369,7 @@ class WeighingStepper:
         z = [optional(f"{w}_z", np.nan) for w in STANDARDS]
         table = [optional(f"{w}_on_table", False) for w in STANDARDS]
         if n and all(v is not None for v in z) and all(v is not None for v in table):
-            on_pan = np.array([get(f"{w}_on_pan", bool) for w in STANDARDS])
-            free = ~on_pan & ~np.array(table, dtype=bool)
+            free = ~f["on_pan"] & ~np.array(table, dtype=bool)
             grasped = ((f["grasped"][None, :] >> np.arange(len(STANDARDS))[:, None]) & 1).astype(bool)
             out["dropped"] = self.drops.block(grasped, free, np.array(z, dtype=np.float64))
         else:
@@ -418,8 +417,8 @@ def instant_features(get: Callable[[str, Any], np.ndarray], over_pan: Callable[[
     ``get(name, dtype)`` returns column ``name`` as an (n,) array (nulls False / nan);
     ``over_pan(name)`` the ``{w}_over_pan`` column with unknown as True, or None when the
     column is absent (every release then counts as over the pan).  Returns ``valid``,
-    ``force`` and the bit masks ``supported``, ``grasped``, ``over`` (int64), ``touched``
-    and ``low`` (bool).  The standards are stacked to (4, n) so the cost per call does
+    ``force``, the bit masks ``supported``, ``grasped``, ``over`` (int64), ``touched``
+    and ``low`` (bool), and ``on_pan`` (4, n) bool.  The standards are stacked to (4, n) so the cost per call does
     not grow with their number; nan speeds compare as not low.
     """
     force = get("pan_force_n", np.float64)
@@ -432,7 +431,8 @@ def instant_features(get: Callable[[str, Any], np.ndarray], over_pan: Callable[[
     return {"valid": get("sensor_ok", bool) & np.isfinite(force), "force": force,
             "supported": _BITS @ (on_pan & ~contact), "grasped": _BITS @ grasped, "over": _BITS @ over,
             "touched": get("hand_pan_contact", bool) | contact.any(axis=0),
-            "low": (get("pan_speed", np.float64) <= low_motion_m_s) & (speed <= low_motion_m_s).all(axis=0)}
+            "low": (get("pan_speed", np.float64) <= low_motion_m_s) & (speed <= low_motion_m_s).all(axis=0),
+            "on_pan": on_pan}
 
 
 def since_change(values: np.ndarray, t: np.ndarray, last: int | None = None, since: float = 0.0) -> np.ndarray:

@@ -5,7 +5,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from labrecord.errors import LabrecordError
-from labrecord.sim.control import action_spec, convention_of, matrix_to_rotvec, rotvec_to_matrix
+from labrecord.sim.control import JOINT_HIGH, JOINT_LOW, action_spec, convention_of, matrix_to_rotvec, rotvec_to_matrix
 from labrecord.sim.env import WeighingEnv, _default_layout
 from labrecord.sim.scene import HOME_Q, Placement
 
@@ -86,3 +86,52 @@ def test_rotvec_round_trip(axis, angle):
         axis = np.array([0.0, 0.0, 1.0])
     r = axis / np.linalg.norm(axis) * angle
     assert matrix_to_rotvec(rotvec_to_matrix(r)) == pytest.approx(r, abs=1e-6)
+
+
+def _mink_reference(env: WeighingEnv, delta_pos: np.ndarray, delta_rot: np.ndarray) -> np.ndarray:
+    """The joint targets ``mink.solve_ik`` itself gives for the controller's program."""
+    import mink
+
+    from labrecord.sim.scene import ARM_BASE
+
+    env.controller.solve(np.zeros(3), np.zeros(3))  # builds the arm model and its tasks
+    model, _, _, _, _ = env.controller._ik
+    config = mink.Configuration(model)
+    frame = mink.FrameTask("tcp", "site", position_cost=1.0, orientation_cost=0.5, lm_damping=1e-6)
+    posture = mink.PostureTask(model, cost=1e-3)
+    scene = env.scene
+    pos, rot = scene.tcp_pose()
+    q = np.zeros(model.nq)
+    q[:7] = scene.joint_pos()
+    q[7:] = scene.data.qpos[scene.finger_qpos]
+    config.update(q)
+    posture.set_target(q)
+    goal = mink.SE3.from_rotation_and_translation(mink.SO3.from_matrix(rotvec_to_matrix(delta_rot) @ rot),
+                                                 pos + delta_pos - np.asarray(ARM_BASE))
+    frame.set_target(goal)
+    velocity = mink.solve_ik(config, [frame, posture], 1.0, "daqp", damping=1e-4, limits=[mink.ConfigurationLimit(model)])
+    config.integrate_inplace(velocity, 1.0)
+    return config.q[:7]
+
+
+def test_ik_step_is_mink_solve_ik_by_hand():
+    # 3 cm forward and down, a 0.2 rad turn about z: the kept-buffer program and mink.solve_ik
+    # build the same quadratic program, so the joint targets agree bit for bit
+    env = bench("eef_delta")
+    delta_pos, delta_rot = np.array([0.03, 0.0, -0.03]), np.array([0.0, 0.0, 0.2])
+    expected = _mink_reference(env, delta_pos, delta_rot)
+    assert np.array_equal(env.controller.solve(delta_pos, delta_rot), expected)
+
+
+@settings(max_examples=15, deadline=None)
+@given(st.lists(st.floats(-0.05, 0.05), min_size=3, max_size=3), st.lists(st.floats(-0.5, 0.5), min_size=3, max_size=3),
+       st.lists(st.floats(-0.3, 0.3), min_size=7, max_size=7))
+def test_ik_step_is_mink_solve_ik(delta_pos, delta_rot, offset):
+    env = bench("eef_delta")
+    scene = env.scene
+    scene.data.qpos[scene.arm_qpos] = np.clip(np.array(HOME_Q) + offset, JOINT_LOW, JOINT_HIGH)
+    scene.mujoco.mj_forward(scene.model, scene.data)
+    first = env.controller.solve(np.asarray(delta_pos), np.asarray(delta_rot))  # the program's buffers are kept ...
+    again = env.controller.solve(np.asarray(delta_pos), np.asarray(delta_rot))  # ... and reused: same answer
+    assert np.array_equal(first, again)
+    assert np.array_equal(first, _mink_reference(env, np.asarray(delta_pos), np.asarray(delta_rot)))
