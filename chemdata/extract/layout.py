@@ -167,6 +167,70 @@ def arrow_shape(mask: Any, bond: float) -> str | None:
     return None
 
 
+def _join_dashes(comps: list[_Comp], bond: float) -> list[_Comp]:
+    """Dashed horizontal arrows as one component each: a chain of ≥ 2 thin collinear dashes
+    (at most ``max(4, b/5)`` px thick, at least twice as long as thick, gaps ≤ ``0.6 b``)
+    with one short piece at an end that carries the head.  The chain's ink, with the gaps
+    between dashes filled along the shaft, must pass :func:`arrow_shape`; a dotted rule or a
+    row of minus signs has no head and stays as it was.
+    """
+    import numpy as np
+
+    thin = max(4.0, bond / 5)
+    dashes = [c for c in comps if c.height <= thin and c.width >= 2 * c.height and c.width <= 1.5 * bond]
+    if len(dashes) < 2:
+        return comps
+    pieces = [c for c in comps if c.width <= 1.5 * bond and c.height <= 0.8 * bond]
+    reach = 0.6 * bond
+    dash_ids = {id(c) for c in dashes}
+
+    def axis(c: _Comp) -> float:
+        return (c.box[1] + c.box[3]) / 2
+
+    def neighbour(c: _Comp, step: int, pool: list[_Comp], used: set[int]) -> _Comp | None:
+        best = None
+        for other in pool:
+            if id(other) in used or other is c:
+                continue
+            gap = other.box[0] - c.box[2] if step > 0 else c.box[0] - other.box[2]
+            if 0 < gap <= reach and other.box[1] - 1 <= axis(c) <= other.box[3] + 1 and (
+                    best is None or gap < (best.box[0] - c.box[2] if step > 0 else c.box[0] - best.box[2])):
+                best = other
+        return best
+
+    used: set[int] = set()
+    joined: list[_Comp] = []
+    for start in sorted(dashes, key=lambda c: c.box[0]):
+        if id(start) in used:
+            continue
+        chain = [start]
+        for step in (-1, 1):  # extend over dashes both ways, then one head piece at each end
+            while (nxt := neighbour(chain[0] if step < 0 else chain[-1], step, dashes, used | {id(c) for c in chain})) is not None:
+                chain.insert(0, nxt) if step < 0 else chain.append(nxt)
+        if len(chain) < 2:
+            continue
+        for step in (-1, 1):
+            end = chain[0] if step < 0 else chain[-1]
+            head = neighbour(end, step, pieces, used | {id(c) for c in chain})
+            if head is not None and head.height > end.height:
+                chain.insert(0, head) if step < 0 else chain.append(head)
+        x0, y0 = min(c.box[0] for c in chain), min(c.box[1] for c in chain)
+        x1, y1 = max(c.box[2] for c in chain), max(c.box[3] for c in chain)
+        mask = np.zeros((y1 - y0 + 1, x1 - x0 + 1), dtype=bool)
+        for c in chain:
+            mask[c.box[1] - y0:c.box[3] + 1 - y0, c.box[0] - x0:c.box[2] + 1 - x0] |= c.mask
+        filled = mask.copy()
+        shaft = [c for c in chain if id(c) in dash_ids]
+        top, bottom = min(c.box[1] for c in shaft) - y0, max(c.box[3] for c in shaft) - y0
+        for left, right in zip(chain, chain[1:]):
+            filled[top:bottom + 1, left.box[2] + 1 - x0:right.box[0] - x0] = True
+        if arrow_shape(filled, bond) is None:
+            continue
+        used |= {id(c) for c in chain}
+        joined.append(_Comp((x0, y0, x1, y1), int(filled.sum()), filled))
+    return [c for c in comps if id(c) not in used] + joined
+
+
 def _arrow_with_touching_text(comp: _Comp, bond: float) -> tuple[str | None, Box]:
     """An arrow whose shaft touches printed conditions (a ")" or a subscript on the line):
     the band of ``0.35 b`` around the longest ink row is tested on its own."""
@@ -252,7 +316,7 @@ def segment(image: Any, text_lines: list[TextLine], bond: float | None = None) -
     ink = ink_mask(image)
     page_height, page_width = ink.shape
     bond = bond or bond_length(text_lines)
-    comps = [c for c in _components(ink) if c.pixels >= 3]
+    comps = _join_dashes([c for c in _components(ink) if c.pixels >= 3], bond)
     char = 0.8 * bond
     peeled_boxes = [ln.box for ln in text_lines if _peeled(ln, page_width, bond)]
     word_boxes = [ln.box for ln in text_lines if ln.confidence >= 40]

@@ -170,3 +170,35 @@ def test_a_drawing_ocr_read_as_a_confident_non_word_stays_a_structure() -> None:
     words = (("O}-", (50, 30, 150, 130)),)                          # tesseract "reads" the ring
     segments = segment(image, [TextLine("O}-", (50, 30, 150, 130), 40.0, words, (81.0,))], bond=30)
     assert [s.kind for s in segments] == ["structure"]
+
+
+def dashed_arrow(pen: ImageDraw.ImageDraw, x0: int, x1: int, y: int, dash: int = 12, gap: int = 7,
+                 shaft: int = 2, head: int = 8, with_head: bool = True) -> None:
+    x = x0
+    stop = x1 - 2 * head if with_head else x1
+    while x < stop:
+        pen.line((x, y, min(x + dash, stop), y), fill=0, width=shaft)
+        x += dash + gap
+    if with_head:
+        pen.polygon([(x1, y), (x1 - 2 * head, y - head), (x1 - 2 * head, y + head)], fill=0)
+
+
+def test_a_dashed_arrow_is_one_arrow_and_a_dashed_line_is_none() -> None:
+    """Eleven 12 px dashes 7 px apart ending in a 16 px head form one arrow spanning the
+    whole 220 px; the same dashes without a head stay separate small pieces."""
+    image, pen = canvas(300, 60)
+    dashed_arrow(pen, 20, 240, 30)
+    arrows = [s for s in segment(image, [], bond=30) if s.kind == "arrow"]
+    assert len(arrows) == 1
+    assert arrows[0].box[0] <= 21 and arrows[0].box[2] >= 238
+    plain, pen = canvas(300, 60)
+    dashed_arrow(pen, 20, 240, 30, with_head=False)
+    assert not [s for s in segment(plain, [], bond=30) if s.kind.startswith("arrow")]
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.integers(120, 400), st.integers(6, 20), st.integers(3, 14), st.integers(1, 3))
+def test_any_dashed_arrow_is_found(length: int, dash: int, gap: int, shaft: int) -> None:
+    image = Image.new("L", (length + 40, 60), 255)
+    dashed_arrow(ImageDraw.Draw(image), 20, 20 + length, 30, dash=dash, gap=gap, shaft=shaft)
+    assert [s.kind for s in segment(image, [], bond=30) if s.kind.startswith("arrow")] == ["arrow"]
