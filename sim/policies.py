@@ -260,23 +260,6 @@ class ClumsyPolicy(ReferencePolicy):
 
     name = "clumsy"
 
-    def localize(self, poses: dict[str, list[float]]) -> dict[str, list[float]]:
-        """This system's own localization of the frames its executor reads (the declared
-        ``object_poses`` channel as it is, for every system but ``noisy-localizer``)."""
-        return poses
-
-    def frames_for(self, op: Operation, poses: dict[str, list[float]], oracle: dict[str, Any],
-                   observation: Observation) -> dict[str, list[float]]:
-        """The frames the executor plans ``op`` with: the system's own localization, the
-        delivered candidate frames in their place (geometry:assist), then the geometry hook
-        (geometry:replace) — each only for a system that declares it."""
-        frames = self.localize(poses)
-        if ("geometry", "assist") in self.oracle_inputs and "geometry" in oracle:
-            frames = {**frames, **{k: v for k, v in oracle["geometry"]["frames"].items() if k in frames}}
-        if ("geometry", "replace") in self.oracle_inputs and self.geometry_hook is not None:
-            frames = self.geometry_hook(op, frames, observation)
-        return frames
-
     def plan_for(self, op: Operation, poses: dict[str, list[float]]) -> list[Any]:
         if self.transfers == 0 and op.kind == "add":
             return transfer_plan(op.object, poses, True, drop_lift=DROP_LIFT_M)
