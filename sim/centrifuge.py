@@ -19,7 +19,6 @@ a ``recovery`` event.
 """
 from __future__ import annotations
 
-import hashlib
 import os
 import sys
 from collections.abc import Callable
@@ -30,11 +29,11 @@ import numpy as np
 
 from labrecord.errors import LabrecordError
 from labrecord.models import (
-    Assets, Budget, Evaluation, ObservationSpec, Physics, Population, Recovery, RunManifest, Seeds, System, Task,
+    Recovery, RunManifest,
 )
 from labrecord.recorders.online import ContractScorer
-from labrecord.rundir import utc_now
-from labrecord.sim.episodes import cached_bench, contract_columns, record_episode, run_specs
+from labrecord.sim.episodes import cached_bench, contract_columns, family_manifest, record_episode
+from labrecord.sim.fanout import refuse_existing, run_specs
 from labrecord.sim.weighing import CHECKPOINT_DECISION, EpisodeSpec, instance_id_of, register_population
 
 FAMILY = "centrifuge"
@@ -115,10 +114,7 @@ def run_centrifuge(out_dir: str | os.PathLike[str], condition: str = "basic", po
     drawn, pairs = instances(condition, episodes, seed)
     specs = [EpisodeSpec(str(out_dir), condition, policy, i, seed, inst, cameras, size, max_time_s,
                          tuple(sorted(policy_options.items()))) for i, inst in enumerate(drawn)]
-    for spec in specs:
-        target = Path(out_dir) / run_id_of(spec)
-        if target.exists():
-            raise LabrecordError(f"{target}: run directory already exists; choose another --out or --seed")
+    refuse_existing(out_dir, map(run_id_of, specs))
     register_population(out_dir, population_name(condition, seed), population_records(condition, drawn, pairs))
     return run_specs(specs, run_episode, workers, progress)
 
@@ -189,24 +185,8 @@ def _bench(calibration: Any, action_spec: Any, cameras: tuple[str, ...], size: i
 
 
 def _manifest(spec: EpisodeSpec, instance: Any, policy: Any, contract: Any) -> RunManifest:
-    import mujoco
-
-    from labrecord.sim.scene import PHYSICS_HZ
-
     caps = policy.capabilities
-    layout_text = repr((round(instance.rotor_yaw, 9), instance.layout_seed))
-    return RunManifest(
-        run_id=run_id_of(spec), created_at=utc_now(),
-        task=Task(family=FAMILY, task_id=f"{FAMILY}-{spec.condition}", version=contract.version, condition=spec.condition,
-                  variant=instance.variant(), contract_hash=contract.contract_hash()),
-        system=System(name=caps.name, kind=caps.kind, revision=caps.revision, action_spec=caps.action_spec,  # type: ignore[arg-type]
-                      observation=ObservationSpec(channels=list(caps.channels)), memory=caps.memory),
-        evaluation=Evaluation(version="1", population=Population(name=population_name(spec.condition, spec.seed),
-                                                                 instance_id=instance_id_of(spec.index)),
-                              budget=Budget(clock="sim", max_steps=None)),
-        seeds=Seeds(task_state=instance.task_seed, layout=instance.layout_seed, appearance=None,
-                    policy=spec.seed * 100003 + spec.index),
-        assets=Assets(scene="labrecord.sim.assets/centrifuge.xml",
-                      layout_hash="sha256:" + hashlib.sha256(layout_text.encode()).hexdigest()[:16]),
-        physics=Physics(engine=f"mujoco-{mujoco.__version__}", physics_hz=PHYSICS_HZ, control_hz=caps.action_spec.control_hz),
-    )
+    return family_manifest(spec, instance, caps, contract, family=FAMILY, run_id=run_id_of(spec),
+                           population=population_name(spec.condition, spec.seed), instance_id=instance_id_of(spec.index),
+                           layout_text=repr((round(instance.rotor_yaw, 9), instance.layout_seed)), scene="labrecord.sim.assets/centrifuge.xml",
+                           memory=caps.memory)

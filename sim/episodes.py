@@ -1,5 +1,5 @@
-"""What every simulated family's episode runner shares: the fan-out of episode specs, the
-per-process bench cache, the recorded episode itself and the contract's column list.
+"""What the centrifuge and rack episode runners share: the per-process bench cache, the
+recorded episode itself, its manifest and the contract's column list.
 
 A family module (:mod:`labrecord.sim.centrifuge`, :mod:`labrecord.sim.rack`) builds its
 bench, policy, scorer and manifest, then calls :func:`record_episode`.
@@ -10,21 +10,8 @@ from collections.abc import Callable, Hashable
 from pathlib import Path
 from typing import Any
 
-from labrecord import parallel
 from labrecord.models import RunManifest
 from labrecord.rundir import RunWriter
-
-
-def run_specs(specs: list[Any], run: Callable[[Any], Path], workers: int,
-              progress: Callable[[int], None] | None) -> list[Path]:
-    """Run episode specs through the one parallel map (in this process when ``workers`` is
-    1); the run directories come back in spec order."""
-    advance = progress or (lambda n=1: None)
-    paths = []
-    for path in parallel.map(run, specs, workers=workers):
-        paths.append(path)
-        advance(1)
-    return paths
 
 
 def cached_bench(benches: dict[Hashable, Any], key: Hashable, build: Callable[[], Any]) -> Any:
@@ -65,3 +52,33 @@ def contract_columns(family: str) -> tuple[str, ...]:
     from labrecord.measurements import COMMON_COLUMNS, FAMILY_COLUMNS
 
     return (*COMMON_COLUMNS, *FAMILY_COLUMNS[family])
+
+
+def family_manifest(spec: Any, instance: Any, caps: Any, contract: Any, *, family: str, run_id: str,
+                    population: str, instance_id: str, layout_text: str, scene: str, memory: str | None) -> RunManifest:
+    """The run manifest of a scripted-family episode (centrifuge, rack): task, system,
+    population, seeds (policy seed ``seed · 100003 + index``), scene asset and a hash of
+    ``layout_text`` (the instance's layout, written out), physics rates."""
+    import hashlib
+
+    import mujoco
+
+    from labrecord.models import (
+        Assets, Budget, Evaluation, ObservationSpec, Physics, Population, Seeds, System, Task,
+    )
+    from labrecord.rundir import utc_now
+    from labrecord.sim.scene import PHYSICS_HZ
+
+    return RunManifest(
+        run_id=run_id, created_at=utc_now(),
+        task=Task(family=family, task_id=f"{family}-{spec.condition}", version=contract.version, condition=spec.condition,
+                  variant=instance.variant(), contract_hash=contract.contract_hash()),
+        system=System(name=caps.name, kind=caps.kind, revision=caps.revision, action_spec=caps.action_spec,
+                      observation=ObservationSpec(channels=list(caps.channels)), memory=memory),
+        evaluation=Evaluation(version="1", population=Population(name=population, instance_id=instance_id),
+                              budget=Budget(clock="sim", max_steps=None)),
+        seeds=Seeds(task_state=instance.task_seed, layout=instance.layout_seed, appearance=None,
+                    policy=spec.seed * 100003 + spec.index),
+        assets=Assets(scene=scene, layout_hash="sha256:" + hashlib.sha256(layout_text.encode()).hexdigest()[:16]),
+        physics=Physics(engine=f"mujoco-{mujoco.__version__}", physics_hz=PHYSICS_HZ, control_hz=caps.action_spec.control_hz),
+    )

@@ -73,8 +73,8 @@ from typing import Any
 
 import numpy as np
 
-from labrecord import parallel
 from labrecord.errors import LabrecordError
+from labrecord.sim.fanout import refuse_existing, run_specs
 from labrecord.fileio import atomic_write_bytes, dumps_pretty
 
 SITES = ("semantic", "decision", "geometry", "skill")
@@ -218,16 +218,9 @@ def run_oracle_study(out_dir: str | Path, policy: str, supports: list[Support], 
     drawn = draw(CONDITION, instances, seed)
     tasks = [StudyTask(str(out), policy, seed, i, inst, usable, tuple(sorted(policy_options.items())),
                        verify_periods or VERIFY_PERIODS) for i, inst in enumerate(drawn)]
-    for task in tasks:
-        for run_id in _run_ids(task):
-            if (out / run_id).exists():
-                raise LabrecordError(f"{out / run_id}: run directory already exists; choose another --out or --seed")
+    refuse_existing(out, (run_id for task in tasks for run_id in _run_ids(task)))
     register_population(out, population, _population_records(drawn, usable, population_records, instance_id_of))
-    advance = progress or (lambda n=1: None)
-    results = []
-    for result in parallel.map(run_instance, tasks, workers=workers, executor=executor, address=address):
-        results.append(result)
-        advance(1)
+    results = run_specs(tasks, run_instance, workers, progress, executor=executor, address=address)
     summary = _summary(population, policy, seed, list(zip(branches, compat)), results)
     folder = out / STUDIES_DIR
     folder.mkdir(parents=True, exist_ok=True)
@@ -717,15 +710,9 @@ def run_pairs_study(out_dir: str | Path, policy: str, pairs: int = 8, seed: int 
                                      run_id=f"pairs-weighing-{policy}-s{seed}-e{index:03d}{side}",
                                      population=population, instance_id=instance_id, intervention=Intervention()))
         records.append(Pair(pair_id=f"p{index:03d}", members=members, kind="answer_changing"))
-    for spec in specs:
-        if (out / spec.run_id).exists():
-            raise LabrecordError(f"{out / spec.run_id}: run directory already exists; choose another --out or --seed")
+    refuse_existing(out, (spec.run_id for spec in specs))
     register_population(out, population, records)
-    advance = progress or (lambda n=1: None)
-    runs = []
-    for path in parallel.map(run_episode, specs, workers=workers, executor=executor, address=address):
-        runs.append(path.name)
-        advance(1)
+    runs = [path.name for path in run_specs(specs, run_episode, workers, progress, executor=executor, address=address)]
     return {"population": population, "policy": policy, "seed": seed, "pairs": pairs, "runs": runs}
 
 
@@ -756,18 +743,12 @@ def run_fixed_episode(spec: Any) -> Path:
     """One fixed-start episode: the system's commit hook receives the correct subgoal."""
     from labrecord.models import Operation
     from labrecord.sim.policies import make_policy
-    from labrecord.sim.weighing import open_episode
+    from labrecord.sim.weighing import record_with
 
     policy = make_policy(spec.policy, spec.seed * 100003 + spec.index, **dict(spec.policy_options))
     (goal,) = spec.instance.goal
     policy.commit_hook = _supply_subgoal(Operation("add", goal, "pan"))
-    episode = open_episode(spec, policy)
-    try:
-        episode.owner.run_episode(0)
-    except BaseException:
-        episode.abort()
-        raise
-    return episode.close()
+    return record_with(spec, policy)
 
 
 def run_fixed_starts_study(out_dir: str | Path, policy: str, starts: int = 8, seed: int = 0, workers: int = 1, *,
@@ -806,13 +787,7 @@ def run_fixed_starts_study(out_dir: str | Path, policy: str, starts: int = 8, se
                                  run_id=f"fixed-weighing-{policy}-s{seed}-e{index:03d}", population=population,
                                  instance_id=instance_id,
                                  intervention=Intervention(mode="replace", site="decision", oracle=FIXED_ORACLE)))
-    for spec in specs:
-        if (out / spec.run_id).exists():
-            raise LabrecordError(f"{out / spec.run_id}: run directory already exists; choose another --out or --seed")
+    refuse_existing(out, (spec.run_id for spec in specs))
     register_population(out, population, records)
-    advance = progress or (lambda n=1: None)
-    runs = []
-    for path in parallel.map(run_fixed_episode, specs, workers=workers, executor=executor, address=address):
-        runs.append(path.name)
-        advance(1)
+    runs = [path.name for path in run_specs(specs, run_fixed_episode, workers, progress, executor=executor, address=address)]
     return {"population": population, "policy": policy, "seed": seed, "starts": starts, "runs": runs}

@@ -20,8 +20,8 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from labrecord import parallel
 from labrecord.errors import LabrecordError
+from labrecord.sim.fanout import refuse_existing, run_specs
 from labrecord.models import (
     Assets, Budget, Evaluation, Intervention, ObservationSpec, Physics, Population, RunManifest, Seeds, System, Task,
 )
@@ -242,24 +242,12 @@ def _run_all(out_dir: str | os.PathLike[str], condition: str, policy: str, episo
     specs = [EpisodeSpec(str(out_dir), condition, policy, i, seed, inst, cameras, size, timing.max_time_s,
                          tuple(sorted(policy_options.items())), timing.deadline_s, timing.deadline_clock)
              for i, inst in enumerate(drawn)]
-    for spec in specs:
-        target = Path(out_dir) / run_id_of(spec)
-        if target.exists():
-            raise LabrecordError(f"{target}: run directory already exists; choose another --out or --seed")
+    refuse_existing(out_dir, map(run_id_of, specs))
     # registered before any episode runs: the population fixes the denominators
     register_population(out_dir, population_name(condition, seed), population_records(condition, seed, drawn))
-    advance = progress or (lambda n=1: None)
     if served is not None:  # one connection, episodes in turn (a connection is not picklable)
-        paths = []
-        for spec in specs:
-            paths.append(run_episode(spec, served))
-            advance(1)
-        return paths
-    paths = []
-    for path in parallel.map(run_episode, specs, workers=workers, executor=executor, address=address):
-        paths.append(path)
-        advance(1)
-    return paths
+        return run_specs(specs, lambda spec: run_episode(spec, served), 1, progress)
+    return run_specs(specs, run_episode, workers, progress, executor=executor, address=address)
 
 
 def run_id_of(spec: EpisodeSpec) -> str:
@@ -278,9 +266,13 @@ def run_episode(spec: EpisodeSpec, served: Any = None) -> Path:
     from labrecord.sim.policies import make_policy
 
     if served is not None:
-        policy = served.policy
-    else:
-        policy = make_policy(spec.policy, spec.seed * 100003 + spec.index, **dict(spec.policy_options))
+        return record_with(spec, served.policy, served)
+    return record_with(spec, make_policy(spec.policy, spec.seed * 100003 + spec.index, **dict(spec.policy_options)))
+
+
+def record_with(spec: EpisodeSpec, policy: Any, served: Any = None) -> Path:
+    """Record ``spec``'s episode driven by ``policy`` (already made and hooked); an episode
+    that raises is closed with status ``aborted`` and the error goes on."""
     episode = open_episode(spec, policy, served)
     try:
         episode.owner.run_episode(0)

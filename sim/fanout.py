@@ -1,0 +1,35 @@
+"""How every simulator command and study starts its episodes: refuse an existing run
+folder before anything is registered, then fan the specs out through the one parallel map
+with a progress callback."""
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any
+
+from labrecord import parallel
+from labrecord.errors import LabrecordError
+
+
+def refuse_existing(out_dir: str | os.PathLike[str], run_ids: Iterable[str]) -> None:
+    """Refuse before anything is registered or recorded when one of the run folders
+    ``run_ids`` already exists under ``out_dir`` (a run is never overwritten)."""
+    for run_id in run_ids:
+        target = Path(out_dir) / run_id
+        if target.exists():
+            raise LabrecordError(f"{target}: run directory already exists; choose another --out or --seed")
+
+
+def run_specs(specs: list[Any], run: Callable[[Any], Any], workers: int,
+              progress: Callable[[int], None] | None, *, executor: str = "local",
+              address: str | None = None) -> list[Any]:
+    """Run episode specs (or study tasks) through the one parallel map (in this process
+    when ``workers`` is 1); the results come back in spec order, ``progress`` advanced by
+    one per result."""
+    advance = progress or (lambda n=1: None)
+    results = []
+    for result in parallel.map(run, specs, workers=workers, executor=executor, address=address):
+        results.append(result)
+        advance(1)
+    return results
