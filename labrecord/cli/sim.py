@@ -1,6 +1,8 @@
 """``labrecord sim``: run episodes in the embedded MuJoCo simulator."""
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import click
 
 from labrecord.cli.common import CONTEXT_SETTINGS, echo_json, output_options, progress
@@ -91,6 +93,24 @@ def weighing(condition: str, policy: str, policy_url: str | None, profile: str, 
         click.echo(f"wrote {len(paths)} run(s) under {out_dir}{note}")
 
 
+def _episode_options(command: Callable[..., None]) -> Callable[..., None]:
+    """The options every scripted-family command shares: episodes, seed, output folder,
+    workers, cameras and the ``--json`` output."""
+    for option in reversed([
+        click.option("--episodes", type=click.IntRange(min=1), default=8, show_default=True),
+        click.option("--seed", type=int, default=0, show_default=True),
+        click.option("--out", "out_dir", type=click.Path(file_okay=False), default="runs", show_default=True),
+        click.option("--workers", type=click.IntRange(min=1), default=1, show_default=True,
+                     help="Episodes in parallel processes."),
+        click.option("--no-cameras", is_flag=True, help="Skip rendering and videos (faster)."),
+        click.option("--size", type=click.IntRange(min=16), default=224, show_default=True,
+                     help="Camera width and height (px)."),
+        output_options(csv=False, json_help='Print {"out": DIR, "runs": [RUN_DIR, ...]}.'),
+    ]):
+        command = option(command)
+    return command
+
+
 @sim.command(context_settings=CONTEXT_SETTINGS)
 @click.option("--condition", type=click.Choice(["basic", "extended"]), default="basic", show_default=True,
               help="basic: one tube seated, one to place; extended: both tubes to place.")
@@ -98,13 +118,7 @@ def weighing(condition: str, policy: str, policy_url: str | None, profile: str, 
               show_default=True)
 @click.option("--slot", type=click.IntRange(0, 11), default=None,
               help="Local slot the fixed-preference policy always chooses (default 0; the next free one when taken).")
-@click.option("--episodes", type=click.IntRange(min=1), default=8, show_default=True)
-@click.option("--seed", type=int, default=0, show_default=True)
-@click.option("--out", "out_dir", type=click.Path(file_okay=False), default="runs", show_default=True)
-@click.option("--workers", type=click.IntRange(min=1), default=1, show_default=True, help="Episodes in parallel processes.")
-@click.option("--no-cameras", is_flag=True, help="Skip rendering and videos (faster).")
-@click.option("--size", type=click.IntRange(min=16), default=224, show_default=True, help="Camera width and height (px).")
-@output_options(csv=False, json_help='Print {"out": DIR, "runs": [RUN_DIR, ...]}.')
+@_episode_options
 def centrifuge(condition: str, policy: str, slot: int | None, episodes: int, seed: int, out_dir: str, workers: int,
                no_cameras: bool, size: int, as_json: bool) -> None:
     """Centrifuge loading: one run directory per episode under --out.
@@ -131,13 +145,7 @@ def centrifuge(condition: str, policy: str, slot: int | None, episodes: int, see
               show_default=True)
 @click.option("--slot", type=click.Choice([f"{r}{c}" for r in "ABC" for c in range(1, 5)]), default=None,
               help="Slot the fixed-preference policy places into and retrieves from (default A1).")
-@click.option("--episodes", type=click.IntRange(min=1), default=8, show_default=True)
-@click.option("--seed", type=int, default=0, show_default=True)
-@click.option("--out", "out_dir", type=click.Path(file_okay=False), default="runs", show_default=True)
-@click.option("--workers", type=click.IntRange(min=1), default=1, show_default=True, help="Episodes in parallel processes.")
-@click.option("--no-cameras", is_flag=True, help="Skip rendering and videos (faster).")
-@click.option("--size", type=click.IntRange(min=16), default=224, show_default=True, help="Camera width and height (px).")
-@output_options(csv=False, json_help='Print {"out": DIR, "runs": [RUN_DIR, ...]}.')
+@_episode_options
 def rack(condition: str, policy: str, slot: str | None, episodes: int, seed: int, out_dir: str, workers: int,
          no_cameras: bool, size: int, as_json: bool) -> None:
     """Placement recall: place a tube, the rack is moved under occlusion, retrieve it.
