@@ -20,13 +20,13 @@ from __future__ import annotations
 
 import importlib.resources
 import math
-import warnings
 from typing import Any
 
 import numpy as np
 
 from labrecord.sim.env import DEFAULT_SIZE, WeighingEnv
-from labrecord.sim.scene import ARM, ARM_BASE, ARM_JOINTS, FINGER_OPEN_M, HOME_Q, WeighingScene, arm_path
+from labrecord.sim.scene import ARM, FINGER_OPEN_M, HOME_Q, WeighingScene
+from labrecord.sim.scene import build_model as build_arm_model
 
 TUBES: tuple[str, ...] = ("tube_a", "tube_b")
 #: rotor axis position in the world (x, y) and the height of the slot mouths (m)
@@ -152,15 +152,7 @@ def scene_xml(calibration: Any) -> str:
 
 
 def build_model(calibration: Any) -> Any:
-    import mujoco
-
-    spec = mujoco.MjSpec.from_string(scene_xml(calibration))
-    arm = mujoco.MjSpec.from_file(arm_path())
-    frame = spec.worldbody.add_frame(pos=list(ARM_BASE))
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        frame.attach_body(arm.body("link0"), ARM, "")
-    return spec.compile()
+    return build_arm_model(scene_xml(calibration))
 
 
 class CentrifugeScene(WeighingScene):
@@ -168,25 +160,9 @@ class CentrifugeScene(WeighingScene):
     scene's: ``apply``, ``tcp_pose``, ``robot_state``, ``render`` …)."""
 
     def __init__(self, calibration: Any, width: int = 224, height: int = 224) -> None:
-        import mujoco
-
-        self.mujoco = mujoco
         self.calibration = calibration
-        self.model = build_model(calibration)
-        self.data = mujoco.MjData(self.model)
-        self.width, self.height = width, height
-        self._renderer: Any = None
+        self._bind(build_model(calibration), TUBES, "rotor", width, height)
         m = self.model
-        self.dt = float(m.opt.timestep)
-        self.body_id = {name: m.body(name).id for name in (*TUBES, "rotor")}
-        self.qpos_adr = {name: int(m.jnt_qposadr[m.joint(name).id]) for name in TUBES}
-        self.qvel_adr = {name: int(m.jnt_dofadr[m.joint(name).id]) for name in TUBES}
-        self.arm_qpos = np.array([m.jnt_qposadr[m.joint(j).id] for j in ARM_JOINTS])
-        self.arm_qvel = np.array([m.jnt_dofadr[m.joint(j).id] for j in ARM_JOINTS])
-        self.finger_qpos = np.array([m.jnt_qposadr[m.joint(f"{ARM}finger_{side}").id] for side in ("left", "right")])
-        self.arm_ctrl = np.array([m.actuator(j).id for j in ARM_JOINTS])
-        self.grip_ctrl = int(m.actuator(f"{ARM}gripper").id)
-        self.tcp_site = int(m.site(f"{ARM}tcp").id)
         self.mocap = int(m.body_mocapid[self.body_id["rotor"]])
         self.touch_adr = int(m.sensor_adr[m.sensor(f"touch_{SENSORS[0]}").id])
         assert m.nsensordata == self.touch_adr + len(SENSORS)

@@ -21,14 +21,14 @@ from __future__ import annotations
 
 import importlib.resources
 import math
-import warnings
 from typing import Any
 
 import numpy as np
 
 from labrecord.sim.centrifuge_scene import CAP_RADIUS, TUBE_HALF, TUBE_RADIUS, CentrifugeScene, _quat, _ring
 from labrecord.sim.env import DEFAULT_SIZE, WeighingEnv
-from labrecord.sim.scene import ARM, ARM_BASE, ARM_JOINTS, FINGER_OPEN_M, HOME_Q, arm_path
+from labrecord.sim.scene import ARM, FINGER_OPEN_M, HOME_Q
+from labrecord.sim.scene import build_model as build_arm_model
 
 CAMERAS: tuple[str, ...] = ("front", "wrist")
 PRIVILEGED_CHANNELS: tuple[str, ...] = ("object_poses",)
@@ -111,40 +111,16 @@ def scene_xml(distractors: int) -> str:
 
 
 def build_model(distractors: int) -> Any:
-    import mujoco
-
-    spec = mujoco.MjSpec.from_string(scene_xml(distractors))
-    arm = mujoco.MjSpec.from_file(arm_path())
-    frame = spec.worldbody.add_frame(pos=list(ARM_BASE))
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        frame.attach_body(arm.body("link0"), ARM, "")
-    return spec.compile()
+    return build_arm_model(scene_xml(distractors))
 
 
 class RackScene(CentrifugeScene):
     """One MuJoCo model + data of the rack bench (tube placement as on the centrifuge bench)."""
 
     def __init__(self, distractors: int, width: int = 224, height: int = 224) -> None:  # noqa: D107
-        import mujoco
-
-        self.mujoco = mujoco
         self.tubes = tube_names(distractors)
-        self.model = build_model(distractors)
-        self.data = mujoco.MjData(self.model)
-        self.width, self.height = width, height
-        self._renderer: Any = None
+        self._bind(build_model(distractors), self.tubes, "rack", width, height)
         m = self.model
-        self.dt = float(m.opt.timestep)
-        self.body_id = {name: m.body(name).id for name in (*self.tubes, "rack")}
-        self.qpos_adr = {name: int(m.jnt_qposadr[m.joint(name).id]) for name in self.tubes}
-        self.qvel_adr = {name: int(m.jnt_dofadr[m.joint(name).id]) for name in self.tubes}
-        self.arm_qpos = np.array([m.jnt_qposadr[m.joint(j).id] for j in ARM_JOINTS])
-        self.arm_qvel = np.array([m.jnt_dofadr[m.joint(j).id] for j in ARM_JOINTS])
-        self.finger_qpos = np.array([m.jnt_qposadr[m.joint(f"{ARM}finger_{side}").id] for side in ("left", "right")])
-        self.arm_ctrl = np.array([m.actuator(j).id for j in ARM_JOINTS])
-        self.grip_ctrl = int(m.actuator(f"{ARM}gripper").id)
-        self.tcp_site = int(m.site(f"{ARM}tcp").id)
         self.mocap = int(m.body_mocapid[self.body_id["rack"]])
         self.grip_adr = int(m.sensor_adr[m.sensor("grip_pos").id])
         self.touch_adr = int(m.sensor_adr[m.sensor(f"touch_{_sensors(self.tubes)[0][0]}").id])

@@ -18,6 +18,7 @@ import warnings
 
 import importlib.resources
 from dataclasses import dataclass, field
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -191,24 +192,8 @@ class WeighingScene:
     """
 
     def __init__(self, width: int = 224, height: int = 224) -> None:
-        import mujoco
-
-        self.mujoco = mujoco
-        self.model = build_model()
-        self.data = mujoco.MjData(self.model)
-        self.width, self.height = width, height
-        self._renderer: Any = None
+        self._bind(build_model(), OBJECTS, "pan", width, height)
         m = self.model
-        self.dt = float(m.opt.timestep)
-        self.body_id = {name: m.body(name).id for name in (*OBJECTS, "pan")}
-        self.qpos_adr = {name: int(m.jnt_qposadr[m.joint(name).id]) for name in OBJECTS}
-        self.qvel_adr = {name: int(m.jnt_dofadr[m.joint(name).id]) for name in OBJECTS}
-        self.arm_qpos = np.array([m.jnt_qposadr[m.joint(j).id] for j in ARM_JOINTS])
-        self.arm_qvel = np.array([m.jnt_dofadr[m.joint(j).id] for j in ARM_JOINTS])
-        self.finger_qpos = np.array([m.jnt_qposadr[m.joint(f"{ARM}finger_{side}").id] for side in ("left", "right")])
-        self.arm_ctrl = np.array([m.actuator(j).id for j in ARM_JOINTS])
-        self.grip_ctrl = int(m.actuator(f"{ARM}gripper").id)
-        self.tcp_site = int(m.site(f"{ARM}tcp").id)
         self.object_bodies = np.array([self.body_id[name] for name in OBJECTS])
         self.object_qvel = np.array([self.qvel_adr[name] for name in OBJECTS])
         #: sensordata offset of the contact sensors (declared consecutively, one value each)
@@ -220,6 +205,28 @@ class WeighingScene:
         self.base_mass = {name: float(m.body_mass[self.body_id[name]]) for name in OBJECTS}
         self.base_inertia = {name: m.body_inertia[self.body_id[name]].copy() for name in OBJECTS}
         self._displayed: str | None = None
+
+    def _bind(self, model: Any, objects: Sequence[str], fixture: str, width: int, height: int) -> None:
+        """Take ``model`` with a fresh data and the ids every bench's arm methods read: the
+        free ``objects``' bodies and joint addresses, the ``fixture`` body, the arm's joints,
+        fingers, actuators and TCP site."""
+        import mujoco
+
+        self.mujoco = mujoco
+        self.model = m = model
+        self.data = mujoco.MjData(m)
+        self.width, self.height = width, height
+        self._renderer: Any = None
+        self.dt = float(m.opt.timestep)
+        self.body_id = {name: m.body(name).id for name in (*objects, fixture)}
+        self.qpos_adr = {name: int(m.jnt_qposadr[m.joint(name).id]) for name in objects}
+        self.qvel_adr = {name: int(m.jnt_dofadr[m.joint(name).id]) for name in objects}
+        self.arm_qpos = np.array([m.jnt_qposadr[m.joint(j).id] for j in ARM_JOINTS])
+        self.arm_qvel = np.array([m.jnt_dofadr[m.joint(j).id] for j in ARM_JOINTS])
+        self.finger_qpos = np.array([m.jnt_qposadr[m.joint(f"{ARM}finger_{side}").id] for side in ("left", "right")])
+        self.arm_ctrl = np.array([m.actuator(j).id for j in ARM_JOINTS])
+        self.grip_ctrl = int(m.actuator(f"{ARM}gripper").id)
+        self.tcp_site = int(m.site(f"{ARM}tcp").id)
 
     # -- instance ---------------------------------------------------------------------
     def reset(self, placement: Placement) -> None:
