@@ -1,4 +1,4 @@
-"""Simulated seconds per wall second of the weighing bench, three ways, in one run.
+"""Simulated seconds per CPU second of the weighing bench, four ways, in one run.
 
 1. bare physics: a Python loop of ``mj_step`` on the scene model (the Panda arm, the
    bench, its load cell and per-pair contact sensors) replaying the actuator commands
@@ -13,7 +13,11 @@
    the online contract scorer, receipts, logs, and — for whole runs — scores, the
    measurements file and the demonstration;
 3. the same with the three registered cameras (default 224×224) rendered at the control
-   rate and encoded to MP4.
+   rate and encoded to MP4;
+4. IK controller + physics: the recorded action rows replayed through the arm controller
+   and a Python ``mj_step`` loop of its ramped joint targets — the closed loop a user
+   would run without measuring, scoring or logging (the policy's planning left out); it
+   must also end in exactly the recorded joint state.
 
 The ratio "vs bare" is (simulated s per CPU s of the row) / (the same of the baseline):
 the share of bare-physics speed the whole closed loop keeps; the goal is ≥ 0.7 for (2).
@@ -21,7 +25,9 @@ It charges the policy and the IK controller to the recorder side, since the base
 replays the controller's output.  Times are CPU seconds of this process
 (``time.process_time``, all its threads): on a shared machine wall time mostly measures
 the other processes, and even CPU time moves with their load (run ``--repeat`` passes;
-the fastest of each configuration counts).  ``--breakdown`` adds where the loop's time
+the fastest of each configuration counts in the table, and since the machine's speed
+drifts between passes, each pass also measures the recorder and the replays back to back:
+the median and range of those per-pass ratios are printed too).  ``--breakdown`` adds where the loop's time
 goes per control period.  Also measured: how close the settled display comes to the true load.
 
 The other scenes (``--scenes centrifuge,rack``; all by default) are measured the same way on
@@ -45,11 +51,12 @@ import numpy as np  # noqa: E402
 
 
 def recorded(episodes: int, seed: int, cameras: bool, size: int,
-             record_controls: bool = False) -> tuple[float, float, float, list[tuple[np.ndarray, np.ndarray]]]:
+             record_controls: bool = False) -> tuple[float, float, float, list[tuple[np.ndarray, np.ndarray, np.ndarray]]]:
     """(simulated s, CPU s, CPU s inside the control loop, per episode the actuator
-    commands of every physics step and the final joint state) of recorded reference
-    episodes; the loop time leaves out per-run set-up and file writes.  Capturing the
-    commands wraps ``WeighingEnv.advance`` (left out of timed passes)."""
+    commands of every physics step, the final joint state and the applied action rows)
+    of recorded reference episodes; the loop time leaves out per-run set-up and file
+    writes.  Capturing wraps ``WeighingEnv.advance`` and ``WeighingEnv.apply`` (left out
+    of timed passes)."""
     from labrecord.recorders.loop import StepOwner
     from labrecord.rundir import read_events
     from labrecord.sim import run_weighing
@@ -58,9 +65,16 @@ def recorded(episodes: int, seed: int, cameras: bool, size: int,
 
     loop_wall = [0.0]
     original = StepOwner.run_episode
-    original_advance = WeighingEnv.advance
+    original_advance, original_apply = WeighingEnv.advance, WeighingEnv.apply
     controls: list[list[np.ndarray]] = []
     finals: list[np.ndarray] = []
+    actions: list[list[np.ndarray]] = []
+
+    def capture_action(self: WeighingEnv, action: np.ndarray) -> None:
+        if self.scene.time == 0.0 and len(actions) == len(controls):
+            actions.append([])
+        actions[-1].append(np.array(action, dtype=float))
+        original_apply(self, action)
 
     def capture(self: WeighingEnv, steps: int) -> None:
         if self.scene.time == 0.0:
@@ -83,16 +97,18 @@ def recorded(episodes: int, seed: int, cameras: bool, size: int,
         try:
             if record_controls:
                 WeighingEnv.advance = capture  # type: ignore[method-assign]
+                WeighingEnv.apply = capture_action  # type: ignore[method-assign]
             runs = run_weighing(out, "basic", "reference", episodes, seed, cameras=cameras, size=size)
         finally:
             StepOwner.run_episode = original  # type: ignore[method-assign]
-            WeighingEnv.advance = original_advance  # type: ignore[method-assign]
+            WeighingEnv.advance, WeighingEnv.apply = original_advance, original_apply  # type: ignore[method-assign]
         wall = time.process_time() - wall
         sim_s = sum(read_events(run)[-1].t for run in runs)
-    return sim_s, wall, loop_wall[0], [(np.concatenate(c), q) for c, q in zip(controls, finals)]
+    return sim_s, wall, loop_wall[0], [(np.concatenate(c), q, np.array(a))
+                                       for c, q, a in zip(controls, finals, actions)]
 
 
-def bare(controls: list[tuple[np.ndarray, np.ndarray]], seed: int,
+def bare(controls: list[tuple[np.ndarray, np.ndarray, np.ndarray]], seed: int,
          contact_sensors: bool = True) -> tuple[float, float, bool]:
     """Replay the same actuator commands, step by step, with a plain Python loop of
     ``mj_step`` (no controller, no measurement, no scorer); (simulated s, CPU s, whether
@@ -120,7 +136,7 @@ def bare(controls: list[tuple[np.ndarray, np.ndarray]], seed: int,
     scene = env.scene
     sim_s = wall = 0.0
     same = True
-    for inst, (commands, final) in zip(insts, controls):
+    for inst, (commands, final, _) in zip(insts, controls):
         env.reset(Placement(inst.sample_g, inst.start, random_layout(inst.start, np.random.default_rng(inst.layout_seed))))
         change = np.flatnonzero(np.r_[True, (commands[1:] != commands[:-1]).any(axis=1), True])
         runs = [(commands[a], int(b - a)) for a, b in zip(change[:-1], change[1:])]
@@ -130,6 +146,45 @@ def bare(controls: list[tuple[np.ndarray, np.ndarray]], seed: int,
             data.ctrl[:] = command
             for _ in range(count):
                 mj_step(model, data)
+        wall += time.process_time() - start
+        sim_s += scene.time
+        same = same and np.array_equal(data.qpos, final)
+    return sim_s, wall, same
+
+
+def controlled(controls: list[tuple[np.ndarray, np.ndarray, np.ndarray]], seed: int) -> tuple[float, float, bool]:
+    """Replay the recorded action rows through the arm controller (differential IK for
+    the reference policy's end-effector deltas) and a plain Python loop of ``mj_step``
+    with the controller's ramped joint targets — a closed loop without labrecord's
+    measuring, scoring and logging (the policy's own planning left out); (simulated s,
+    CPU s, whether every episode ended in exactly the recorded joint state)."""
+    import mujoco
+
+    from labrecord.sim.env import WeighingEnv, _ramp_fraction
+    from labrecord.sim.scene import Placement, random_layout
+    from labrecord.sim.weighing import instances
+
+    env = WeighingEnv(cameras=())
+    env.calibrate_empty()
+    scene = env.scene
+    steps = int(round(env.physics_hz / env.control_hz))
+    fraction = _ramp_fraction(steps)
+    change = np.flatnonzero(np.r_[True, (fraction[1:] != fraction[:-1]).any(axis=1), True])
+    stairs = [(int(a), int(b - a)) for a, b in zip(change[:-1], change[1:])]
+    sim_s = wall = 0.0
+    same = True
+    for inst, (_, final, actions) in zip(instances("basic", len(controls), seed), controls):
+        env.reset(Placement(inst.sample_g, inst.start, random_layout(inst.start, np.random.default_rng(inst.layout_seed))))
+        mj_step, model, data, arm = mujoco.mj_step, scene.model, scene.data, scene.arm_ctrl
+        start = time.process_time()
+        for action in actions:
+            env.apply(action)
+            first, delta = env._ramp  # type: ignore[misc]
+            ramp = first + delta * fraction
+            for row, count in stairs:
+                data.ctrl[arm] = ramp[row]
+                for _ in range(count):
+                    mj_step(model, data)
         wall += time.process_time() - start
         sim_s += scene.time
         same = same and np.array_equal(data.qpos, final)
@@ -288,13 +343,17 @@ def main() -> None:
 
     recorded(1, args.seed + 1, cameras=not args.skip_cameras, size=args.size)  # warm-up: imports, renderer, encoder
     # the machine is shared: interleave the configurations and keep each one's fastest pass
-    rec_wall = loop_wall = bare_wall = plain_wall = cam_wall = float("inf")
+    rec_wall = loop_wall = bare_wall = plain_wall = cam_wall = ctl_wall = float("inf")
     *_, controls = recorded(args.episodes, args.seed, cameras=False, size=args.size, record_controls=True)
+    paired: list[tuple[float, float]] = []  # per pass: (baseline CPU s / loop CPU s, controller replay CPU s / loop CPU s)
     for _ in range(args.repeat):
         rec_sim, wall, loop, _ = recorded(args.episodes, args.seed, cameras=False, size=args.size)
         rec_wall, loop_wall = min(rec_wall, wall), min(loop_wall, loop)
         bare_sim, wall, reproduced = bare(controls, args.seed)
         bare_wall = min(bare_wall, wall)
+        _, ctl, replayed = controlled(controls, args.seed)
+        ctl_wall = min(ctl_wall, ctl)
+        paired.append((wall / loop, ctl / loop))
         _, wall, _ = bare(controls, args.seed, contact_sensors=False)
         plain_wall = min(plain_wall, wall)
         if not args.skip_cameras:
@@ -303,6 +362,7 @@ def main() -> None:
     base = bare_sim / bare_wall
     rows = [("bare physics (baseline)", bare_sim, bare_wall),
             ("bare physics without the contact sensors", bare_sim, plain_wall),
+            ("IK controller + physics: actions replayed", bare_sim, ctl_wall),
             ("physics + recorder, no cameras: control loop", rec_sim, loop_wall),
             ("physics + recorder, no cameras: whole runs", rec_sim, rec_wall)]
     if not args.skip_cameras:
@@ -314,7 +374,14 @@ def main() -> None:
           "closed loop keeps; the baseline is a Python loop of mj_step replaying the recorded per-step commands")
     print("control loop = policy (planning + IK controller), stepping, measuring, online scoring, receipts, logs; "
           "whole runs add per-run set-up and the fsynced file writes (run.json, measurements, scores, demo)")
-    print(f"bare replay ends in the recorded joint state of every episode: {'yes' if reproduced else 'NO'}")
+    print("IK controller + physics = the recorded action rows through the arm controller and a Python mj_step "
+          "loop: the closed loop without labrecord's measuring, scoring and logging (policy planning left out)")
+    print(f"bare replay ends in the recorded joint state of every episode: {'yes' if reproduced else 'NO'}; "
+          f"controller replay: {'yes' if replayed else 'NO'}")
+    vs_bare, vs_ctl = (sorted(column) for column in zip(*paired))
+    print(f"per pass, recorder loop and replays measured back to back ({len(paired)} passes): control loop vs bare "
+          f"median {float(np.median(vs_bare)):.2f} (range {vs_bare[0]:.2f}–{vs_bare[-1]:.2f}); "
+          f"vs IK controller + physics median {float(np.median(vs_ctl)):.2f} (range {vs_ctl[0]:.2f}–{vs_ctl[-1]:.2f})")
     if args.breakdown:
         breakdown(args.episodes, args.seed, args.size, 1000 * bare_wall / (bare_sim * 10.0))
     print(f"display: max |settled reading - true load| over {args.display_configs} loads = "
