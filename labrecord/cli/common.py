@@ -57,14 +57,22 @@ def format_cell(value: Any) -> str:
 def echo_table(columns: Sequence[str], rows: Iterable[Sequence[Any]], title: str | None = None) -> None:
     """A plain-text table on the terminal (rich handles widths and wrapping)."""
     from rich.console import Console
+    from rich.measure import Measurement
     from rich.table import Table
 
     table = Table(title=title, show_lines=False, header_style="bold")
-    for column in columns:
-        table.add_column(str(column))
-    for row in rows:
-        table.add_row(*(format_cell(v) for v in row))
-    Console(soft_wrap=False).print(table)
+    cells = [[format_cell(v) for v in row] for row in rows]
+    for i, column in enumerate(columns):
+        table.add_column(str(column), no_wrap=i == 0)
+    for row in cells:
+        table.add_row(*row)
+    # a table wider than the terminal is printed whole (the terminal wraps its lines)
+    # rather than squeezed: a squeezed column cuts its cells, and a cut number reads as another
+    console = Console(soft_wrap=False)
+    natural = Measurement.get(console, console.options.update_width(100_000), table).maximum
+    if natural > console.width:
+        console = Console(soft_wrap=False, width=natural)
+    console.print(table)
 
 
 def echo_csv(columns: Sequence[str], rows: Iterable[Sequence[Any]]) -> None:
