@@ -39,7 +39,7 @@ pool with native (image + proprioception) systems.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping
 import itertools
 import re
 from typing import Any, TypeVar
@@ -51,6 +51,7 @@ from labrecord.models import ActionSpec, Operation
 from labrecord.recorders.policy import ActionChunk, Capabilities, Observation
 from labrecord.sim.control import action_spec, matrix_to_rotvec
 from labrecord.sim.executor import HOME, on_pan, sample_plan, transfer_plan
+from labrecord.sim.fanout import check_choice
 from labrecord.sim.scene import STANDARD_GRAMS, STANDARDS
 
 CONTROL_HZ = 10.0
@@ -389,9 +390,3 @@ def build_policy(policies: Mapping[str, Callable[..., P]], name: str, seed: int,
     check_choice("policy", name, policies)
     return policies[name](seed, **options)
 
-
-def check_choice(option: str, value: str, allowed: Iterable[str]) -> None:
-    """Refuse ``value`` of ``option`` unless it is one of ``allowed`` (one line naming them)."""
-    allowed = tuple(allowed)
-    if value not in allowed:
-        raise LabrecordError(f"{option} {value!r}: expected one of {', '.join(allowed)}")

@@ -29,7 +29,8 @@ from typing import Any
 from labrecord.models import Operation
 from labrecord.recorders.policy import ActionChunk, Observation
 from labrecord.sim.centrifuge_policies import GRASP_FROM_TIP, HOME, SAFE_Z, ScriptedCentrifugePolicy, Step, lift_upright
-from labrecord.sim.policies import ScriptedPolicy, build_policy, check_choice
+from labrecord.sim.fanout import check_choice
+from labrecord.sim.policies import ScriptedPolicy, build_policy
 
 #: gripper command while "open" among neighbouring tubes: 14 mm per finger
 OPEN = 0.65
