@@ -28,8 +28,8 @@ import numpy as np
 
 from labrecord.models import Recovery
 from labrecord.recorders.online import ContractScorer
-from labrecord.sim.episodes import family_bench, headless_rendering, policy_seed, record_episode, run_family
-from labrecord.sim.fanout import check_request
+from labrecord.sim.episodes import family_bench, policy_seed, record_episode, run_family
+from labrecord.sim.fanout import check_request, headless_rendering
 from labrecord.sim.weighing import CHECKPOINT_DECISION, EpisodeSpec, instance_id_of, instance_records
 
 FAMILY = "centrifuge"

@@ -10,7 +10,6 @@ calls :func:`record_episode` with its scorer type.
 from __future__ import annotations
 
 import os
-import sys
 from collections.abc import Callable, Hashable
 from pathlib import Path
 from typing import Any
@@ -52,13 +51,6 @@ def run_family(out_dir: str | os.PathLike[str], family: str, condition: str, pol
     refuse_existing(out_dir, (run_id_of(family, spec) for spec in specs))
     register_population(out_dir, population_name(family, condition, seed), records)
     return run_specs(specs, run, workers, progress)
-
-
-def headless_rendering() -> None:
-    """Offscreen rendering without a display (EGL) on Linux unless ``MUJOCO_GL`` names
-    another backend; called before MuJoCo is first imported."""
-    if sys.platform.startswith("linux"):
-        os.environ.setdefault("MUJOCO_GL", "egl")
 
 
 def family_bench(benches: dict[Hashable, Any], spec: Any, env_type: Callable[..., Any], model: Hashable,

@@ -4,6 +4,7 @@ specs out through the one parallel map with a progress callback."""
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
@@ -24,6 +25,13 @@ def check_request(condition: str, conditions: Iterable[str], episodes: int) -> N
     check_choice("condition", condition, conditions)
     if episodes < 1:
         raise LabrecordError(f"episodes {episodes}: expected at least 1")
+
+
+def headless_rendering() -> None:
+    """Offscreen rendering without a display (EGL; osmesa also works) on Linux unless
+    ``MUJOCO_GL`` names another backend; called by an episode before MuJoCo is imported."""
+    if sys.platform.startswith("linux"):
+        os.environ.setdefault("MUJOCO_GL", "egl")
 
 
 def refuse_existing(out_dir: str | os.PathLike[str], run_ids: Iterable[str]) -> None:

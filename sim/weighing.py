@@ -13,7 +13,6 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import os
-import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -21,7 +20,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from labrecord.errors import LabrecordError
-from labrecord.sim.fanout import check_request, refuse_existing, run_specs
+from labrecord.sim.fanout import check_request, headless_rendering, refuse_existing, run_specs
 from labrecord.models import (
     Assets, Budget, Evaluation, Intervention, ObservationSpec, Physics, Population, RunManifest, Seeds, System, Task,
 )
@@ -316,8 +315,7 @@ class OpenEpisode:
 def open_episode(spec: EpisodeSpec, policy: Any, served: Any = None) -> OpenEpisode:
     """Set the bench up for ``spec``'s instance and open its run directory with a step owner
     for ``policy``; the caller drives the owner (``run_episode`` or the push-mode calls)."""
-    if sys.platform.startswith("linux"):
-        os.environ.setdefault("MUJOCO_GL", "egl")  # headless offscreen rendering; osmesa also works
+    headless_rendering()
     from labrecord.recorders.loop import StepOwner
     from labrecord.recorders.online import ContractScorer
     from labrecord.scorers.contracts import get_contract
