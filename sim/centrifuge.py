@@ -20,21 +20,17 @@ a ``recovery`` event.
 from __future__ import annotations
 
 import os
-import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from labrecord.errors import LabrecordError
-from labrecord.models import (
-    Recovery, RunManifest,
-)
+from labrecord.models import Recovery
 from labrecord.recorders.online import ContractScorer
-from labrecord.sim.episodes import cached_bench, contract_columns, family_manifest, record_episode
-from labrecord.sim.fanout import refuse_existing, run_specs
-from labrecord.sim.weighing import CHECKPOINT_DECISION, EpisodeSpec, instance_id_of, register_population
+from labrecord.sim.episodes import family_bench, policy_seed, record_episode, run_family
+from labrecord.sim.fanout import check_request, headless_rendering
+from labrecord.sim.weighing import CHECKPOINT_DECISION, EpisodeSpec, instance_id_of, instance_records
 
 FAMILY = "centrifuge"
 CONDITIONS = ("basic", "extended")
@@ -64,10 +60,7 @@ def draw_block(condition: str, seed: int, block: int) -> tuple[list[Any], list[t
 def instances(condition: str, episodes: int, seed: int) -> tuple[list[Any], list[tuple[str, list[int]]]]:
     """``episodes`` instances and the pairs among them (``(kind, [episode index, …])``);
     episode ``i`` of a seed is the same instance for any episode count."""
-    if condition not in CONDITIONS:
-        raise LabrecordError(f"condition {condition!r}: expected one of {', '.join(CONDITIONS)}")
-    if episodes < 1:
-        raise LabrecordError(f"episodes {episodes}: expected at least 1")
+    check_request(condition, CONDITIONS, episodes)
     drawn: list[Any] = []
     pairs: list[tuple[str, list[int]]] = []
     for b in range(-(-episodes // BLOCK[condition])):
@@ -77,19 +70,17 @@ def instances(condition: str, episodes: int, seed: int) -> tuple[list[Any], list
     return drawn[:episodes], [(kind, m) for kind, m in pairs if max(m) < episodes]
 
 
-def population_name(condition: str, seed: int) -> str:
-    return f"{FAMILY}-{condition}-s{seed}"
+def population(condition: str, episodes: int, seed: int) -> tuple[list[Any], list[Any]]:
+    """The drawn instances and their population records."""
+    drawn, pairs = instances(condition, episodes, seed)
+    return drawn, population_records(condition, drawn, pairs)
 
 
 def population_records(condition: str, drawn: list[Any], pairs: list[tuple[str, list[int]]]) -> list[Any]:
     """``Instance`` + ``Checkpoint(d0)`` per episode, then one ``Pair`` per complete pair."""
-    from labrecord.models import Checkpoint, Instance, Pair
+    from labrecord.models import Pair
 
-    records: list[Any] = []
-    for index, inst in enumerate(drawn):
-        records.append(Instance(instance_id=instance_id_of(index), task_id=f"{FAMILY}-{condition}", condition=condition,
-                                fields=inst.variant()))
-        records.append(Checkpoint(instance_id=instance_id_of(index), decision=CHECKPOINT_DECISION))
+    records = instance_records(f"{FAMILY}-{condition}", condition, drawn, CHECKPOINT_DECISION)
     for kind, members in pairs:
         short = "ac" if kind == "answer_changing" else "geo"
         records.append(Pair(pair_id=f"{FAMILY}-{condition}-{short}-{instance_id_of(members[0])}",
@@ -110,17 +101,8 @@ def run_centrifuge(out_dir: str | os.PathLike[str], condition: str = "basic", po
     from labrecord.sim.centrifuge_policies import make_policy
 
     make_policy(policy, seed, **policy_options)  # fail fast on a bad name or option
-    Path(out_dir).mkdir(parents=True, exist_ok=True)
-    drawn, pairs = instances(condition, episodes, seed)
-    specs = [EpisodeSpec(str(out_dir), condition, policy, i, seed, inst, cameras, size, max_time_s,
-                         tuple(sorted(policy_options.items()))) for i, inst in enumerate(drawn)]
-    refuse_existing(out_dir, map(run_id_of, specs))
-    register_population(out_dir, population_name(condition, seed), population_records(condition, drawn, pairs))
-    return run_specs(specs, run_episode, workers, progress)
-
-
-def run_id_of(spec: EpisodeSpec) -> str:
-    return f"{FAMILY}-{spec.condition}-{spec.policy}-s{spec.seed}-e{spec.index:03d}"
+    return run_family(out_dir, FAMILY, condition, policy, episodes, seed, workers, population=population, run=run_episode,
+                      cameras=cameras, size=size, max_time_s=max_time_s, progress=progress, policy_options=policy_options)
 
 
 def instruction_of(instance: Any) -> str:
@@ -154,39 +136,20 @@ class CentrifugeScorer(ContractScorer):
 
 
 def run_episode(spec: EpisodeSpec) -> Path:
-    """One episode, one run directory (``<out_dir>/<run_id>``)."""
-    if sys.platform.startswith("linux"):
-        os.environ.setdefault("MUJOCO_GL", "egl")
-    from labrecord.scorers.contracts import get_contract
+    """One episode, one run directory (``<out_dir>/<run_id>``); seated tubes settle
+    (:data:`SETTLE_STEPS`) before recording starts."""
+    headless_rendering()
     from labrecord.sim.centrifuge_policies import make_policy
-    from labrecord.sim.centrifuge_scene import CAMERAS
+    from labrecord.sim.centrifuge_scene import CAMERAS, CentrifugeEnv
 
-    contract = get_contract(FAMILY)
     instance = spec.instance
-    policy = make_policy(spec.policy, spec.seed * 100003 + spec.index, calibration=instance.calibration,
-                         **dict(spec.policy_options))
-    env = _bench(instance.calibration, policy.capabilities.action_spec, CAMERAS if spec.cameras else (), spec.size)
+    policy = make_policy(spec.policy, policy_seed(spec), calibration=instance.calibration, **dict(spec.policy_options))
+    env = family_bench(_BENCHES, spec, CentrifugeEnv, instance.calibration, policy.capabilities.action_spec, CAMERAS)
     env.reset(instance, settle_steps=SETTLE_STEPS)
-    manifest = _manifest(spec, instance, policy, contract)
-    scorer = CentrifugeScorer(contract, instance, columns=contract_columns(FAMILY))
-    return record_episode(spec, env, policy, scorer, manifest, family=FAMILY, instruction=instruction_of(instance),
-                          max_time_s=spec.max_time_s or MAX_TIME_S[spec.condition], benches=_BENCHES)
+    return record_episode(spec, env, policy, CentrifugeScorer, family=FAMILY, instruction=instruction_of(instance),
+                          max_time_s=spec.max_time_s or MAX_TIME_S[spec.condition], benches=_BENCHES,
+                          layout_text=repr((round(instance.rotor_yaw, 9), instance.layout_seed)),
+                          scene="labrecord.sim.assets/centrifuge.xml", memory=policy.capabilities.memory)
 
 
-_BENCHES: dict[tuple[Any, ...], Any] = {}
-
-
-def _bench(calibration: Any, action_spec: Any, cameras: tuple[str, ...], size: int) -> Any:
-    from labrecord.fileio import dumps
-    from labrecord.sim.centrifuge_scene import CentrifugeEnv
-
-    key = (calibration, dumps(action_spec).decode(), cameras, size)
-    return cached_bench(_BENCHES, key, lambda: CentrifugeEnv(calibration, action_spec, cameras=cameras, size=size))
-
-
-def _manifest(spec: EpisodeSpec, instance: Any, policy: Any, contract: Any) -> RunManifest:
-    caps = policy.capabilities
-    return family_manifest(spec, instance, caps, contract, family=FAMILY, run_id=run_id_of(spec),
-                           population=population_name(spec.condition, spec.seed), instance_id=instance_id_of(spec.index),
-                           layout_text=repr((round(instance.rotor_yaw, 9), instance.layout_seed)), scene="labrecord.sim.assets/centrifuge.xml",
-                           memory=caps.memory)
+_BENCHES: dict[Any, Any] = {}

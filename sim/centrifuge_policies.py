@@ -32,16 +32,15 @@ from typing import Any
 import numpy as np
 
 from labrecord.errors import LabrecordError
-from labrecord.models import ActionSpec, Operation
-from labrecord.recorders.policy import ActionChunk, Capabilities, Observation
-from labrecord.sim.control import action_spec, matrix_to_rotvec
-from labrecord.sim.policies import TURN_STEP, down_rotation, quat_matrix
+from labrecord.models import Operation
+from labrecord.recorders.policy import ActionChunk, Observation
+from labrecord.sim.executor import HOME
+from labrecord.sim.policies import (
+    ACTION_SPEC, CONTROL_HZ, ScriptedPolicy, build_policy, delta_to, down_rotation, quat_matrix,
+)
 
-CONTROL_HZ = 10.0
-ACTION_SPEC: ActionSpec = action_spec("eef_delta", CONTROL_HZ)
 #: cameras and proprioception (native) plus the declared privileged channel
 CHANNELS = ("front", "wrist", "robot", "object_poses")
-HOME = (0.10, 0.0, 0.30)
 SAFE_Z = 0.26
 #: the tube is grasped this far above its bottom tip (m); the stand hole is 30 mm deep
 GRASP_FROM_TIP = 0.064
@@ -62,6 +61,17 @@ class Step:
     tilt: float = 0.0
     speed: float = 0.25
     hold: float = 0.0
+
+
+def lift_upright(tip: Any, yaw: float, *, open_grip: float = 0.0, descend_speed: float = 0.12) -> list[Step]:
+    """Grasp a tube standing upright with its bottom tip at ``tip`` (3,): over it at
+    :data:`SAFE_Z` with the fingers open to ``open_grip`` and turned by ``yaw``, down at
+    ``descend_speed`` to :data:`GRASP_FROM_TIP` above the tip, close, lift back to SAFE_Z."""
+    grasp = (float(tip[0]), float(tip[1]), float(tip[2]) + GRASP_FROM_TIP)
+    return [Step((grasp[0], grasp[1], SAFE_Z), open_grip, yaw),
+            Step(grasp, open_grip, yaw, speed=descend_speed, hold=0.3),
+            Step(grasp, 1.0, yaw, hold=0.6),
+            Step((grasp[0], grasp[1], SAFE_Z), 1.0, yaw, speed=0.15)]
 
 
 def tool_rotation(yaw: float, tilt: float) -> np.ndarray:
@@ -124,31 +134,24 @@ def tube_slot(poses: dict[str, list[float]], tube: str, calibration: Any) -> tup
     return j, float(depth[j] / calibration.socket_depth_m)
 
 
-class ScriptedCentrifugePolicy:
+class ScriptedCentrifugePolicy(ScriptedPolicy):
     """Shared machinery: wait until settled, choose ``insert(tube, slot)``, execute it."""
 
-    name = "scripted"
+    channels = CHANNELS
+    first_wait_s = SETTLE_S
     #: insertion depth of the first attempt as a fraction of the effective depth
     first_depth = 1.0
 
     def __init__(self, seed: int = 0, calibration: Any = None) -> None:
         from labrecord.scorers.contracts.centrifuge import RotorCalibration
 
-        self.seed = seed
         self.calibration = calibration or RotorCalibration()
-        self.capabilities = Capabilities(name=self.name, kind="scripted", action_spec=ACTION_SPEC, channels=CHANNELS,
-                                         reports_operations=True, revision="1")
-        self.reset(0)
+        super().__init__(seed)
 
     def reset(self, episode: int) -> None:
-        self.episode = episode
-        self.plan: np.ndarray | None = None
-        self.cursor = 0
+        super().reset(episode)
         self.phases: list[Any] = []
-        self.wait_until = SETTLE_S
-        self.stopped = False
         self.insertions = 0
-        self.rest: np.ndarray | None = None
         self.rng = np.random.default_rng([self.seed, episode])
 
     # -- choice -----------------------------------------------------------------------
@@ -189,21 +192,16 @@ class ScriptedCentrifugePolicy:
             self._start(robot, self.phases.pop(0)(robot, poses))
             return self._next_row(robot)
         if self.plan is not None:
-            self.plan = None
-            self.wait_until = observation.t + SETTLE_S
-            self.rest = np.asarray([*HOME, 0.0, 0.0, 0.0])
+            self._plan_done(observation.t, SETTLE_S, np.asarray([*HOME, 0.0, 0.0, 0.0]))
         if self.stopped or observation.t < self.wait_until:
-            return ActionChunk(self._toward(robot, self.rest))
+            return self._hold(robot)
         op = self.choose(poses)
         if op is None or op.kind in ("stop", "wait"):
-            self.stopped = op is None or op.kind == "stop"
-            return ActionChunk(self._toward(robot, self.rest), report=op)
+            return self._decline(robot, op)
         self.insertions += 1
         self.phases = self.phases_for(op, poses)
         self._start(robot, self.phases.pop(0)(robot, poses))
-        chunk = self._next_row(robot)
-        chunk.report = op
-        return chunk
+        return self._begin(robot, op)
 
     def depth_for(self, attempt: int) -> float:
         return self.first_depth if attempt == 1 else 1.0
@@ -222,11 +220,7 @@ class ScriptedCentrifugePolicy:
         tip = np.asarray(poses[tube][:3])
         _, axes = rotor_slots(poses, self.calibration)
         yaw, _ = hand_for_axis(axes[j])
-        grasp = (float(tip[0]), float(tip[1]), float(tip[2]) + GRASP_FROM_TIP)
-        return [Step((grasp[0], grasp[1], SAFE_Z), 0.0, yaw),
-                Step(grasp, 0.0, yaw, speed=0.12, hold=0.3),
-                Step(grasp, 1.0, yaw, hold=0.6),
-                Step((grasp[0], grasp[1], SAFE_Z), 1.0, yaw, speed=0.15)]
+        return lift_upright(tip, yaw)
 
     def regrasp(self, tube: str, poses: dict[str, list[float]]) -> list[Step]:
         """Open fingers down the tube's own axis to the grasp height, close, draw it out."""
@@ -263,22 +257,11 @@ class ScriptedCentrifugePolicy:
         self.plan = sample_steps(start, steps, CONTROL_HZ)
         self.cursor = 0
 
-    def _next_row(self, robot: dict[str, Any]) -> ActionChunk:
-        assert self.plan is not None
-        row = self.plan[self.cursor]
-        self.cursor += 1
-        return ActionChunk(self._toward(robot, row))
-
     def _toward(self, robot: dict[str, Any], target: np.ndarray | None) -> np.ndarray:
         """The delta action moving the measured tool pose toward ``[x, y, z, yaw, tilt, grip]``."""
         if target is None:
             return np.zeros((1, ACTION_SPEC.dim))
-        step = np.clip(np.asarray(target[:3]) - np.asarray(robot["eef_pos"], dtype=float), -0.05, 0.05)
-        turn = matrix_to_rotvec(tool_rotation(float(target[3]), float(target[4])) @ quat_matrix(robot["eef_quat"]).T)
-        norm = float(np.linalg.norm(turn))
-        if norm > TURN_STEP:
-            turn *= TURN_STEP / norm
-        return np.concatenate([step, turn, [target[5]]])[None, :]
+        return delta_to(robot, target[:3], tool_rotation(float(target[3]), float(target[4])), target[5])
 
 
 class ReferencePolicy(ScriptedCentrifugePolicy):
@@ -327,7 +310,4 @@ POLICIES: dict[str, type[ScriptedCentrifugePolicy]] = {
 
 def make_policy(name: str, seed: int = 0, **options: Any) -> ScriptedCentrifugePolicy:
     """Build a centrifuge baseline by name (``reference``, ``fixed-preference``, ``random``, ``clumsy``)."""
-    cls = POLICIES.get(name)
-    if cls is None:
-        raise LabrecordError(f"policy {name!r}: expected one of {', '.join(POLICIES)}")
-    return cls(seed, **options)
+    return build_policy(POLICIES, name, seed, **options)

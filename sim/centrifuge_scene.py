@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 
 from labrecord.sim.env import DEFAULT_SIZE, WeighingEnv
-from labrecord.sim.scene import ARM, FINGER_OPEN_M, HOME_Q, WeighingScene
+from labrecord.sim.scene import ARM, FINGER_OPEN_M, WeighingScene
 from labrecord.sim.scene import build_model as build_arm_model
 
 TUBES: tuple[str, ...] = ("tube_a", "tube_b")
@@ -47,7 +47,6 @@ STAND_DEPTH = 0.03
 CAMERAS: tuple[str, ...] = ("front", "wrist")
 #: evaluator-state channel given only to a scripted system that declares it
 PRIVILEGED_CHANNELS: tuple[str, ...] = ("object_poses",)
-CAMERA_OF = {"front": "front", "wrist": f"{ARM}wrist"}
 
 
 def _quat(rot: np.ndarray) -> tuple[float, float, float, float]:
@@ -182,10 +181,7 @@ class CentrifugeScene(WeighingScene):
             else:
                 x, y = STAND_SPOTS[tube]
                 self.set_tube(tube, np.array([x, y, 0.0005]), np.array([0.0, 0.0, -1.0]))
-        d.qpos[self.arm_qpos] = HOME_Q
-        d.qpos[self.finger_qpos] = FINGER_OPEN_M
-        self.apply(np.array([*HOME_Q, 0.0]))
-        mujoco.mj_forward(m, d)
+        self.home_arm()
 
     def slot_world(self, j: int, yaw: float) -> tuple[np.ndarray, np.ndarray]:
         """World mouth (3,) and insertion axis (3,) of local slot ``j`` under rotor ``yaw``."""
@@ -231,25 +227,19 @@ class CentrifugeScene(WeighingScene):
                         round(2 * math.atan2(float(q[3]), float(q[0])), 6)]
         return out
 
-    def render(self, camera: str) -> np.ndarray:
-        if self._renderer is None:
-            self._renderer = self._make_renderer()
-        self._renderer.update_scene(self.data, camera=CAMERA_OF.get(camera, camera))
-        return self._renderer.render()
 
-
-class CentrifugeEnv(WeighingEnv):
-    """The centrifuge bench as an :class:`~labrecord.recorders.loop.Environment`: the
-    weighing bench's arm stepping (``apply``, ``advance``, ``hold_action``) with the
-    centrifuge's raw rows and measurement columns."""
+class TubeBenchEnv(WeighingEnv):
+    """A tube bench (centrifuge, rack) as an :class:`~labrecord.recorders.loop.Environment`:
+    the weighing bench's arm stepping (``apply``, ``advance``, ``hold_action``) and reset
+    (the scene's, then ``settle_steps``) on its own ``scene``, with the raw rows of its free
+    ``tubes``; its public state is proprioception and ``object_poses``."""
 
     privileged_channels = PRIVILEGED_CHANNELS
 
-    def __init__(self, calibration: Any, action_spec: Any = None, cameras: tuple[str, ...] = CAMERAS,
-                 size: int = DEFAULT_SIZE) -> None:
+    def __init__(self, scene: Any, tubes: tuple[str, ...], action_spec: Any, cameras: tuple[str, ...]) -> None:
         from labrecord.sim.control import ArmController, action_spec as spec_of
 
-        self.scene = CentrifugeScene(calibration, size, size)
+        self.scene = scene
         self.action_spec = action_spec or spec_of("eef_delta")
         self.controller = ArmController(self.scene, self.action_spec)
         self.control_hz = self.action_spec.control_hz
@@ -258,17 +248,26 @@ class CentrifugeEnv(WeighingEnv):
         self._step = 0
         self._ramp = None
         self.display = lambda: {}
-        self._bind_rows(TUBES)
+        self._bind_rows(tubes)
+
+    def public_state(self) -> dict[str, Any]:
+        """Proprioception (``robot``, native) and ``object_poses`` (evaluator state: what the
+        scene's ``object_poses`` gives), which reaches only a policy that declares it."""
+        return {"robot": self.scene.robot_state(), "object_poses": self.scene.object_poses()}
+
+
+class CentrifugeEnv(TubeBenchEnv):
+    """The centrifuge bench: the centrifuge's raw rows and measurement columns, and the
+    rotor yaw of the instance."""
+
+    def __init__(self, calibration: Any, action_spec: Any = None, cameras: tuple[str, ...] = CAMERAS,
+                 size: int = DEFAULT_SIZE) -> None:
+        super().__init__(CentrifugeScene(calibration, size, size), TUBES, action_spec, cameras)
         self.rotor_yaw = 0.0
 
     def reset(self, instance: Any, settle_steps: int = 0) -> None:  # type: ignore[override]
-        self.scene.reset(instance)
+        super().reset(instance, settle_steps)
         self.rotor_yaw = float(instance.rotor_yaw)
-        for _ in range(settle_steps):
-            self.scene.step()
-        self._k = 0
-        self._step = 0
-        self._ramp = None
 
     def end_block(self) -> dict[str, np.ndarray]:
         """Centrifuge measurement columns for the steps since the last call (n rows)."""
@@ -300,13 +299,8 @@ class CentrifugeEnv(WeighingEnv):
         self._k = 0
         return columns
 
-    def public_state(self) -> dict[str, Any]:
-        """Proprioception (``robot``, native) and ``object_poses`` (evaluator state: tube tips
-        and axes, the rotor frame), which reaches only a policy that declares it."""
-        return {"robot": self.scene.robot_state(), "object_poses": self.scene.object_poses()}
-
     def render(self, camera: str) -> np.ndarray:
         return self.scene.render(camera)
 
 
-__all__ = ["CentrifugeEnv", "CentrifugeScene", "TUBES"]
+__all__ = ["CentrifugeEnv", "CentrifugeScene", "TUBES", "TubeBenchEnv"]

@@ -1,15 +1,37 @@
-"""How every simulator command and study starts its episodes: refuse an existing run
-folder before anything is registered, then fan the specs out through the one parallel map
-with a progress callback."""
+"""How every simulator command and study starts its episodes: check the named choices of
+the request, refuse an existing run folder before anything is registered, then fan the
+specs out through the one parallel map with a progress callback."""
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
 from labrecord import parallel
 from labrecord.errors import LabrecordError
+
+
+def check_choice(option: str, value: str, allowed: Iterable[str]) -> None:
+    """Refuse ``value`` of ``option`` unless it is one of ``allowed`` (one line naming them)."""
+    allowed = tuple(allowed)
+    if value not in allowed:
+        raise LabrecordError(f"{option} {value!r}: expected one of {', '.join(allowed)}")
+
+
+def check_request(condition: str, conditions: Iterable[str], episodes: int) -> None:
+    """Refuse a ``condition`` not among a family's ``conditions``, or fewer than one episode."""
+    check_choice("condition", condition, conditions)
+    if episodes < 1:
+        raise LabrecordError(f"episodes {episodes}: expected at least 1")
+
+
+def headless_rendering() -> None:
+    """Offscreen rendering without a display (EGL; osmesa also works) on Linux unless
+    ``MUJOCO_GL`` names another backend; called by an episode before MuJoCo is imported."""
+    if sys.platform.startswith("linux"):
+        os.environ.setdefault("MUJOCO_GL", "egl")
 
 
 def refuse_existing(out_dir: str | os.PathLike[str], run_ids: Iterable[str]) -> None:

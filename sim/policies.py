@@ -39,10 +39,10 @@ pool with native (image + proprioception) systems.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 import itertools
 import re
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -51,6 +51,7 @@ from labrecord.models import ActionSpec, Operation
 from labrecord.recorders.policy import ActionChunk, Capabilities, Observation
 from labrecord.sim.control import action_spec, matrix_to_rotvec
 from labrecord.sim.executor import HOME, on_pan, sample_plan, transfer_plan
+from labrecord.sim.fanout import check_choice
 from labrecord.sim.scene import STANDARD_GRAMS, STANDARDS
 
 CONTROL_HZ = 10.0
@@ -69,6 +70,7 @@ SETTLE_S = 1.0
 _TARGET = re.compile(r"(\d+(?:\.\d+)?)\s*g\b")
 #: the observation key of the Oracle context (a registered intervention, not a channel)
 ORACLE = "oracle"
+P = TypeVar("P")
 
 
 def parse_target(instruction: str) -> float:
@@ -92,10 +94,66 @@ def required_set(target_g: float, reading_g: float, on_pan_now: set[str], tolera
     return best if abs(sum(STANDARD_GRAMS[w] for w in best) - need) <= tolerance_g else None
 
 
-class ScriptedWeighingPolicy(ABC):
-    """Shared machinery: wait for a stable reading, choose an operation, execute it."""
+class ScriptedPolicy:
+    """What every scripted baseline (weighing, centrifuge, rack) shares: its capabilities
+    (``channels`` declared, operations reported), a sampled plan of tool targets played one
+    row per query, the ``rest`` target it holds while idle, and stopping for good."""
 
     name = "scripted"
+    #: the channels the policy declares
+    channels: tuple[str, ...] = CHANNELS
+    #: observation time before which a fresh episode makes no choice (s)
+    first_wait_s = 0.0
+
+    def __init__(self, seed: int = 0) -> None:
+        self.seed = seed
+        self.capabilities = Capabilities(name=self.name, kind="scripted", action_spec=ACTION_SPEC, channels=self.channels,
+                                         reports_operations=True, revision="1")
+        self.reset(0)
+
+    def reset(self, episode: int) -> None:
+        self.episode = episode
+        self.plan: np.ndarray | None = None
+        self.cursor = 0
+        self.wait_until = self.first_wait_s
+        self.stopped = False
+        self.rest: np.ndarray | None = None  # None: stay where it is
+
+    def _plan_done(self, t: float, settle_s: float, rest: np.ndarray) -> None:
+        """The plan just ran out: drop it, pause ``settle_s`` before choosing again, rest at ``rest``."""
+        self.plan = None
+        self.wait_until = t + settle_s
+        self.rest = rest
+
+    def _hold(self, robot: dict[str, Any]) -> ActionChunk:
+        """A row toward the rest target."""
+        return ActionChunk(self._toward(robot, self.rest))
+
+    def _decline(self, robot: dict[str, Any], op: Operation | None) -> ActionChunk:
+        """Hold on a choice of no operation (None, ``stop`` or ``wait``), reporting it; None and
+        ``stop`` end the episode's choices."""
+        self.stopped = op is None or op.kind == "stop"
+        return ActionChunk(self._toward(robot, self.rest), report=op)
+
+    def _begin(self, robot: dict[str, Any], op: Operation) -> ActionChunk:
+        """The first row of the plan just made for ``op``, reporting ``op``."""
+        chunk = self._next_row(robot)
+        chunk.report = op
+        return chunk
+
+    def _next_row(self, robot: dict[str, Any]) -> ActionChunk:
+        assert self.plan is not None
+        row = self.plan[self.cursor]
+        self.cursor += 1
+        return ActionChunk(self._toward(robot, row))
+
+    def _toward(self, robot: dict[str, Any], target: np.ndarray | None) -> np.ndarray:
+        return delta_toward(robot, target)
+
+
+class ScriptedWeighingPolicy(ScriptedPolicy, ABC):
+    """Shared machinery: wait for a stable reading, choose an operation, execute it."""
+
     #: the commit hook (a decision-site *replace* support): called with every operation this
     #: policy commits to and the observation it chose on; returns the operation carried out
     commit_hook: Callable[[Operation, Observation], Operation] | None = None
@@ -111,20 +169,9 @@ class ScriptedWeighingPolicy(ABC):
     #: the Oracle supports (site, mode) this system consumes (its capability preflight)
     oracle_inputs: frozenset[tuple[str, str]] = frozenset({("decision", "replace"), ("skill", "replace")})
 
-    def __init__(self, seed: int = 0) -> None:
-        self.seed = seed
-        self.capabilities = Capabilities(name=self.name, kind="scripted", action_spec=ACTION_SPEC, channels=CHANNELS,
-                                         reports_operations=True, revision="1")
-        self.reset(0)
-
     def reset(self, episode: int) -> None:
-        self.episode = episode
-        self.plan: np.ndarray | None = None
-        self.cursor = 0
-        self.wait_until = 0.0
-        self.stopped = False
+        super().reset(episode)
         self.transfers = 0
-        self.rest: np.ndarray | None = None  # None: stay where it is
 
     @abstractmethod
     def choose(self, observation: Observation, target_g: float, reading_g: float, standing: set[str]) -> Operation | None:
@@ -135,15 +182,13 @@ class ScriptedWeighingPolicy(ABC):
         if self.plan is not None and self.cursor < len(self.plan):
             return self._next_row(robot)
         if self.plan is not None:  # a transfer just ended
-            self.plan = None
-            self.wait_until = observation.t + SETTLE_S
-            self.rest = np.asarray([*HOME, 0.0, 0.0])
+            self._plan_done(observation.t, SETTLE_S, np.asarray([*HOME, 0.0, 0.0]))
         oracle = observation.state.get(ORACLE) or {}
         display = observation.state.get("display_reading") or {}
         if ("semantic", "assist") in self.oracle_inputs and "semantic" in oracle:
             display = oracle["semantic"]
         if self.stopped or observation.t < self.wait_until or not display.get("stable"):
-            return ActionChunk(self._toward(robot, self.rest))
+            return self._hold(robot)
         poses = observation.state["object_poses"]
         standing = {w for w in STANDARDS if on_pan(poses[w])}
         op = self.choose(observation, parse_target(observation.instruction), float(display["reading_g"]), standing)
@@ -152,17 +197,14 @@ class ScriptedWeighingPolicy(ABC):
         if op is not None and self.commit_hook is not None:
             op = self.commit_hook(op, observation)
         if op is None or op.kind in ("stop", "wait"):
-            self.stopped = op is None or op.kind == "stop"
-            return ActionChunk(self._toward(robot, self.rest), report=op)
+            return self._decline(robot, op)
         waypoints = self.executor_hook(op, poses, observation) if self.executor_hook is not None else None
         if waypoints is None:
             waypoints = self.plan_for(op, self.frames_for(op, poses, oracle, observation))
         self.plan = sample_plan(np.append(robot["eef_pos"], 0.0), waypoints, CONTROL_HZ)
         self.cursor = 0
         self.transfers += 1
-        chunk = self._next_row(robot)
-        chunk.report = op
-        return chunk
+        return self._begin(robot, op)
 
     def consider(self, own: Operation | None, recommended: Operation, standing: set[str]) -> Operation | None:
         """The operation chosen with a delivered recommendation (decision:assist): the
@@ -190,28 +232,26 @@ class ScriptedWeighingPolicy(ABC):
         """The executor's waypoints for ``op``."""
         return transfer_plan(op.object, poses, op.kind == "add")
 
-    def _next_row(self, robot: dict[str, Any]) -> ActionChunk:
-        assert self.plan is not None
-        row = self.plan[self.cursor]
-        self.cursor += 1
-        return ActionChunk(self._toward(robot, row))
-
-    def _toward(self, robot: dict[str, Any], target: np.ndarray | None) -> np.ndarray:
-        return delta_toward(robot, target)
-
 
 def delta_toward(robot: dict[str, Any], target: np.ndarray | None) -> np.ndarray:
     """The (1, 7) end-effector delta moving the measured tool pose toward ``[x, y, z, yaw,
     grip]`` (None: stay where it is, gripper open)."""
     if target is None:
         return np.zeros((1, ACTION_SPEC.dim))
+    return delta_to(robot, target[:3], down_rotation(float(target[3])), target[4])
+
+
+def delta_to(robot: dict[str, Any], position: Any, rotation: np.ndarray, grip: Any) -> np.ndarray:
+    """The (1, 7) end-effector delta moving the measured tool pose toward ``position`` (3,)
+    and the tool ``rotation`` (3, 3) with gripper command ``grip``: the step clipped to
+    5 cm per axis, the turn to :data:`TURN_STEP`."""
     here = np.asarray(robot["eef_pos"], dtype=float)
-    step = np.clip(np.asarray(target[:3]) - here, -0.05, 0.05)
-    turn = matrix_to_rotvec(down_rotation(float(target[3])) @ quat_matrix(robot["eef_quat"]).T)
+    step = np.clip(np.asarray(position) - here, -0.05, 0.05)
+    turn = matrix_to_rotvec(rotation @ quat_matrix(robot["eef_quat"]).T)
     norm = float(np.linalg.norm(turn))
     if norm > TURN_STEP:
         turn *= TURN_STEP / norm
-    return np.concatenate([step, turn, [target[4]]])[None, :]
+    return np.concatenate([step, turn, [grip]])[None, :]
 
 
 def down_rotation(yaw: float) -> np.ndarray:
@@ -303,8 +343,7 @@ class FixedPreferencePolicy(ScriptedWeighingPolicy):
     name = "fixed-preference"
 
     def __init__(self, seed: int = 0, denomination: str = "w50") -> None:
-        if denomination not in STANDARDS:
-            raise LabrecordError(f"denomination {denomination!r}: expected one of {', '.join(STANDARDS)}")
+        check_choice("denomination", denomination, STANDARDS)
         self.denomination = denomination
         super().__init__(seed)
 
@@ -343,7 +382,11 @@ POLICIES: dict[str, type[ScriptedWeighingPolicy]] = {
 
 def make_policy(name: str, seed: int = 0, **options: Any) -> ScriptedWeighingPolicy:
     """Build a baseline policy by name (``reference``, ``clumsy``, ``fixed-preference``, ``random``)."""
-    cls = POLICIES.get(name)
-    if cls is None:
-        raise LabrecordError(f"policy {name!r}: expected one of {', '.join(POLICIES)}")
-    return cls(seed, **options)
+    return build_policy(POLICIES, name, seed, **options)
+
+
+def build_policy(policies: Mapping[str, Callable[..., P]], name: str, seed: int, **options: Any) -> P:
+    """The policy ``name`` of a family's table ``policies``, built with ``seed`` and ``options``."""
+    check_choice("policy", name, policies)
+    return policies[name](seed, **options)
+

@@ -20,21 +20,17 @@ from __future__ import annotations
 
 import math
 import os
-import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from labrecord.errors import LabrecordError
-from labrecord.models import (
-    Operation, Recovery, RunManifest, StateReport,
-)
+from labrecord.models import Operation, Recovery, StateReport
 from labrecord.recorders.online import ContractScorer
-from labrecord.sim.episodes import cached_bench, contract_columns, family_manifest, record_episode
-from labrecord.sim.fanout import refuse_existing, run_specs
-from labrecord.sim.weighing import EpisodeSpec, instance_id_of, register_population
+from labrecord.sim.episodes import family_bench, policy_seed, record_episode, run_family
+from labrecord.sim.fanout import check_request, headless_rendering
+from labrecord.sim.weighing import EpisodeSpec, instance_records
 
 FAMILY = "rack"
 CONDITIONS = ("basic", "extended")
@@ -62,26 +58,14 @@ def draw(condition: str, seed: int, episode: int) -> Any:
 
 
 def instances(condition: str, episodes: int, seed: int) -> list[Any]:
-    if condition not in CONDITIONS:
-        raise LabrecordError(f"condition {condition!r}: expected one of {', '.join(CONDITIONS)}")
-    if episodes < 1:
-        raise LabrecordError(f"episodes {episodes}: expected at least 1")
+    check_request(condition, CONDITIONS, episodes)
     return [draw(condition, seed, i) for i in range(episodes)]
 
 
-def population_name(condition: str, seed: int) -> str:
-    return f"{FAMILY}-{condition}-s{seed}"
-
-
-def population_records(condition: str, drawn: list[Any]) -> list[Any]:
-    from labrecord.models import Checkpoint, Instance
-
-    records: list[Any] = []
-    for index, inst in enumerate(drawn):
-        records.append(Instance(instance_id=instance_id_of(index), task_id=f"{FAMILY}-{condition}", condition=condition,
-                                fields=inst.variant()))
-        records.append(Checkpoint(instance_id=instance_id_of(index), decision=RETRIEVAL_DECISION))
-    return records
+def population(condition: str, episodes: int, seed: int) -> tuple[list[Any], list[Any]]:
+    """The drawn instances and their population records: ``Instance`` + ``Checkpoint(d2)`` each."""
+    drawn = instances(condition, episodes, seed)
+    return drawn, instance_records(f"{FAMILY}-{condition}", condition, drawn, RETRIEVAL_DECISION)
 
 
 def run_rack(out_dir: str | os.PathLike[str], condition: str = "basic", policy: str = "reference", episodes: int = 8,
@@ -95,18 +79,9 @@ def run_rack(out_dir: str | os.PathLike[str], condition: str = "basic", policy: 
     """
     from labrecord.sim.rack_policies import make_policy
 
-    make_policy(policy, seed, **policy_options)
-    Path(out_dir).mkdir(parents=True, exist_ok=True)
-    drawn = instances(condition, episodes, seed)
-    specs = [EpisodeSpec(str(out_dir), condition, policy, i, seed, inst, cameras, size, max_time_s,
-                         tuple(sorted(policy_options.items()))) for i, inst in enumerate(drawn)]
-    refuse_existing(out_dir, map(run_id_of, specs))
-    register_population(out_dir, population_name(condition, seed), population_records(condition, drawn))
-    return run_specs(specs, run_episode, workers, progress)
-
-
-def run_id_of(spec: EpisodeSpec) -> str:
-    return f"{FAMILY}-{spec.condition}-{spec.policy}-s{spec.seed}-e{spec.index:03d}"
+    make_policy(policy, seed, **policy_options)  # fail fast on a bad name or option
+    return run_family(out_dir, FAMILY, condition, policy, episodes, seed, workers, population=population, run=run_episode,
+                      cameras=cameras, size=size, max_time_s=max_time_s, progress=progress, policy_options=policy_options)
 
 
 def instruction_of(instance: Any) -> str:
@@ -154,37 +129,20 @@ class RackScorer(ContractScorer):
 
 
 def run_episode(spec: EpisodeSpec) -> Path:
-    if sys.platform.startswith("linux"):
-        os.environ.setdefault("MUJOCO_GL", "egl")
-    from labrecord.scorers.contracts import get_contract
+    """One episode, one run directory (``<out_dir>/<run_id>``); the bench is built for the
+    instance's number of distractors."""
+    headless_rendering()
     from labrecord.sim.rack_policies import make_policy
-    from labrecord.sim.rack_scene import CAMERAS
+    from labrecord.sim.rack_scene import CAMERAS, RackEnv
 
-    contract = get_contract(FAMILY)
     instance = spec.instance
-    policy = make_policy(spec.policy, spec.seed * 100003 + spec.index, **dict(spec.policy_options))
-    env = _bench(len(instance.distractors), policy.capabilities.action_spec, CAMERAS if spec.cameras else (), spec.size)
+    policy = make_policy(spec.policy, policy_seed(spec), **dict(spec.policy_options))
+    env = family_bench(_BENCHES, spec, RackEnv, len(instance.distractors), policy.capabilities.action_spec, CAMERAS)
     env.reset(instance)
-    manifest = _manifest(spec, instance, policy, contract)
-    scorer = RackScorer(contract, instance, columns=contract_columns(FAMILY))
-    return record_episode(spec, env, policy, scorer, manifest, family=FAMILY, instruction=instruction_of(instance),
-                          max_time_s=spec.max_time_s or MAX_TIME_S[spec.condition], benches=_BENCHES)
+    return record_episode(spec, env, policy, RackScorer, family=FAMILY, instruction=instruction_of(instance),
+                          max_time_s=spec.max_time_s or MAX_TIME_S[spec.condition], benches=_BENCHES,
+                          layout_text=repr((instance.rack_pose, instance.moved_pose, instance.layout_seed)),
+                          scene="labrecord.sim.assets/rack.xml", memory="placement history (episode)")
 
 
-_BENCHES: dict[tuple[Any, ...], Any] = {}
-
-
-def _bench(distractors: int, action_spec: Any, cameras: tuple[str, ...], size: int) -> Any:
-    from labrecord.fileio import dumps
-    from labrecord.sim.rack_scene import RackEnv
-
-    key = (distractors, dumps(action_spec).decode(), cameras, size)
-    return cached_bench(_BENCHES, key, lambda: RackEnv(distractors, action_spec, cameras=cameras, size=size))
-
-
-def _manifest(spec: EpisodeSpec, instance: Any, policy: Any, contract: Any) -> RunManifest:
-    caps = policy.capabilities
-    return family_manifest(spec, instance, caps, contract, family=FAMILY, run_id=run_id_of(spec),
-                           population=population_name(spec.condition, spec.seed), instance_id=instance_id_of(spec.index),
-                           layout_text=repr((instance.rack_pose, instance.moved_pose, instance.layout_seed)), scene="labrecord.sim.assets/rack.xml",
-                           memory="placement history (episode)")
+_BENCHES: dict[Any, Any] = {}

@@ -26,13 +26,12 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from labrecord.errors import LabrecordError
 from labrecord.models import Operation
-from labrecord.recorders.policy import ActionChunk, Capabilities, Observation
-from labrecord.sim.centrifuge_policies import ACTION_SPEC, CHANNELS, HOME, SAFE_Z, ScriptedCentrifugePolicy, Step
+from labrecord.recorders.policy import ActionChunk, Observation
+from labrecord.sim.centrifuge_policies import GRASP_FROM_TIP, HOME, SAFE_Z, ScriptedCentrifugePolicy, Step, lift_upright
+from labrecord.sim.fanout import check_choice
+from labrecord.sim.policies import ScriptedPolicy, build_policy
 
-#: the tube is grasped this far above its bottom tip (m)
-GRASP_FROM_TIP = 0.064
 #: gripper command while "open" among neighbouring tubes: 14 mm per finger
 OPEN = 0.65
 #: a gap this long between observations means the environment held control
@@ -90,10 +89,7 @@ class ScriptedRackPolicy(ScriptedCentrifugePolicy):
     name = "scripted"
 
     def __init__(self, seed: int = 0) -> None:
-        self.seed = seed
-        self.capabilities = Capabilities(name=self.name, kind="scripted", action_spec=ACTION_SPEC, channels=CHANNELS,
-                                         reports_operations=True, revision="1")
-        self.reset(0)
+        ScriptedPolicy.__init__(self, seed)  # no rotor: the centrifuge policy's calibration is left out
 
     def reset(self, episode: int) -> None:
         super().reset(episode)
@@ -121,7 +117,7 @@ class ScriptedRackPolicy(ScriptedCentrifugePolicy):
             self.wait_until = observation.t + 0.5
         idle = self.plan is None and not self.phases and observation.t >= self.wait_until
         if idle and self.phase == "wait":  # the environment's turn: keep still
-            return ActionChunk(self._toward(observation.state["robot"], self.rest))
+            return self._hold(observation.state["robot"])
         return super().act(observation)
 
     # -- choices ----------------------------------------------------------------------
@@ -181,12 +177,9 @@ class ScriptedRackPolicy(ScriptedCentrifugePolicy):
 
     # -- execution --------------------------------------------------------------------
     def lift_from(self, tip: tuple[float, ...], yaw: float) -> list[Step]:
-        """Descend over a tube standing with its tip at ``tip``, close, lift it to SAFE_Z."""
-        grasp = (float(tip[0]), float(tip[1]), float(tip[2]) + GRASP_FROM_TIP)
-        return [Step((grasp[0], grasp[1], SAFE_Z), OPEN, yaw),
-                Step(grasp, OPEN, yaw, speed=0.1, hold=0.3),
-                Step(grasp, 1.0, yaw, hold=0.6),
-                Step((grasp[0], grasp[1], SAFE_Z), 1.0, yaw, speed=0.15)]
+        """Descend over a tube standing with its tip at ``tip`` (fingers opened only to
+        :data:`OPEN` among its neighbours, a slower descent), close, lift it to SAFE_Z."""
+        return lift_upright(tip, yaw, open_grip=OPEN, descend_speed=0.1)
 
     def put_down(self, floor: tuple[float, float, float], yaw: float) -> list[Step]:
         """Carry the held tube over ``floor``, lower its tip to 3 mm above it, let go, withdraw."""
@@ -222,8 +215,7 @@ class FixedPreferencePolicy(ScriptedRackPolicy):
     def __init__(self, seed: int = 0, slot: str = "A1") -> None:
         from labrecord.scorers.contracts.rack import SLOTS
 
-        if slot not in SLOTS:
-            raise LabrecordError(f"slot {slot!r}: expected one of {', '.join(SLOTS)}")
+        check_choice("slot", slot, SLOTS)
         self.slot = slot
         super().__init__(seed)
 
@@ -261,10 +253,7 @@ POLICIES: dict[str, type[ScriptedRackPolicy]] = {
 
 def make_policy(name: str, seed: int = 0, **options: Any) -> ScriptedRackPolicy:
     """Build a rack baseline by name (``reference``, ``fixed-preference``, ``random``, ``clumsy``)."""
-    cls = POLICIES.get(name)
-    if cls is None:
-        raise LabrecordError(f"policy {name!r}: expected one of {', '.join(POLICIES)}")
-    return cls(seed, **options)
+    return build_policy(POLICIES, name, seed, **options)
 
 
 __all__ = ["POLICIES", "make_policy"]

@@ -25,13 +25,13 @@ from typing import Any
 
 import numpy as np
 
-from labrecord.sim.centrifuge_scene import CAP_RADIUS, TUBE_HALF, TUBE_RADIUS, CentrifugeScene, _quat, _ring
-from labrecord.sim.env import DEFAULT_SIZE, WeighingEnv
-from labrecord.sim.scene import ARM, FINGER_OPEN_M, HOME_Q
+from labrecord.sim.centrifuge_scene import (
+    CAMERAS, CAP_RADIUS, TUBE_HALF, TUBE_RADIUS, CentrifugeScene, TubeBenchEnv, _quat, _ring,
+)
+from labrecord.sim.env import DEFAULT_SIZE
+from labrecord.sim.scene import ARM, FINGER_OPEN_M
 from labrecord.sim.scene import build_model as build_arm_model
 
-CAMERAS: tuple[str, ...] = ("front", "wrist")
-PRIVILEGED_CHANNELS: tuple[str, ...] = ("object_poses",)
 HOLE_RADIUS = 0.008
 HOLE_DEPTH = 0.03
 PITCH = 0.025
@@ -152,10 +152,7 @@ class RackScene(CentrifugeScene):
         for name, label in dict(instance.distractors).items():
             self.set_tube(name, self.slot_world(label) + np.array([0, 0, 0.0005]), down)
         self.set_tube("tube", np.array([*STAND, 0.0005]), down)
-        d.qpos[self.arm_qpos] = HOME_Q
-        d.qpos[self.finger_qpos] = FINGER_OPEN_M
-        self.apply(np.array([*HOME_Q, 0.0]))
-        mujoco.mj_forward(m, d)
+        self.home_arm()
 
     def relocate(self, pose: tuple[float, float, float, float], carried: list[str]) -> None:
         """Eq. 10: move the empty rack to ``pose`` and recreate each ``carried`` tube at
@@ -188,26 +185,13 @@ class RackScene(CentrifugeScene):
         return {"rack": [round(v, 6) for v in self.rack_pose()], **{f"seen{i}": tip for i, tip in enumerate(tips)}}
 
 
-class RackEnv(WeighingEnv):
-    """The rack bench as an :class:`~labrecord.recorders.loop.Environment` with its own
-    occluded transition (``environment_in_control``)."""
-
-    privileged_channels = PRIVILEGED_CHANNELS
+class RackEnv(TubeBenchEnv):
+    """The rack bench with its own occluded transition (``environment_in_control``)."""
 
     def __init__(self, distractors: int = 0, action_spec: Any = None, cameras: tuple[str, ...] = CAMERAS,
                  size: int = DEFAULT_SIZE) -> None:
-        from labrecord.sim.control import ArmController, action_spec as spec_of
-
-        self.scene = RackScene(distractors, size, size)
-        self.action_spec = action_spec or spec_of("eef_delta")
-        self.controller = ArmController(self.scene, self.action_spec)
-        self.control_hz = self.action_spec.control_hz
-        self.cameras = cameras
-        self._k = 0
-        self._step = 0
-        self._ramp = None
-        self.display = lambda: {}
-        self._bind_rows(self.scene.tubes)
+        scene = RackScene(distractors, size, size)
+        super().__init__(scene, scene.tubes, action_spec, cameras)
         self.moved_pose: tuple[float, float, float, float] | None = None
         self._reset_transition()
 
@@ -218,13 +202,8 @@ class RackEnv(WeighingEnv):
         self.moved = False
 
     def reset(self, instance: Any, settle_steps: int = 0) -> None:  # type: ignore[override]
-        self.scene.reset(instance)
+        super().reset(instance, settle_steps)
         self.moved_pose = tuple(instance.moved_pose) if instance.moved_pose else None  # type: ignore[assignment]
-        for _ in range(settle_steps):
-            self.scene.step()
-        self._k = 0
-        self._step = 0
-        self._ramp = None
         self._reset_transition()
 
     def environment_in_control(self) -> bool:
@@ -280,9 +259,6 @@ class RackEnv(WeighingEnv):
                 self.moved = True
             elif self.moved and t - self.occluded_since >= OCCLUSION_S and (speed[-1] <= 0.01).all():
                 self.phase = "after"
-
-    def public_state(self) -> dict[str, Any]:
-        return {"robot": self.scene.robot_state(), "object_poses": self.scene.object_poses()}
 
     def render(self, camera: str) -> np.ndarray:
         frame = self.scene.render(camera)

@@ -250,10 +250,15 @@ class WeighingScene:
             self._set_free(name, (x, y, z))
         # resting exactly on the pan: a drop would spike the load cell at the start
         self._set_free("sample", (0.0, 0.0, PAN_TOP_Z + 0.02))
-        d.qpos[self.arm_qpos] = HOME_Q
-        d.qpos[self.finger_qpos] = FINGER_OPEN_M
+        self.home_arm()
+
+    def home_arm(self) -> None:
+        """The arm at :data:`HOME_Q` with open fingers, commanded to stay there; the rest of
+        the model's state as set, positions forwarded (the last step of every bench's reset)."""
+        self.data.qpos[self.arm_qpos] = HOME_Q
+        self.data.qpos[self.finger_qpos] = FINGER_OPEN_M
         self.apply(np.array([*HOME_Q, 0.0]))
-        mujoco.mj_forward(m, d)
+        self.mujoco.mj_forward(self.model, self.data)
 
     def _set_free(self, name: str, pos: tuple[float, float, float]) -> None:
         adr = self.qpos_adr[name]

@@ -13,7 +13,6 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import os
-import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -21,7 +20,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from labrecord.errors import LabrecordError
-from labrecord.sim.fanout import refuse_existing, run_specs
+from labrecord.sim.fanout import check_request, headless_rendering, refuse_existing, run_specs
 from labrecord.models import (
     Assets, Budget, Evaluation, Intervention, ObservationSpec, Physics, Population, RunManifest, Seeds, System, Task,
 )
@@ -71,10 +70,7 @@ def instances(condition: str, episodes: int, seed: int) -> list[Any]:
         BASIC_TARGETS_G, EXTENDED_TARGETS_G, STANDARDS, generate_basic, generate_extended, goal_subsets,
     )
 
-    if condition not in CONDITIONS:
-        raise LabrecordError(f"condition {condition!r}: expected one of {', '.join(CONDITIONS)}")
-    if episodes < 1:
-        raise LabrecordError(f"episodes {episodes}: expected at least 1")
+    check_request(condition, CONDITIONS, episodes)
     if condition == "basic":
         generate, block = generate_basic, len(BASIC_TARGETS_G) * len(STANDARDS)
     else:
@@ -106,14 +102,22 @@ def population_records(condition: str, seed: int, drawn: list[Any]) -> list[Any]
     whose correct operation is given to the system, while these episodes leave the choice
     to the policy.
     """
+    return instance_records(f"weighing-{condition}", condition, drawn, CHECKPOINT_DECISION,
+                            fields=lambda inst: {k: v for k, v in inst.variant().items() if k != "f_empty_n"})
+
+
+def instance_records(task_id: str, condition: str, drawn: list[Any], decision: str,
+                     fields: Callable[[Any], dict[str, Any]] | None = None) -> list[Any]:
+    """``Instance`` + ``Checkpoint(decision)`` per drawn instance, episode ``i`` as instance
+    :func:`instance_id_of` ``(i)``; an instance's ``fields`` are its variant unless ``fields``
+    says otherwise."""
     from labrecord.models import Checkpoint, Instance
 
     records: list[Any] = []
     for index, inst in enumerate(drawn):
-        fields = {k: v for k, v in inst.variant().items() if k != "f_empty_n"}
-        records.append(Instance(instance_id=instance_id_of(index), task_id=f"weighing-{condition}",
-                                condition=condition, fields=fields))
-        records.append(Checkpoint(instance_id=instance_id_of(index), decision=CHECKPOINT_DECISION))
+        records.append(Instance(instance_id=instance_id_of(index), task_id=task_id, condition=condition,
+                                fields=fields(inst) if fields is not None else inst.variant()))
+        records.append(Checkpoint(instance_id=instance_id_of(index), decision=decision))
     return records
 
 
@@ -311,8 +315,7 @@ class OpenEpisode:
 def open_episode(spec: EpisodeSpec, policy: Any, served: Any = None) -> OpenEpisode:
     """Set the bench up for ``spec``'s instance and open its run directory with a step owner
     for ``policy``; the caller drives the owner (``run_episode`` or the push-mode calls)."""
-    if sys.platform.startswith("linux"):
-        os.environ.setdefault("MUJOCO_GL", "egl")  # headless offscreen rendering; osmesa also works
+    headless_rendering()
     from labrecord.recorders.loop import StepOwner
     from labrecord.recorders.online import ContractScorer
     from labrecord.scorers.contracts import get_contract

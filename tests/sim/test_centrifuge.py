@@ -3,43 +3,22 @@ online event, and the scripted policies choose and fail as designed."""
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 
 from labrecord.errors import LabrecordError
-from labrecord.models import Choice, EpisodeEnd, Failure, Opportunity, Recovery
-from labrecord.rundir import read_events, read_manifest
-from labrecord.scorers.audit import audit_run
+from labrecord.rundir import read_manifest
 from labrecord.scorers.contracts.centrifuge import opposite
-from labrecord.scorers.corpus import score_corpus
 from labrecord.sim import run_centrifuge
 from labrecord.sim.centrifuge import instances, population_records
-from labrecord.validation import validate_folder, validate_run
+from labrecord.validation import validate_folder
+from tests.sim.runs import (
+    check_failed_and_recovered, check_run, episode_end, first_native_choices, group_metrics, ratio, reference_metrics,
+    reference_runs_fixture,
+)
 
 
-def first_native_choices(run: Path) -> list[tuple[Choice, Opportunity]]:
-    events = read_events(run)
-    opened = {e.opp: e for e in events if isinstance(e, Opportunity)}
-    return [(e, opened[e.opp]) for e in events if isinstance(e, Choice) and e.first and e.track == "native"]
-
-
-def episode_end(run: Path) -> EpisodeEnd:
-    return next(e for e in read_events(run) if isinstance(e, EpisodeEnd))
-
-
-def check_run(run: Path) -> None:
-    report, _ = validate_run(run)
-    assert report.ok, [str(f) for f in report.errors]
-    audit = audit_run(run)
-    assert audit.ok, [str(f) for f in audit.findings]
-    assert audit.events_checked > 0
-
-
-@pytest.fixture(scope="module")
-def reference_runs(tmp_path_factory):
-    out = tmp_path_factory.mktemp("runs")
-    return run_centrifuge(out, "basic", "reference", episodes=2, seed=0, size=32)
+reference_runs = reference_runs_fixture(run_centrifuge)
 
 
 def test_reference_runs_validate_audit_and_complete(reference_runs):
@@ -55,12 +34,11 @@ def test_reference_runs_validate_audit_and_complete(reference_runs):
 def test_reference_runs_score_in_their_own_family(reference_runs):
     root = reference_runs[0].parent
     assert validate_folder(root).ok
-    (group,) = score_corpus(root, resamples=0)["groups"]
-    m = group["metrics"]
-    assert (m["B_next"]["num"], m["B_next"]["den"]) == (2, 2)
-    assert (m["completion.clean"]["num"], m["completion.clean"]["den"]) == (2, 2)
+    m = group_metrics(root)
+    assert ratio(m["B_next"]) == (2, 2)
+    assert ratio(m["completion.clean"]) == (2, 2)
     # episodes 0 and 1 are the two members of one answer-changing pair
-    assert (m["P_state"]["num"], m["P_state"]["den"]) == (1, 1)
+    assert ratio(m["P_state"]) == (1, 1)
 
 
 def test_instances_come_in_pairs_and_do_not_depend_on_the_episode_count():
@@ -93,21 +71,15 @@ def test_fixed_preference_b_next_is_the_hand_count(tmp_path):
         (choice, _), = first_native_choices(run)
         loaded = dict(read_manifest(run).manifest.task.variant["start"])["tube_a"]
         assert choice.op.dest == f"slot{slot if loaded != slot else (slot + 1) % 12}"
-    (group,) = score_corpus(tmp_path, resamples=0)["groups"]
-    assert (group["metrics"]["B_next"]["num"], group["metrics"]["B_next"]["den"]) == (expected, 3)
+    assert ratio(group_metrics(tmp_path)["B_next"]) == (expected, 3)
     assert 0 < expected < 3
 
 
 def test_clumsy_fails_shallow_and_recovers(tmp_path):
     run, = run_centrifuge(tmp_path, "basic", "clumsy", episodes=1, seed=0, cameras=False)
-    check_run(run)
-    events = read_events(run)
-    failures = [e for e in events if isinstance(e, Failure)]
-    assert [f.reason for f in failures] == ["shallow"]
-    assert [(r.of_seq, r.resolved) for r in events if isinstance(r, Recovery)] == [(failures[0].seq, True)]
-    assert episode_end(run).physical_complete
-    (group,) = score_corpus(tmp_path, resamples=0)["groups"]
-    assert group["metrics"]["completion.recovered"]["num"] == 1 and group["metrics"]["completion.clean"]["num"] == 0
+    check_failed_and_recovered(run, "shallow")
+    m = group_metrics(tmp_path)
+    assert m["completion.recovered"]["num"] == 1 and m["completion.clean"]["num"] == 0
     # the recorder's block path equals the replay's bulk features at every row, for any block size
     import numpy as np
     import pyarrow.parquet as pq
@@ -156,8 +128,5 @@ def test_bad_inputs(tmp_path):
 def test_reference_acceptance_eight_episodes_each_condition(tmp_path):
     """Reference: 100 % clean completion on 8 episodes of each condition, audit clean."""
     for condition in ("basic", "extended"):
-        runs = run_centrifuge(tmp_path / condition, condition, "reference", episodes=8, seed=0, cameras=False, workers=2)
-        for run in runs:
-            check_run(run)
-        (group,) = score_corpus(tmp_path / condition, resamples=0)["groups"]
-        assert group["metrics"]["completion.clean"]["num"] == 8, json.dumps(group["metrics"]["completion.clean"])
+        clean = reference_metrics(run_centrifuge, tmp_path / condition, condition)["completion.clean"]
+        assert clean["num"] == 8, json.dumps(clean)

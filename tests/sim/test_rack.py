@@ -8,25 +8,12 @@ import pytest
 
 from labrecord.demos import DemoReader
 from labrecord.errors import LabrecordError
-from labrecord.models import Choice, Confirm, EpisodeEnd, Failure, Opportunity, Recovery, StateReport
+from labrecord.models import Choice, Confirm, Opportunity, StateReport
 from labrecord.rundir import read_events, read_manifest
-from labrecord.scorers.audit import audit_run
 from labrecord.scorers.contracts.rack import SLOTS, RackInstance, local_slot, pose_matrix
-from labrecord.scorers.corpus import score_corpus
 from labrecord.sim import run_rack
 from labrecord.sim.rack import instances
-from labrecord.validation import validate_run
-
-
-def check_run(run) -> None:
-    report, _ = validate_run(run)
-    assert report.ok, [str(f) for f in report.errors]
-    audit = audit_run(run)
-    assert audit.ok, [str(f) for f in audit.findings]
-
-
-def episode_end(run) -> EpisodeEnd:
-    return next(e for e in read_events(run) if isinstance(e, EpisodeEnd))
+from tests.sim.runs import check_failed_and_recovered, check_run, episode_end, group_metrics, ratio, reference_metrics
 
 
 def retrieval_choice(run) -> tuple[Choice, Opportunity]:
@@ -92,12 +79,7 @@ def test_reference_extended_retrieves_the_same_tube_after_the_move(tmp_path):
 
 def test_clumsy_misses_the_region_and_recovers(tmp_path):
     run, = run_rack(tmp_path, "basic", "clumsy", episodes=1, seed=0, cameras=False)
-    check_run(run)
-    events = read_events(run)
-    failures = [e for e in events if isinstance(e, Failure)]
-    assert [f.reason for f in failures] == ["missed_region"]
-    assert [(r.of_seq, r.resolved) for r in events if isinstance(r, Recovery)] == [(failures[0].seq, True)]
-    assert episode_end(run).physical_complete
+    check_failed_and_recovered(run, "missed_region")
 
 
 def test_fixed_preference_b_next_is_the_hand_count(tmp_path):
@@ -110,8 +92,7 @@ def test_fixed_preference_b_next_is_the_hand_count(tmp_path):
         check_run(run)
         choice, _ = retrieval_choice(run)
         assert choice.op.dest == "A1"
-    (group,) = score_corpus(tmp_path, resamples=0)["groups"]
-    assert (group["metrics"]["B_next"]["num"], group["metrics"]["B_next"]["den"]) == (expected, 3)
+    assert ratio(group_metrics(tmp_path)["B_next"]) == (expected, 3)
 
 
 def test_instances_and_bad_inputs(tmp_path):
@@ -131,9 +112,5 @@ def test_instances_and_bad_inputs(tmp_path):
 def test_reference_acceptance_eight_episodes_each_condition(tmp_path):
     """Reference: 100 % clean completion on 8 episodes of each condition, audit clean."""
     for condition in ("basic", "extended"):
-        runs = run_rack(tmp_path / condition, condition, "reference", episodes=8, seed=0, cameras=False, workers=2)
-        for run in runs:
-            check_run(run)
-        (group,) = score_corpus(tmp_path / condition, resamples=0)["groups"]
-        assert group["metrics"]["completion.clean"]["num"] == 8
-        assert (group["metrics"]["B_next"]["num"], group["metrics"]["B_next"]["den"]) == (8, 8)
+        m = reference_metrics(run_rack, tmp_path / condition, condition)
+        assert m["completion.clean"]["num"] == 8 and ratio(m["B_next"]) == (8, 8)

@@ -12,39 +12,21 @@ from hypothesis import strategies as st
 
 from labrecord.demos import DemoReader
 from labrecord.errors import LabrecordError
-from labrecord.models import Choice, EpisodeEnd, Opportunity
+from labrecord.models import Opportunity
 from labrecord.rundir import read_events, read_manifest
 from labrecord.scorers.audit import audit_run
 from labrecord.scorers.corpus import score_corpus
 from labrecord.sim import run_weighing
 from labrecord.sim.weighing import instances, population_records, register_population
-from labrecord.validation import validate_folder, validate_run
+from labrecord.validation import validate_folder
 from labrecord.validation.files import validate_population_file
 from labrecord.validation.findings import Report
+from tests.sim.runs import (
+    check_failed_and_recovered, check_run, episode_end, first_native_choices, group_metrics, ratio, reference_runs_fixture,
+)
 
 
-def first_native_choices(run: Path) -> list[tuple[Choice, Opportunity]]:
-    events = read_events(run)
-    opened = {e.opp: e for e in events if isinstance(e, Opportunity)}
-    return [(e, opened[e.opp]) for e in events if isinstance(e, Choice) and e.first and e.track == "native"]
-
-
-def episode_end(run: Path) -> EpisodeEnd:
-    return next(e for e in read_events(run) if isinstance(e, EpisodeEnd))
-
-
-def check_run(run: Path) -> None:
-    report, _ = validate_run(run)
-    assert report.ok, [str(f) for f in report.errors]
-    audit = audit_run(run)
-    assert audit.ok, [str(f) for f in audit.findings]
-    assert audit.events_checked > 0
-
-
-@pytest.fixture(scope="module")
-def reference_runs(tmp_path_factory):
-    out = tmp_path_factory.mktemp("runs")
-    return run_weighing(out, "basic", "reference", episodes=2, seed=0, size=32)
+reference_runs = reference_runs_fixture(run_weighing)
 
 
 def test_reference_runs_validate_and_audit(reference_runs):
@@ -234,8 +216,8 @@ def test_runs_point_at_their_registered_instances(reference_runs):
     (group,) = score_corpus(root, resamples=0)["groups"]
     m = group["metrics"]
     # d1 (legal set {stop, wait}) is no native-track choice: B_next, C_id over d0 only
-    assert (m["B_next"]["num"], m["B_next"]["den"]) == (2, 2) and (m["C_id"]["num"], m["C_id"]["den"]) == (2, 2)
-    assert (m["completion.clean"]["num"], m["completion.clean"]["den"]) == (2, 2)
+    assert ratio(m["B_next"]) == (2, 2) and ratio(m["C_id"]) == (2, 2)
+    assert ratio(m["completion.clean"]) == (2, 2)
     assert group["coverage"]["missing"] == []
 
 
@@ -259,16 +241,11 @@ def test_clumsy_drops_its_first_standard_and_recovers(tmp_path):
     """The drop is recognized from the measurements (grasp lost in free air, then a fall
     of more than 3 cm), and placing the same standard later resolves it."""
     run = run_weighing(tmp_path, "basic", "clumsy", episodes=1, seed=0, cameras=False)[0]
-    check_run(run)
-    events = read_events(run)
-    failures = [e for e in events if e.__struct_config__.tag == "failure"]
-    recoveries = [e for e in events if e.__struct_config__.tag == "recovery"]
-    assert [f.reason for f in failures] == ["drop"] and failures[0].recoverable
-    assert [(r.of_seq, r.resolved) for r in recoveries] == [(failures[0].seq, True)]
-    assert episode_end(run).physical_complete
-    (group,) = score_corpus(tmp_path, resamples=0)["groups"]
-    assert group["metrics"]["completion.recovered"]["value"] == 1.0
-    assert group["metrics"]["completion.clean"]["value"] == 0.0
+    check_failed_and_recovered(run, "drop")
+    assert next(e for e in read_events(run) if e.__struct_config__.tag == "failure").recoverable
+    m = group_metrics(tmp_path)
+    assert m["completion.recovered"]["value"] == 1.0
+    assert m["completion.clean"]["value"] == 0.0
 
 
 class _Pusher:
