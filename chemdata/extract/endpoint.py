@@ -140,11 +140,8 @@ def request_layout(trajectory: Trajectory, url: str, model: str, image_png: byte
     the figure (``size`` = width, height).  An unknown kind or a malformed box is a
     :class:`ToolFailed`, never dropped silently."""
     evidence = {"width": size[0], "height": size[1], "text": text_lines}
-    body = build_stage_request(model, LAYOUT_PROMPT, "Figure", evidence, image_png)
-    answer = _ask(trajectory, url, body, image_png, limit_s=limit_s, api_key_env=api_key_env, stage="layout")
-    items = answer.get("segments")
-    if not isinstance(items, list):
-        raise ToolFailed("model: layout answer has no 'segments' list")
+    items = _ask_list(trajectory, url, build_stage_request(model, LAYOUT_PROMPT, "Figure", evidence, image_png),
+                      image_png, "segments", limit_s=limit_s, api_key_env=api_key_env, stage="layout")
     found = []
     for item in items:
         kind = item.get("kind") if isinstance(item, dict) else None
@@ -162,10 +159,8 @@ def request_readings(trajectory: Trajectory, url: str, model: str, image_png: by
     a :class:`ToolFailed`."""
     evidence = {"regions": {k: list(v) for k, v in regions.items()}, "text": text_lines}
     body = build_stage_request(model, RECOGNITION_PROMPT, "Structure regions", evidence, image_png)
-    answer = _ask(trajectory, url, body, image_png, limit_s=limit_s, api_key_env=api_key_env, stage="recognition")
-    items = answer.get("structures")
-    if not isinstance(items, list):
-        raise ToolFailed("model: recognition answer has no 'structures' list")
+    items = _ask_list(trajectory, url, body, image_png, "structures", limit_s=limit_s, api_key_env=api_key_env,
+                      stage="recognition")
     found = []
     for item in items:
         if not isinstance(item, dict) or item.get("region") not in regions or not isinstance(item.get("smiles"), str):
@@ -185,6 +180,15 @@ def _box(value: Any, size: tuple[int, int]) -> tuple[int, int, int, int]:
     x0, x1 = sorted((max(0, min(size[0] - 1, x0)), max(0, min(size[0] - 1, x1))))
     y0, y1 = sorted((max(0, min(size[1] - 1, y0)), max(0, min(size[1] - 1, y1))))
     return x0, y0, x1, y1
+
+
+def _ask_list(trajectory: Trajectory, url: str, body: dict[str, Any], image_png: bytes, key: str, *, limit_s: float,
+              api_key_env: str | None, stage: str) -> list[Any]:
+    """Send one request whose answer must hold a list under ``key``; that list."""
+    items = _ask(trajectory, url, body, image_png, limit_s=limit_s, api_key_env=api_key_env, stage=stage).get(key)
+    if not isinstance(items, list):
+        raise ToolFailed(f"model: {stage} answer has no {key!r} list")
+    return items
 
 
 def _ask(trajectory: Trajectory, url: str, body: dict[str, Any], image_png: bytes, *, limit_s: float,
