@@ -44,6 +44,8 @@ import argparse
 import os
 import tempfile
 import time
+from collections.abc import Callable
+from typing import Any
 
 os.environ.setdefault("MUJOCO_GL", "egl")
 
@@ -108,6 +110,34 @@ def recorded(episodes: int, seed: int, cameras: bool, size: int,
                                        for c, q, a in zip(controls, finals, actions)]
 
 
+def _equal_runs(rows: np.ndarray) -> list[tuple[int, int]]:
+    """(first row, length) of each run of equal consecutive rows."""
+    change = np.flatnonzero(np.r_[True, (rows[1:] != rows[:-1]).any(axis=1), True])
+    return [(int(a), int(b - a)) for a, b in zip(change[:-1], change[1:])]
+
+
+def _replay(env: Any, controls: list[tuple[np.ndarray, np.ndarray, np.ndarray]], seed: int,
+            episode: Callable[[int], None]) -> tuple[float, float, bool]:
+    """Each recorded episode from its instance's start on ``env``, stepped by the timed
+    ``episode(index)``; (simulated s, CPU s, whether every episode ended in exactly the
+    recorded joint state)."""
+    from labrecord.sim.scene import Placement, random_layout
+    from labrecord.sim.weighing import instances
+
+    env.calibrate_empty()
+    scene = env.scene
+    sim_s = wall = 0.0
+    same = True
+    for index, (inst, (_, final, _)) in enumerate(zip(instances("basic", len(controls), seed), controls)):
+        env.reset(Placement(inst.sample_g, inst.start, random_layout(inst.start, np.random.default_rng(inst.layout_seed))))
+        start = time.process_time()
+        episode(index)
+        wall += time.process_time() - start
+        sim_s += scene.time
+        same = same and np.array_equal(scene.data.qpos, final)
+    return sim_s, wall, same
+
+
 def bare(controls: list[tuple[np.ndarray, np.ndarray, np.ndarray]], seed: int,
          contact_sensors: bool = True) -> tuple[float, float, bool]:
     """Replay the same actuator commands, step by step, with a plain Python loop of
@@ -122,8 +152,7 @@ def bare(controls: list[tuple[np.ndarray, np.ndarray, np.ndarray]], seed: int,
     import mujoco
 
     from labrecord.sim.env import WeighingEnv
-    from labrecord.sim.scene import Placement, build_model, random_layout, scene_xml
-    from labrecord.sim.weighing import instances
+    from labrecord.sim.scene import build_model, scene_xml
 
     env = WeighingEnv(cameras=())
     if not contact_sensors:
@@ -131,25 +160,16 @@ def bare(controls: list[tuple[np.ndarray, np.ndarray, np.ndarray]], seed: int,
         start, end = text.index('<contact name='), text.index("</sensor>")
         env.scene.model = build_model(text[:start] + text[end:])
         env.scene.data = mujoco.MjData(env.scene.model)
-    env.calibrate_empty()
-    insts = instances("basic", len(controls), seed)
-    scene = env.scene
-    sim_s = wall = 0.0
-    same = True
-    for inst, (commands, final, _) in zip(insts, controls):
-        env.reset(Placement(inst.sample_g, inst.start, random_layout(inst.start, np.random.default_rng(inst.layout_seed))))
-        change = np.flatnonzero(np.r_[True, (commands[1:] != commands[:-1]).any(axis=1), True])
-        runs = [(commands[a], int(b - a)) for a, b in zip(change[:-1], change[1:])]
-        mj_step, model, data = mujoco.mj_step, scene.model, scene.data
-        start = time.process_time()
-        for command, count in runs:
+    runs = [[(commands[first], count) for first, count in _equal_runs(commands)] for commands, _, _ in controls]
+
+    def episode(index: int) -> None:
+        mj_step, model, data = mujoco.mj_step, env.scene.model, env.scene.data
+        for command, count in runs[index]:
             data.ctrl[:] = command
             for _ in range(count):
                 mj_step(model, data)
-        wall += time.process_time() - start
-        sim_s += scene.time
-        same = same and np.array_equal(data.qpos, final)
-    return sim_s, wall, same
+
+    return _replay(env, controls, seed, episode)
 
 
 def controlled(controls: list[tuple[np.ndarray, np.ndarray, np.ndarray]], seed: int) -> tuple[float, float, bool]:
@@ -161,23 +181,14 @@ def controlled(controls: list[tuple[np.ndarray, np.ndarray, np.ndarray]], seed: 
     import mujoco
 
     from labrecord.sim.env import WeighingEnv, _ramp_fraction
-    from labrecord.sim.scene import Placement, random_layout
-    from labrecord.sim.weighing import instances
 
     env = WeighingEnv(cameras=())
-    env.calibrate_empty()
-    scene = env.scene
-    steps = int(round(env.physics_hz / env.control_hz))
-    fraction = _ramp_fraction(steps)
-    change = np.flatnonzero(np.r_[True, (fraction[1:] != fraction[:-1]).any(axis=1), True])
-    stairs = [(int(a), int(b - a)) for a, b in zip(change[:-1], change[1:])]
-    sim_s = wall = 0.0
-    same = True
-    for inst, (_, final, actions) in zip(instances("basic", len(controls), seed), controls):
-        env.reset(Placement(inst.sample_g, inst.start, random_layout(inst.start, np.random.default_rng(inst.layout_seed))))
-        mj_step, model, data, arm = mujoco.mj_step, scene.model, scene.data, scene.arm_ctrl
-        start = time.process_time()
-        for action in actions:
+    fraction = _ramp_fraction(int(round(env.physics_hz / env.control_hz)))
+    stairs = _equal_runs(fraction)
+
+    def episode(index: int) -> None:
+        mj_step, model, data, arm = mujoco.mj_step, env.scene.model, env.scene.data, env.scene.arm_ctrl
+        for action in controls[index][2]:
             env.apply(action)
             first, delta = env._ramp  # type: ignore[misc]
             ramp = first + delta * fraction
@@ -185,10 +196,8 @@ def controlled(controls: list[tuple[np.ndarray, np.ndarray, np.ndarray]], seed: 
                 data.ctrl[arm] = ramp[row]
                 for _ in range(count):
                     mj_step(model, data)
-        wall += time.process_time() - start
-        sim_s += scene.time
-        same = same and np.array_equal(data.qpos, final)
-    return sim_s, wall, same
+
+    return _replay(env, controls, seed, episode)
 
 
 def breakdown(episodes: int, seed: int, size: int, bare_ms: float) -> None:
