@@ -441,8 +441,7 @@ class _Delivery:
         """Put the armed assist payloads in this query's Oracle context while the supported
         opportunity is current and has no first choice yet; the first query that carries
         one is its receipt."""
-        current = self.owner.scorer.tracker.current
-        if not self.assist or current is None or current.opp != self.opp or self._chosen():
+        if not self.assist or not self._at_opportunity() or self._chosen():
             return
         context = {}
         for site, (record, payload) in self.assist.items():
@@ -454,13 +453,17 @@ class _Delivery:
                 self._emit(record, payload=payload, obs_id=observation.obs_id)
         observation.state[ORACLE_CHANNEL] = context
 
+    def _at_opportunity(self) -> bool:
+        """Whether the supported opportunity is the current one."""
+        current = self.owner.scorer.tracker.current
+        return current is not None and current.opp == self.opp
+
     def _chosen(self) -> bool:
         return any(c["opp"] == self.opp for c in self.owner.scorer.first_choices)
 
     def _hook(self, record: Any, substituted: Any) -> Callable[[Any, Any], Any]:
         def hook(op: Any, observation: Any) -> Any:
-            current = self.owner.scorer.tracker.current
-            if record.delivered or current is None or current.opp != self.opp:
+            if record.delivered or not self._at_opportunity():
                 return op
             record.original, record.receipt, record.delivered = op, observation.obs_id, True
             self._emit(record, original=op, substituted=substituted, obs_id=observation.obs_id)
@@ -472,8 +475,7 @@ class _Delivery:
         from labrecord.sim.executor import transfer_plan
 
         def executor(op: Any, poses: Any, observation: Any) -> Any:
-            current = self.owner.scorer.tracker.current
-            if record.delivered is not None or current is None or current.opp != self.opp:
+            if record.delivered is not None or not self._at_opportunity():
                 return None
             refused = contract.payload_scope("skill", op, legal)
             if refused is not None:
@@ -487,9 +489,7 @@ class _Delivery:
 
     def _localization(self, record: Any, contract: Any, legal: list[Any]) -> Callable[[Any, Any, Any], Any]:
         def hook(op: Any, frames: Any, observation: Any) -> Any:
-            current = self.owner.scorer.tracker.current
-            if (record.delivered is not None or current is None or current.opp != self.opp
-                    or op.object not in frames):
+            if record.delivered is not None or not self._at_opportunity() or op.object not in frames:
                 return frames
             # the selected target is kept; only its localization is corrected (its true
             # frame now, from the bench, whatever channels the system declares)
@@ -630,15 +630,14 @@ def _summary(population: str, policy: str, seed: int, branches: list[tuple[Branc
                                  "delivered": sum(1 for b in started if all(s.get("delivered") for s in b["supports"]))}
         for index, (site, mode) in enumerate(branch):
             records = [b["supports"][index] for b in started if b["supports"][index].get("delivered")]
-            if site == "geometry" and mode == "replace":
+            if mode == "replace" and site in ("geometry", "decision"):
                 changed = sum(1 for r in records if r.get("original") != r.get("substituted"))
-                errors = [_frame_error(r.get("original"), r.get("substituted")) for r in records]
-                entry.update(substituted=changed, substitution_share=changed / len(records) if records else None,
-                             localization_error_m=[e for e in errors if e is not None])
-            elif site == "decision" and mode == "replace":
-                changed = sum(1 for r in records if r.get("original") != r.get("substituted"))
-                entry.update(substituted=changed, substitution_share=changed / len(records) if records else None,
-                             agreement=None)
+                entry.update(substituted=changed, substitution_share=changed / len(records) if records else None)
+                if site == "geometry":
+                    errors = [_frame_error(r.get("original"), r.get("substituted")) for r in records]
+                    entry.update(localization_error_m=[e for e in errors if e is not None])
+                else:
+                    entry.update(agreement=None)
             elif site == "decision":
                 agreed = sum(1 for r in records if r.get("first_choice") == r.get("payload"))
                 entry.update(agreed=agreed, agreement=agreed / len(records) if records else None)
