@@ -357,13 +357,9 @@ def sound_first(readings: list[tuple[str, float]]) -> int:
     """Index of the reading to keep among one region's readings at several scales: one
     RDKit can sanitize (no valence errors) before one it cannot, then the higher osra
     confidence; the first (the target scale) on ties."""
-    from rdkit import Chem, RDLogger
-
-    RDLogger.DisableLog("rdApp.*")
-
     def key(item: tuple[int, tuple[str, float]]) -> tuple[bool, float, int]:
         index, (smiles, confidence) = item
-        return Chem.MolFromSmiles(smiles) is not None, confidence, -index
+        return _sanitizes(smiles), confidence, -index
 
     return max(enumerate(readings), key=key)[0]
 
@@ -388,7 +384,7 @@ def _recognize(trajectory: Trajectory, path: Path, image: Any, segments: list[la
     (:func:`_label_template`); straight chains read for printed ``ᵗBu``/``ⁱPr`` are
     rebranched (:func:`.osra.restore_prefixed_alkyls`).  A word-high blob that osra
     cannot read soundly but OCR reads as a linear formula (``H₂N–C≡N``) is read from the
-    text (source ``formula``).  With ``config.rescale_tries``
+    text (source ``formula``).  With ``config.multiscale``
     each crop is read at several scales and :func:`sound_first` keeps one reading.
     The whole figure is read only when the layout found no candidate at all.  A "text"
     blob that osra reads as a structure becomes a structure segment."""
@@ -420,8 +416,7 @@ def _recognize(trajectory: Trajectory, path: Path, image: Any, segments: list[la
             if chosen is None:
                 continue
             crop_path, best = chosen
-            printed = [w for line in lines or [] for w, b in line.words if layout.contains(seg.box, b, slack=2)]
-            best = (osra.restore_prefixed_alkyls(best[0], printed), best[1], best[2])
+            best = (osra.restore_prefixed_alkyls(best[0], _words_in(seg.box, lines or [])), best[1], best[2])
             if "*" in best[0] and lines:
                 labelled = _label_template(trajectory, crop_path, seg.box, lines, config, options)
                 if labelled:
@@ -447,8 +442,13 @@ def _sanitizes(smiles: str) -> bool:
 def _printed_formula(box: tuple[int, int, int, int], lines: list[tesseract.TextLine]) -> str | None:
     """The SMILES of a linear formula printed in ``box`` (:func:`.osra.linear_formula` of
     the OCR words whose centre lies inside it, joined), or None."""
-    words = [w for line in lines for w, b in line.words if layout.contains(box, b, slack=2)]
+    words = _words_in(box, lines)
     return osra.linear_formula("".join(words)) if words else None
+
+
+def _words_in(box: tuple[int, int, int, int], lines: list[tesseract.TextLine]) -> list[str]:
+    """The OCR words whose centre lies inside ``box`` (grown by 2 px), in reading order."""
+    return [w for line in lines for w, b in line.words if layout.contains(box, b, slack=2)]
 
 
 def _model_readings(trajectory: Trajectory, data: bytes, size: tuple[int, int], segments: list[layout.Segment],
