@@ -17,6 +17,7 @@ to propyl and knows no ``Ts``, ``Bpin``, ``TBS``), variable labels (``Ar``, ``Ar
 """
 from __future__ import annotations
 
+import functools
 import os
 import re
 import shutil
@@ -134,9 +135,18 @@ def write_dictionaries(folder: str | os.PathLike[str], command: list[str]) -> li
     for them (``["-a", FILE, "-l", FILE]``)."""
     superatoms = Path(folder) / "superatom.txt"
     spelling = Path(folder) / "spelling.txt"
-    superatoms.write_text(superatom_table(installed_table(command, "superatom.txt")), encoding="utf-8")
-    spelling.write_text(spelling_table(installed_table(command, "spelling.txt")), encoding="utf-8")
+    superatom_text, spelling_text = _tables(tuple(command))
+    superatoms.write_text(superatom_text, encoding="utf-8")
+    spelling.write_text(spelling_text, encoding="utf-8")
     return ["-a", str(superatoms), "-l", str(spelling)]
+
+
+@functools.lru_cache(maxsize=4)
+def _tables(command: tuple[str, ...]) -> tuple[str, str]:
+    """The superatom and spelling table texts for the osra that ``command`` runs, built
+    once per process (every figure's scratch folder gets a copy)."""
+    return (superatom_table(installed_table(list(command), "superatom.txt")),
+            spelling_table(installed_table(list(command), "spelling.txt")))
 
 
 def read_structures(trajectory: Trajectory, image_path: str, *, command: list[str], limit_s: float,
