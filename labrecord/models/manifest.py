@@ -153,7 +153,11 @@ class Seeds(Model, kw_only=True):
 
 
 class Assets(Model, kw_only=True):
+    """The bench the run was made on: ``scene`` names it, ``revision`` hashes its asset files
+    (models, meshes) and ``layout_hash`` the realized layout description."""
+
     scene: str | None = None
+    revision: str | None = None
     layout_hash: str | None = None
 
 

@@ -29,13 +29,17 @@ class RxnModel(msgspec.Struct, kw_only=True, omit_defaults=True):
 class Provenance(RxnModel, kw_only=True):
     """Where a structure came from: read by a recognition tool from a figure ``region``,
     derived from ``template`` with R-group ``bindings`` (label -> substituent SMILES), or
-    written by the model itself."""
+    written by the model itself.  ``reader`` names the structure reader that produced a
+    ``tool_read`` structure (``osra``, ``decimer``, a model name) and ``confidence`` its own
+    confidence in that reading (0..1), where the reader gives one."""
 
     origin: Origin | None = None
     region: str | None = None
     bbox: list[float] | None = None
     template: str | None = None
     bindings: dict[str, str] = {}
+    reader: str | None = None
+    confidence: float | None = None
 
 
 class Molecule(RxnModel, kw_only=True):
