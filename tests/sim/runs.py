@@ -73,3 +73,105 @@ def reference_metrics(run_family: Callable[..., list[Path]], folder: Path, condi
     for run in run_family(folder, condition, "reference", episodes=8, seed=0, cameras=False, workers=2):
         check_run(run)
     return group_metrics(folder)
+
+
+#: fields that hold wall-clock readings (when a file was written, how long a query or an
+#: episode took on this machine): the only ones two recordings of one seed may differ in
+WALL_CLOCK_FIELDS = frozenset({"created_at", "wall", "inference_s", "episode_wall_s"})
+
+
+def _without_wall_clock(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _without_wall_clock(v) for k, v in value.items() if k not in WALL_CLOCK_FIELDS}
+    if isinstance(value, list):
+        return [_without_wall_clock(v) for v in value]
+    return value
+
+
+def _json_digest(data: bytes, lines: bool) -> str:
+    import hashlib
+    import json
+
+    values = [json.loads(line) for line in data.splitlines() if line.strip()] if lines else [json.loads(data)]
+    text = json.dumps([_without_wall_clock(v) for v in values], sort_keys=True)
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def _hdf5_digest(path: Path) -> str:
+    import hashlib
+    import json
+
+    import h5py
+    import numpy as np
+
+    h = hashlib.sha256()
+
+    def attrs(obj: Any) -> None:
+        for key in sorted(obj.attrs):
+            value = obj.attrs[key]
+            if isinstance(value, str) and value[:1] in "{[":
+                value = json.dumps(_without_wall_clock(json.loads(value)), sort_keys=True)
+            h.update(f"{key}={value!r};".encode())
+
+    def visit(name: str, obj: Any) -> None:
+        h.update(name.encode())
+        attrs(obj)
+        if isinstance(obj, h5py.Dataset):
+            data = np.asarray(obj[()])
+            h.update(repr(data.tolist()).encode() if data.dtype == object else np.ascontiguousarray(data).tobytes())
+
+    with h5py.File(path, "r") as f:
+        attrs(f)
+        f.visititems(visit)
+    return h.hexdigest()
+
+
+def _parquet_digest(path: Path) -> str:
+    import hashlib
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    table = pq.read_table(path).replace_schema_metadata(None)
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_stream(sink, table.schema) as stream:
+        stream.write_table(table)
+    return hashlib.sha256(sink.getvalue().to_pybytes()).hexdigest()
+
+
+def _video_digest(path: Path) -> str:
+    """The decoded frames' pixels (the container's muxer stamps are not the recording)."""
+    import hashlib
+
+    import av
+
+    h = hashlib.sha256()
+    with av.open(str(path)) as container:
+        for frame in container.decode(video=0):
+            h.update(frame.to_ndarray(format="rgb24").tobytes())
+    return h.hexdigest()
+
+
+def run_digests(folder: Path) -> dict[str, str]:
+    """sha256 of every file under ``folder`` (a run directory, or a folder of runs and
+    populations), by relative path, wall-clock fields left out (:data:`WALL_CLOCK_FIELDS`):
+    two recordings of the same seeds give equal digests exactly when their files are
+    bit-identical apart from those fields."""
+    import hashlib
+
+    out = {}
+    for path in sorted(p for p in folder.rglob("*") if p.is_file()):
+        if path.name.endswith(".lock"):
+            continue
+        name = path.relative_to(folder).as_posix()
+        if path.suffix in (".json", ".jsonl"):
+            out[name] = _json_digest(path.read_bytes(), path.suffix == ".jsonl")
+        elif path.suffix == ".hdf5":
+            out[name] = _hdf5_digest(path)
+        elif path.suffix == ".parquet":
+            out[name] = _parquet_digest(path)
+        elif path.suffix == ".mp4":
+            out[name] = _video_digest(path)
+        else:
+            out[name] = hashlib.sha256(path.read_bytes()).hexdigest()
+    return out
