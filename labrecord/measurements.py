@@ -1,8 +1,8 @@
 """The measurement schema of ``measurements.parquet``.
 
 One row per physics step (or recorded step).  Every family shares the columns in
-:data:`COMMON_COLUMNS`; a task family registers the extra columns its contract replays
-from in :data:`FAMILY_COLUMNS` (the contracts live in ``labrecord.scorers.contracts``;
+:data:`COMMON_COLUMNS`; a task family's registry entry (:mod:`labrecord.families`) declares the
+extra columns its contract replays from, gathered in :data:`FAMILY_COLUMNS` (the contracts live in ``labrecord.scorers.contracts``;
 ``docs/contracts.md`` explains each column).  :data:`OPTIONAL_COLUMNS` are checked for
 their type when present.  Kept in the core so ``labrecord validate`` can check a run
 without importing a wing.
@@ -59,54 +59,16 @@ from __future__ import annotations
 
 from typing import Any
 
+from labrecord.families import FAMILIES
+
 #: column -> pyarrow type family ("int", "float", "bool", "string", "list")
 COMMON_COLUMNS: dict[str, str] = {"step": "int", "t": "float"}
 
-WEIGHING_STANDARDS: tuple[str, ...] = ("w10", "w20", "w50", "w100")
-CENTRIFUGE_TUBES: tuple[str, ...] = ("tube_a", "tube_b")
-
-
-def _weighing_columns() -> dict[str, str]:
-    columns = {"pan_force_n": "float", "sensor_ok": "bool", "pan_speed": "float", "hand_pan_contact": "bool"}
-    for w in WEIGHING_STANDARDS:
-        columns.update({f"{w}_on_pan": "bool", f"{w}_contact": "bool", f"{w}_grasped": "bool", f"{w}_speed": "float"})
-    return columns
-
-
-def _centrifuge_columns() -> dict[str, str]:
-    columns = {"rotor_x": "float", "rotor_y": "float", "rotor_z": "float", "rotor_yaw": "float"}
-    for tube in CENTRIFUGE_TUBES:
-        for axis in ("x", "y", "z", "ax", "ay", "az"):
-            columns[f"{tube}_{axis}"] = "float"
-        columns.update({f"{tube}_supported": "bool", f"{tube}_contact": "bool", f"{tube}_grasped": "bool",
-                        f"{tube}_speed": "float"})
-    return columns
-
-
-def _rack_columns() -> dict[str, str]:
-    columns = {name: "float" for name in ("rack_x", "rack_y", "rack_z", "rack_yaw", "tube_x", "tube_y", "tube_z",
-                                          "tube_speed", "grip_x", "grip_y", "grip_z", "grip_vz")}
-    columns.update({"tube_in_rack": "bool", "tube_on_table": "bool", "tube_contact": "bool", "tube_grasped": "bool",
-                    "occluded": "bool"})
-    return columns
-
-
-#: family -> {column: type family}; what each family's contract replays from
-FAMILY_COLUMNS: dict[str, dict[str, str]] = {
-    "weighing": _weighing_columns(),
-    "centrifuge": _centrifuge_columns(),
-    "rack": _rack_columns(),
-}
+#: family -> {column: type family}; what each family's contract replays from (its registry entry)
+FAMILY_COLUMNS: dict[str, dict[str, str]] = {name: entry.columns for name, entry in FAMILIES.items()}
 
 #: columns any family may add; their type is checked when present
-OPTIONAL_COLUMNS: dict[str, dict[str, str]] = {
-    "weighing": {**{f"{w}_{axis}": "float" for w in WEIGHING_STANDARDS for axis in ("x", "y", "z")},
-                 **{f"{w}_over_pan": "bool" for w in WEIGHING_STANDARDS},
-                 **{f"{w}_on_table": "bool" for w in WEIGHING_STANDARDS}, "arm_speed": "float",
-                 "robot_balance_force_n": "float"},
-    "centrifuge": {},
-    "rack": {},
-}
+OPTIONAL_COLUMNS: dict[str, dict[str, str]] = {name: entry.optional_columns for name, entry in FAMILIES.items()}
 COMMON_OPTIONAL_COLUMNS: dict[str, str] = {"episode": "int", "wall": "float"}
 
 

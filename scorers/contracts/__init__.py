@@ -9,27 +9,24 @@ from __future__ import annotations
 from labrecord.errors import LabrecordError
 from labrecord.scorers.contracts.base import ContractEvent, TaskContract, Tracker
 
-_REGISTRY: dict[str, str] = {
-    "weighing": "labrecord.scorers.contracts.weighing:WeighingContract",
-    "centrifuge": "labrecord.scorers.contracts.centrifuge:CentrifugeContract",
-    "rack": "labrecord.scorers.contracts.rack:RackContract",
-}
 
 
 def families() -> list[str]:
-    """Task families with a registered contract."""
-    return sorted(_REGISTRY)
+    """Task families with a registered contract (:data:`labrecord.families.FAMILIES`)."""
+    from labrecord.families import FAMILIES
+
+    return sorted(FAMILIES)
 
 
 def get_contract(family: str) -> TaskContract:
     """The contract of ``family`` with its registered thresholds."""
-    import importlib
+    from labrecord.families import FAMILIES, load
 
-    target = _REGISTRY.get(family)
-    if target is None:
+    entry = FAMILIES.get(family)
+    if entry is None:
         raise LabrecordError(f"task family {family!r} has no contract (known: {', '.join(families())})")
-    module_name, cls_name = target.split(":")
-    return getattr(importlib.import_module(module_name), cls_name)()
+    contract: TaskContract = load(entry.contract)()  # type: ignore[operator]
+    return contract
 
 
 __all__ = ["ContractEvent", "TaskContract", "Tracker", "families", "get_contract"]

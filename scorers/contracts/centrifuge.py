@@ -34,7 +34,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from labrecord.errors import LabrecordError
-from labrecord.measurements import CENTRIFUGE_TUBES
+from labrecord.families import CENTRIFUGE_TUBES
 from labrecord.models import Operation, Pair, Task
 from labrecord.scorers.contracts.frames import to_frame
 from labrecord.scorers.contracts.base import (

@@ -34,7 +34,7 @@ from typing import Any, ClassVar, NamedTuple
 import numpy as np
 
 from labrecord.errors import LabrecordError
-from labrecord.measurements import WEIGHING_STANDARDS
+from labrecord.families import WEIGHING_STANDARDS
 from labrecord.models import Operation, Task
 from labrecord.scorers.contracts.base import (
     ContractEvent, HoldTimer, TaskContract, TaskState, bool_of, float_of, hold_flags, sorted_ops,
