@@ -61,7 +61,7 @@ def recorded(episodes: int, seed: int, cameras: bool, size: int,
     of timed passes)."""
     from labrecord.recorders.loop import StepOwner
     from labrecord.rundir import read_events
-    from labrecord.sim import run_weighing
+    from labrecord.sim import run_episodes
 
     from labrecord.sim.env import WeighingEnv
 
@@ -100,7 +100,7 @@ def recorded(episodes: int, seed: int, cameras: bool, size: int,
             if record_controls:
                 WeighingEnv.advance = capture  # type: ignore[method-assign]
                 WeighingEnv.apply = capture_action  # type: ignore[method-assign]
-            runs = run_weighing(out, "basic", "reference", episodes, seed, cameras=cameras, size=size)
+            runs = run_episodes("weighing", out, "basic", "reference", episodes, seed, cameras=cameras, size=size)
         finally:
             StepOwner.run_episode = original  # type: ignore[method-assign]
             WeighingEnv.advance, WeighingEnv.apply = original_advance, original_apply  # type: ignore[method-assign]
@@ -274,13 +274,13 @@ def display_error(configs: int, seed: int) -> float:
 
 def _scene_runs(scene: str, out: str, episodes: int, seed: int) -> list:
     if scene == "centrifuge":
-        from labrecord.sim import run_centrifuge
+        from labrecord.sim import run_episodes
 
-        return run_centrifuge(out, "basic", "reference", episodes, seed, cameras=False)
+        return run_episodes("centrifuge", out, "basic", "reference", episodes, seed, cameras=False)
     if scene == "rack":
-        from labrecord.sim import run_rack
+        from labrecord.sim import run_episodes
 
-        return run_rack(out, "extended", "reference", episodes, seed, cameras=False)
+        return run_episodes("rack", out, "extended", "reference", episodes, seed, cameras=False)
     raise ValueError(scene)
 
 

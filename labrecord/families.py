@@ -217,3 +217,12 @@ def load(target: str) -> object:
 
     module_name, attribute = target.split(":")
     return getattr(importlib.import_module(module_name), attribute)
+
+
+#: policies served from outside the process, on every family: the front ends of
+#: :mod:`labrecord.sim.serving` (name -> what it connects to)
+SERVED_POLICIES: dict[str, str] = {
+    "openpi": "an OpenPI policy server (websocket, --policy-url ws://HOST:PORT)",
+    "http": "an agent behind the HTTP agent bridge (--policy-url http://HOST:PORT/PATH)",
+    "lerobot": "a saved LeRobot policy (--policy-path DIR)",
+}

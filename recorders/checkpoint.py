@@ -112,8 +112,6 @@ class Checkpoint:
     state: dict[str, Any] = field(default_factory=dict)
 
 
-#: step-owner attributes a continuation needs (queued commands, cursor, timing)
-_OWNER_FIELDS = ("_queue", "_skill", "_last_action", "_in_control", "_step", "_obs_count", "_next_snapshot", "_now")
 #: scorer attributes that hold the tracker and its counters (the emit closures are rebound)
 _SCORER_FIELDS = ("tracker", "stepper", "counts", "legal", "first_choices", "last", "advanced", "_last_sig",
                   "_failure_seqs")
@@ -134,17 +132,18 @@ def capture(owner: Any, observation: Any, *, instance_id: str, engine: str) -> C
                    "released": bool(getattr(f, "released", False)), "stable": bool(getattr(f, "stable", False)),
                    "low_motion": bool(getattr(f, "low_motion", False)), "valid": bool(getattr(f, "valid", False))}
     state = {
-        "owner": copy.deepcopy({name: getattr(owner, name) for name in _OWNER_FIELDS}),
+        "owner": owner.continuation(),
         "scorer": copy.deepcopy({name: getattr(scorer, name) for name in _SCORER_FIELDS}),
         "policy": copy.deepcopy(owner.policy),
         "observation": copy.deepcopy(observation),
         "rng": {"numpy": np.random.get_state(), "python": random.getstate()},
     }
+    cursor = owner.cursor
     header = CheckpointHeader(
         run_id=owner.writer.manifest.run_id, instance_id=instance_id, decision=current.decision, opp=current.opp,
-        evidence_version=int(current.evidence_version), t=float(env.time), step=int(owner._step),
-        next_seq=int(owner.writer.next_seq), observations=int(owner._obs_count), policy=owner.caps.name,
-        policy_episode=int(getattr(owner, "_episode", 0)), engine=engine, config_digest=env.state_digest(),
+        evidence_version=int(current.evidence_version), t=float(env.time), step=int(cursor.step),
+        next_seq=int(owner.writer.next_seq), observations=int(cursor.observations), policy=owner.caps.name,
+        policy_episode=int(cursor.episode), engine=engine, config_digest=env.state_digest(),
         physics_sha256=hashlib.sha256(np.ascontiguousarray(env.state_vector()).tobytes()).hexdigest(), handoff=handoff)
     return Checkpoint(header, physics, state)
 

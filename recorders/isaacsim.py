@@ -199,7 +199,6 @@ class IsaacSimWeighingEnv:
         self.standards = [name for name in self.objects][1:]
         self._rows: list[tuple[float, float, list[tuple[str, str]], np.ndarray, bool]] = []
         self._step = 0
-        self.display: Callable[[], dict[str, Any]] = lambda: {}
         self._hold = hold_action
 
     def hold_action(self, last: np.ndarray | None) -> np.ndarray:
@@ -233,7 +232,11 @@ class IsaacSimWeighingEnv:
         return columns
 
     def public_state(self) -> dict[str, Any]:
-        return {**self._public_state(), "display_reading": self.display()}
+        return self._public_state()
+
+    def show(self, readouts: dict[str, Any]) -> None:
+        """The display reading reaches the policy as the scorer's channel; the USD stage
+        shows no digits."""
 
     def render(self, camera: str) -> np.ndarray:
         self.world.render()

@@ -19,7 +19,7 @@ import time
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
 
 import numpy as np
 
@@ -72,7 +72,11 @@ class Environment(Protocol):
 
     def public_state(self) -> dict[str, Any]:
         """State channels at this instant: proprioception (``robot``) and the evaluator
-        state a declared privileged channel may read (``display_reading``, ``object_poses``)."""
+        state a declared privileged channel may read (``object_poses``)."""
+
+    def show(self, readouts: dict[str, Any]) -> None:
+        """Put the scorer's readouts of this boundary into the scene (a display showing
+        its reading) before the cameras render."""
 
     def render(self, camera: str) -> np.ndarray:
         """An (H, W, 3) uint8 frame of a registered camera."""
@@ -110,6 +114,10 @@ class OnlineScorer(Protocol):
         """The end reason once the episode is over (``success`` …), else None."""
 
     def snapshot(self, t: float) -> OnlineScore: ...
+
+    def readouts(self) -> dict[str, Any]:
+        """The channels the scorer publishes into the observation at this instant (the
+        contract's public readouts, e.g. ``display_reading``; channel -> value)."""
 
     def final(self, run_id: str, status: str) -> FinalScores: ...
 
@@ -207,6 +215,39 @@ def check_channels(caps: Capabilities, privileged: tuple[str, ...]) -> None:
                              f"{', '.join(declared)}; only scripted systems may read them")
 
 
+class Cursor(NamedTuple):
+    """Where a step owner stands (read-only): the episode, the physics step, observations
+    made, actions applied and measurement blocks recorded so far."""
+
+    episode: int
+    step: int
+    observations: int
+    actions: int
+    blocks: int
+
+
+class EpisodeObserver:
+    """Hooks a caller gives :meth:`StepOwner.run_episode` to watch an episode at its
+    control boundaries (a study taking a checkpoint, delivering a support); each does
+    nothing unless overridden."""
+
+    def before_observe(self) -> None:
+        """A control boundary, before its frames and state are acquired."""
+
+    def observed(self, observation: Observation | None) -> None:
+        """The boundary's observation (None while the policy is not in control)."""
+
+    def before_query(self, observation: Observation) -> None:
+        """The policy is about to be asked for an answer to ``observation``."""
+
+    def after_step(self) -> None:
+        """A control period has been stepped."""
+
+
+#: the owner's continuation state: queued commands, running skill, last action, control
+#: flag, physics step, observation count, next snapshot time, acquired evidence
+_CONTINUATION = ("_queue", "_skill", "_last_action", "_in_control", "_step", "_obs_count", "_next_snapshot", "_now")
+
 _NO_ROWS = ChunkCheck(np.zeros((0, 0)), np.zeros((0, 0)), np.zeros(0, dtype=bool))
 
 
@@ -232,6 +273,7 @@ class StepOwner:
         self.snapshot_every_s = snapshot_every_s
         self.videos: dict[str, VideoStream] = {}
         if video:
+            env.show(scorer.readouts())
             for camera in env.cameras:
                 frame = env.render(camera)
                 self.videos[camera] = VideoStream(writer.path(VIDEOS_DIR) / f"{camera}.mp4", env.control_hz, frame.shape[1], frame.shape[0])
@@ -242,22 +284,48 @@ class StepOwner:
         self.logs: list[EpisodeLog] = []
         self._step = 0
         self._obs_count = 0
+        self._episode = 0
+        self._log = EpisodeLog()
 
     # -- one episode ------------------------------------------------------------------
-    def run_episode(self, episode: int) -> EpisodeLog:
-        """One episode with this owner's policy: the push-mode calls below, in order."""
+    def run_episode(self, episode: int, observer: EpisodeObserver | None = None) -> EpisodeLog:
+        """One episode with this owner's policy: the push-mode calls below, in order;
+        ``observer`` is told of every boundary, query and step."""
+        watch = observer or EpisodeObserver()
         self.begin(episode)
         while True:
+            watch.before_observe()
             observation = self.observe()
+            watch.observed(observation)
             if observation is not None and self.wants_action:
+                watch.before_query(observation)
                 try:
                     self._query(observation, self._log)
                 except PolicyServiceFault as fault:
                     self.fault(fault)
                     break
-            if self.step():
+            done = self.step()
+            watch.after_step()
+            if done:
                 break
         return self.end()
+
+    # -- what an observer may read ------------------------------------------------------
+    @property
+    def cursor(self) -> Cursor:
+        """Where the owner stands in the current episode (read-only)."""
+        return Cursor(self._episode, self._step, self._obs_count, len(self._log.actions), len(self.blocks))
+
+    def continuation(self) -> dict[str, Any]:
+        """A deep copy of what a continuation of this episode from this boundary needs (a
+        checkpoint's owner state)."""
+        import copy
+
+        return copy.deepcopy({name: getattr(self, name) for name in _CONTINUATION})
+
+    def public_state(self) -> dict[str, Any]:
+        """The state channels at this instant: the bench's and the scorer's readouts."""
+        return {**self.env.public_state(), **self.scorer.readouts()}
 
     # -- push mode: a caller outside the owner supplies the actions ----------------------
     # ``begin`` → per control boundary ``observe`` (+ ``push`` when ``wants_action``) →
@@ -400,7 +468,9 @@ class StepOwner:
     def _acquire(self) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
         """Frames (written to the videos) and state at this boundary, acquired once."""
         if self._now is None:
-            self._now = (self._frames(), self.env.public_state())
+            readouts = self.scorer.readouts()
+            self.env.show(readouts)
+            self._now = (self._frames(), {**self.env.public_state(), **readouts})
         return self._now
 
     def _frames(self) -> dict[str, np.ndarray]:

@@ -163,6 +163,14 @@ class ContractScorer:
         return "success" if self.tracker.state.complete else None
 
     # -- reports ----------------------------------------------------------------------
+    #: the channels this scorer publishes into the observation (the public readouts of
+    #: the contract's display chain); the bench shows them (its ``show``)
+    readout_channels: tuple[str, ...] = ("display_reading",)
+
+    def readouts(self) -> dict[str, Any]:
+        """The declared readout channels at this instant (channel -> value)."""
+        return {"display_reading": self.display()} if "display_reading" in self.readout_channels else {}
+
     def display(self) -> dict[str, Any]:
         """The public readout from the contract's display chain (eq. 8–9, quantum)."""
         from labrecord.scorers.contracts.weighing import quantize
@@ -185,7 +193,8 @@ class ContractScorer:
         state = self.tracker.state
         return OnlineScore(t=t, seq=0, metrics=self.metrics(), state={
             "changes": state.changes, "failures": state.failures, "complete": state.complete,
-            "opportunity": self.tracker.current.opp if self.tracker.current else None, **self.display()})
+            "opportunity": self.tracker.current.opp if self.tracker.current else None,
+            **self.readouts().get("display_reading", {})})
 
     def close(self, fault: bool = False) -> None:
         """The episode is over: the contract's end-of-episode events, judged at its last

@@ -118,7 +118,7 @@ class ArmController:
         """Joint targets reaching the measured tool pose moved by the given delta."""
         import mink
 
-        from labrecord.sim.scene import ARM_BASE, arm_path
+        from labrecord.sim.bench.scene import ARM_BASE, arm_path
 
         if self._ik is None:
             import mujoco

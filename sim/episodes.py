@@ -1,140 +1,468 @@
-"""What the centrifuge and rack episode runners share: the request and its fan-out, the
-per-process bench cache, the recorded episode itself, its manifest and the contract's
-column list.
+"""The one episode pipeline of every simulated family and study.
 
-A family module (:mod:`labrecord.sim.centrifuge`, :mod:`labrecord.sim.rack`) draws its
-instances and population records and hands them to :func:`run_family`; per episode it
-makes its policy, takes its bench from :func:`family_bench`, resets it to the instance and
-calls :func:`record_episode` with its scorer type.
+:func:`run_episodes` is the library entry point behind ``labrecord sim <family>``: it
+draws the family's instances (its :class:`BenchTask`), registers them as population
+``<family>-<condition>-s<seed>`` (``<out>/populations/<name>.jsonl``: an instance and a
+checkpoint per episode, merged with what is already there) after every run folder is known
+to be new, then fans the episodes out through the one parallel map
+(:func:`labrecord.sim.fanout.run_specs`).  Each episode (:func:`open_episode`) takes the
+family's calibrated bench for its configuration, resets it to the instance, opens the run
+directory with a step owner and the family's scorer, and on closing writes scores,
+measurements and ``demo.hdf5``.  The policy is a scripted baseline of the family (seeded
+by :func:`policy_seed`), a served one (``openpi``, ``http``, ``lerobot``:
+:mod:`labrecord.sim.serving`) or one whose actions are pushed in from outside
+(:mod:`labrecord.sim.pushed`); the studies (:mod:`labrecord.sim.study`) open their
+branches through the same :func:`open_episode`.
+
+A family plugs in with one :class:`BenchTask` (``sim/<family>/task.py``), named by its
+registry entry (:mod:`labrecord.families`).
 """
 from __future__ import annotations
 
+import dataclasses
+import hashlib
 import os
 from collections.abc import Callable, Hashable
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
+import numpy as np
+
+from labrecord.errors import LabrecordError
 from labrecord.models import RunManifest
-from labrecord.rundir import RunWriter
-from labrecord.sim.fanout import refuse_existing, run_specs
+from labrecord.rundir import DEMO_FILE, RunWriter
+from labrecord.sim.fanout import check_request, headless_rendering, refuse_existing, run_specs
+
+DEFAULT_SIZE = 224
 
 
-def run_id_of(family: str, spec: Any) -> str:
-    return f"{family}-{spec.condition}-{spec.policy}-s{spec.seed}-e{spec.index:03d}"
+def policy_seed(seed: int, index: int) -> int:
+    """The seed of episode ``index``'s policy in a call with ``seed``: ``seed · 100003 + index``."""
+    return seed * 100003 + index
+
+
+def instance_id_of(index: int) -> str:
+    return f"i{index:03d}"
 
 
 def population_name(family: str, condition: str, seed: int) -> str:
     return f"{family}-{condition}-s{seed}"
 
 
-def policy_seed(spec: Any) -> int:
-    """The seed of an episode's policy: ``seed · 100003 + index``."""
-    return spec.seed * 100003 + spec.index
+@dataclasses.dataclass(frozen=True)
+class EpisodeSpec:
+    """Everything one worker needs to run one episode (picklable)."""
+
+    out_dir: str
+    condition: str
+    policy: str
+    index: int
+    seed: int
+    instance: Any
+    cameras: bool = True
+    size: int | None = DEFAULT_SIZE
+    max_time_s: float | None = None
+    policy_options: tuple[tuple[str, Any], ...] = ()
+    deadline_s: float | None = None
+    deadline_clock: str = "sim"
+    #: set by a study (labrecord.sim.study): run id, population, instance and intervention record
+    run_id: str | None = None
+    population: str | None = None
+    instance_id: str | None = None
+    intervention: Any = None
+    family: str = dataclasses.field(kw_only=True)
 
 
-def run_family(out_dir: str | os.PathLike[str], family: str, condition: str, policy: str, episodes: int, seed: int,
-               workers: int, *, population: Callable[[str, int, int], tuple[list[Any], list[Any]]],
-               run: Callable[[Any], Path], cameras: bool, size: int, max_time_s: float | None,
-               progress: Callable[[int], None] | None, policy_options: dict[str, Any]) -> list[Path]:
-    """Run ``episodes`` episodes of a scripted family; returns the run directories in order.
+def run_id_of(spec: EpisodeSpec) -> str:
+    if spec.run_id is not None:
+        return spec.run_id
+    return f"{spec.family}-{spec.condition}-{spec.policy}-s{spec.seed}-e{spec.index:03d}"
 
-    ``population(condition, episodes, seed)`` gives the drawn instances and the records
-    registered as population ``<family>-<condition>-s<seed>`` before the first episode
-    (after every run folder is known to be new); ``run`` records one episode spec.
+
+class BenchTask:
+    """A family's bench as the pipeline uses it (``sim/<family>/task.py`` defines one,
+    named by the family's registry entry).  Subclasses fill in the instance draw, the
+    bench, its reset, the scorer and the instruction."""
+
+    #: the family's name (its registry key and contract)
+    name = ""
+    #: the bench's registered cameras
+    cameras: tuple[str, ...] = ()
+    #: the decision a population's checkpoints are registered at
+    checkpoint_decision = "d0"
+
+    def population(self, condition: str, episodes: int, seed: int) -> tuple[list[Any], list[Any]]:
+        """``episodes`` drawn instances and the records registered for them (episode ``i``
+        of a seed is the same instance for any episode count)."""
+        raise NotImplementedError
+
+    def max_time_s(self, condition: str, policy: str) -> float:
+        """The simulated-time budget of one episode (s)."""
+        raise NotImplementedError
+
+    def make_policy(self, name: str, seed: int, instance: Any = None, **options: Any) -> Any:
+        """The scripted baseline ``name`` seeded ``seed`` (for ``instance``, when it reads one)."""
+        raise NotImplementedError
+
+    def bench_key(self, instance: Any) -> Hashable:
+        """What the bench model depends on besides its action spec, cameras and size."""
+        return None
+
+    def make_bench(self, instance: Any, action_spec: Any, cameras: tuple[str, ...], size: int) -> Any:
+        """A new calibrated bench for ``instance``'s configuration."""
+        raise NotImplementedError
+
+    def prepare(self, env: Any, instance: Any) -> Any:
+        """Reset ``env`` to ``instance``; the instance as it is scored (with what the bench
+        calibrated)."""
+        env.reset(instance)
+        return instance
+
+    def scorer(self, contract: Any, instance: Any, columns: tuple[str, ...], window_s: float | None) -> Any:
+        from labrecord.recorders.online import ContractScorer
+
+        return ContractScorer(contract, instance, columns=columns, window_s=window_s)
+
+    def instruction(self, instance: Any) -> str:
+        raise NotImplementedError
+
+    def layout_text(self, instance: Any) -> str:
+        """The instance's layout written out (its hash goes into ``run.json``)."""
+        raise NotImplementedError
+
+    def columns(self) -> tuple[str, ...]:
+        """The measurement columns the contract reads (and the optional ones this bench writes)."""
+        from labrecord.measurements import COMMON_COLUMNS, FAMILY_COLUMNS
+
+        return (*COMMON_COLUMNS, *FAMILY_COLUMNS[self.name])
+
+    def skill(self, op: Any, state: dict[str, Any]) -> Any:
+        """The reference executor for an agent's ``call_skill`` (None: the bench has none)."""
+        return None
+
+    has_skill = False
+
+
+def bench_task(family: str) -> BenchTask:
+    """The :class:`BenchTask` of a registered family."""
+    from labrecord.families import family as entry, load
+
+    task = load(entry(family).bench)
+    assert isinstance(task, BenchTask), task
+    return task
+
+
+# -- a call: many episodes -----------------------------------------------------------------
+
+class EpisodeTiming(NamedTuple):
+    """The time budget of every episode of one call: the longest episode and the response deadline."""
+
+    max_time_s: float | None
+    deadline_s: float | None
+    deadline_clock: str
+
+
+def run_episodes(family: str, out_dir: str | os.PathLike[str], condition: str = "basic", policy: str = "reference",
+                 episodes: int | None = None, seed: int = 0, workers: int = 1, *, cameras: bool = True,
+                 size: int | None = None, max_time_s: float | None = None,
+                 progress: Callable[[int], None] | None = None, executor: str = "local", address: str | None = None,
+                 deadline_s: float | None = None, deadline_clock: str = "sim", **policy_options: Any) -> list[Path]:
+    """Run ``episodes`` episodes of ``family`` (default: its registry entry's count);
+    returns the run directories in episode order.
+
+    Episodes run on ``workers`` processes of ``executor`` (:func:`labrecord.parallel.map`:
+    ``local`` or ``ray``, with a Ray cluster ``address``); each episode's seeds depend on its
+    index only, so every executor writes the same runs.
+
+    ``policy`` is a scripted baseline of the family (its registry entry lists them) or a
+    served policy (``openpi``, ``http``, ``lerobot``; ``policy_options`` are the keywords of
+    :func:`labrecord.sim.serving.connect`).  ``size`` defaults to 224 px, or the served
+    profile's render size.  A served policy that stops answering mid-episode leaves that
+    run with status ``service_fault`` (unresolved); the remaining episodes are still run
+    and fault in turn if the service stays away.
+
+    Example::
+
+        runs = run_episodes("weighing", "runs", "basic", "reference", episodes=4, seed=0)
+        runs = run_episodes("rack", "runs", "extended", "openpi", episodes=2, url="ws://127.0.0.1:8000")
     """
-    from labrecord.sim.weighing import EpisodeSpec, register_population
+    from labrecord.families import SERVED_POLICIES, family as entry
+    from labrecord.sim.serving import connect
 
-    Path(out_dir).mkdir(parents=True, exist_ok=True)
-    drawn, records = population(condition, episodes, seed)
-    specs = [EpisodeSpec(str(out_dir), condition, policy, i, seed, inst, cameras, size, max_time_s,
-                         tuple(sorted(policy_options.items()))) for i, inst in enumerate(drawn)]
-    refuse_existing(out_dir, (run_id_of(family, spec) for spec in specs))
-    register_population(out_dir, population_name(family, condition, seed), records)
-    return run_specs(specs, run, workers, progress)
+    registered = entry(family)
+    task = bench_task(family)
+    if episodes is None:
+        episodes = registered.default_episodes
+    if deadline_clock not in ("sim", "wall"):
+        raise LabrecordError(f"deadline clock {deadline_clock!r}: expected sim or wall")
+    if deadline_s is not None and not deadline_s > 0:
+        raise LabrecordError(f"deadline {deadline_s!r} s: expected a positive number of seconds")
+    check_request(condition, registered.conditions, episodes)
+    served = None
+    if policy in SERVED_POLICIES:
+        if workers > 1 or executor != "local":
+            raise LabrecordError(f"--policy {policy}: a served policy runs its episodes in turn over one connection; "
+                                 "use --workers 1 and the local executor")
+        # the capability preflight, before anything is written
+        served = connect(policy, cameras=task.cameras, skill=task.skill if task.has_skill else None, **policy_options)
+        size = size or served.render_size
+    else:
+        registered.policy(policy)
+        task.make_policy(policy, seed, **policy_options)  # fail fast on a bad option
+    timing = EpisodeTiming(max_time_s, deadline_s, deadline_clock)
+    try:
+        Path(out_dir).mkdir(parents=True, exist_ok=True)
+        drawn, records = task.population(condition, episodes, seed)
+        specs = [EpisodeSpec(str(out_dir), condition, policy, i, seed, inst, cameras, size or DEFAULT_SIZE,
+                             timing.max_time_s, tuple(sorted(policy_options.items())) if served is None else (),
+                             timing.deadline_s, timing.deadline_clock, family=family)
+                 for i, inst in enumerate(drawn)]
+        refuse_existing(out_dir, map(run_id_of, specs))
+        # registered before any episode runs: the population fixes the denominators
+        register_population(out_dir, population_name(family, condition, seed), records)
+        if served is not None:  # one connection, episodes in turn (a connection is not picklable)
+            return run_specs(specs, lambda spec: record_with(spec, served.policy, served), 1, progress)
+        return run_specs(specs, run_episode, workers, progress, executor=executor, address=address)
+    finally:
+        if served is not None:
+            served.close()
 
 
-def family_bench(benches: dict[Hashable, Any], spec: Any, env_type: Callable[..., Any], model: Hashable,
-                 action_spec: Any, cameras: tuple[str, ...]) -> Any:
-    """The bench of ``spec``'s episode, ``env_type(model, action_spec, cameras=…, size=…)``
-    rendering ``cameras`` (none without videos): one calibrated bench per process and
-    configuration, reused across episodes (the model load and calibration are the same for
-    every episode of a configuration)."""
+def run_episode(spec: EpisodeSpec) -> Path:
+    """One episode of a scripted baseline, one run directory (``<out_dir>/<run_id>``)."""
+    task = bench_task(spec.family)
+    policy = task.make_policy(spec.policy, policy_seed(spec.seed, spec.index), spec.instance,
+                              **dict(spec.policy_options))
+    return record_with(spec, policy)
+
+
+def record_with(spec: EpisodeSpec, policy: Any, served: Any = None) -> Path:
+    """Record ``spec``'s episode driven by ``policy`` (already made and hooked); an episode
+    that raises is closed with status ``aborted`` and the error goes on."""
+    episode = open_episode(spec, policy, served)
+    try:
+        episode.owner.run_episode(0)
+    except BaseException:
+        episode.abort()
+        raise
+    return episode.close()
+
+
+# -- one episode ---------------------------------------------------------------------------
+
+@dataclasses.dataclass
+class OpenEpisode:
+    """A run directory being written by its step owner (see :func:`open_episode`)."""
+
+    spec: EpisodeSpec
+    owner: Any
+    writer: RunWriter
+    env: Any
+
+    def close(self) -> Path:
+        """Scores, measurements and ``demo.hdf5``; the run's final status."""
+        try:
+            scores = self.owner.finish()
+            write_demo(self.writer, self.owner, self.owner.logs[-1], self.spec, scores)
+        except BaseException:
+            self.abort()
+            raise
+        self.writer.close(self.owner.status)
+        return self.writer.dir
+
+    def abort(self) -> None:
+        self.writer.close("aborted")
+        _BENCHES.clear()
+        self.env.close()
+
+
+def open_episode(spec: EpisodeSpec, policy: Any, served: Any = None) -> OpenEpisode:
+    """Set the family's bench up for ``spec``'s instance and open its run directory with a
+    step owner for ``policy``; the caller drives the owner (``run_episode`` or the
+    push-mode calls)."""
+    headless_rendering()
+    from labrecord.recorders.loop import StepOwner
+    from labrecord.scorers.contracts import get_contract
+
+    task = bench_task(spec.family)
+    contract = get_contract(spec.family)
+    # cameras the policy looks at are rendered even without videos
+    looks_at = getattr(policy, "looks_at", policy.capabilities.channels)
+    cameras = task.cameras if spec.cameras else tuple(c for c in task.cameras if c in looks_at)
+    env = bench_for(task, spec.instance, policy.capabilities.action_spec, cameras, spec.size or DEFAULT_SIZE)
+    instance = task.prepare(env, spec.instance)
+    manifest = episode_manifest(spec, task, instance, policy, contract, served)
+    max_time = spec.max_time_s or task.max_time_s(spec.condition, spec.policy)
+    scorer = task.scorer(contract, instance, task.columns(), spec.deadline_s)
+    writer = RunWriter.create(spec.out_dir, manifest)
+    try:
+        owner = StepOwner(env, policy, scorer, writer, instruction=task.instruction(instance), max_time_s=max_time,
+                          video=spec.cameras, tools=served.tools if served is not None else None,
+                          deadline_s=spec.deadline_s, deadline_clock=spec.deadline_clock)
+    except BaseException:
+        writer.close("aborted")
+        raise
+    return OpenEpisode(spec, owner, writer, env)
+
+
+#: one calibrated bench per process and configuration, reused across episodes (the model
+#: load and calibration are the same for every episode of a configuration)
+_BENCHES: dict[Hashable, Any] = {}
+
+
+def bench_for(task: BenchTask, instance: Any, action_spec: Any, cameras: tuple[str, ...], size: int) -> Any:
+    """The process's bench of ``task`` for this configuration (made on first use)."""
     from labrecord.fileio import dumps
 
-    shown = cameras if spec.cameras else ()
-    key = (model, dumps(action_spec).decode(), shown, spec.size)
-    env = benches.get(key)
+    key = (task.name, task.bench_key(instance), dumps(action_spec).decode(), cameras, size)
+    env = _BENCHES.get(key)
     if env is None:
-        env = benches[key] = env_type(model, action_spec, cameras=shown, size=spec.size)
+        env = _BENCHES[key] = task.make_bench(instance, action_spec, cameras, size)
     return env
 
 
-def record_episode(spec: Any, env: Any, policy: Any, scorer_type: Callable[..., Any], *, family: str,
-                   instruction: str, max_time_s: float, benches: dict[Hashable, Any], layout_text: str, scene: str,
-                   memory: str | None) -> Path:
-    """Open the run directory, run one episode with a step owner and a ``scorer_type``
-    scorer of the family's contract, write scores, measurements and ``demo.hdf5``; on any
-    error the run is closed ``aborted`` and the family's cached benches are dropped (their
-    state is unknown).  ``layout_text``, ``scene`` and ``memory`` go into the manifest
-    (:func:`family_manifest`)."""
-    from labrecord.recorders.loop import StepOwner
-    from labrecord.scorers.contracts import get_contract
-    from labrecord.sim.weighing import _write_demo
-
-    contract = get_contract(family)
-    manifest = family_manifest(spec, policy.capabilities, contract, family=family, layout_text=layout_text, scene=scene,
-                               memory=memory)
-    scorer = scorer_type(contract, spec.instance, columns=contract_columns(family))
-    writer = RunWriter.create(spec.out_dir, manifest)
-    try:
-        owner = StepOwner(env, policy, scorer, writer, instruction=instruction, max_time_s=max_time_s,
-                          video=spec.cameras)
-        log = owner.run_episode(0)
-        scores = owner.finish()
-        _write_demo(writer, owner, log, spec, scores, family=family)
-    except BaseException:
-        writer.close("aborted")
-        benches.clear()
-        env.close()
-        raise
-    writer.close("complete")
-    return writer.dir
-
-
-def contract_columns(family: str) -> tuple[str, ...]:
-    """The measurement columns a family's contract reads."""
-    from labrecord.measurements import COMMON_COLUMNS, FAMILY_COLUMNS
-
-    return (*COMMON_COLUMNS, *FAMILY_COLUMNS[family])
-
-
-def family_manifest(spec: Any, caps: Any, contract: Any, *, family: str, layout_text: str, scene: str,
-                    memory: str | None) -> RunManifest:
-    """The run manifest of a scripted-family episode (centrifuge, rack): task, system,
-    population, seeds (policy seed :func:`policy_seed`), scene asset and a hash of
-    ``layout_text`` (the instance's layout, written out), physics rates."""
-    import hashlib
-
+def episode_manifest(spec: EpisodeSpec, task: BenchTask, instance: Any, policy: Any, contract: Any,
+                     served: Any = None) -> RunManifest:
+    """The run manifest of an episode: task, system (with a served policy's preflight),
+    intervention, population, budget, seeds (policy seed :func:`policy_seed`), the scene
+    asset with a hash of the instance's layout, and the physics rates."""
     import mujoco
 
     from labrecord.models import (
-        Assets, Budget, Evaluation, ObservationSpec, Physics, Population, Seeds, System, Task,
+        Assets, Budget, Evaluation, Intervention, ObservationSpec, Physics, Population, Seeds, System, Task,
     )
     from labrecord.rundir import utc_now
-    from labrecord.sim.scene import PHYSICS_HZ
-    from labrecord.sim.weighing import instance_id_of
+    from labrecord.sim.bench.scene import PHYSICS_HZ
 
-    instance = spec.instance
+    caps = policy.capabilities
+    family = spec.family
     return RunManifest(
-        run_id=run_id_of(family, spec), created_at=utc_now(),
-        task=Task(family=family, task_id=f"{family}-{spec.condition}", version=contract.version, condition=spec.condition,
-                  variant=instance.variant(), contract_hash=contract.contract_hash()),
+        run_id=run_id_of(spec), created_at=utc_now(),
+        task=Task(family=family, task_id=f"{family}-{spec.condition}", version=contract.version,
+                  condition=spec.condition, variant=instance.variant(), contract_hash=contract.contract_hash()),
         system=System(name=caps.name, kind=caps.kind, revision=caps.revision, action_spec=caps.action_spec,
-                      observation=ObservationSpec(channels=list(caps.channels)), memory=memory),
-        evaluation=Evaluation(version="1", population=Population(name=population_name(family, spec.condition, spec.seed),
-                                                                 instance_id=instance_id_of(spec.index)),
-                              budget=Budget(clock="sim", max_steps=None)),
-        seeds=Seeds(task_state=instance.task_seed, layout=instance.layout_seed, appearance=None, policy=policy_seed(spec)),
-        assets=Assets(scene=scene, layout_hash="sha256:" + hashlib.sha256(layout_text.encode()).hexdigest()[:16]),
-        physics=Physics(engine=f"mujoco-{mujoco.__version__}", physics_hz=PHYSICS_HZ, control_hz=caps.action_spec.control_hz),
+                      observation=ObservationSpec(channels=list(caps.channels)), memory=caps.memory,
+                      tools=list(served.preflight.hooks) if served is not None else [],
+                      preflight=served.preflight if served is not None else None),
+        intervention=(spec.intervention if spec.intervention is not None
+                      else served.intervention if served is not None else Intervention()),
+        evaluation=Evaluation(version="1", population=Population(
+            name=spec.population or population_name(family, spec.condition, spec.seed),
+            instance_id=spec.instance_id or instance_id_of(spec.index)),
+            budget=Budget(clock=spec.deadline_clock, max_steps=None,  # type: ignore[arg-type]
+                          response_deadline_s=spec.deadline_s)),
+        seeds=Seeds(task_state=instance.task_seed, layout=instance.layout_seed, appearance=None,
+                    policy=policy_seed(spec.seed, spec.index)),
+        assets=Assets(scene=f"labrecord.sim.assets/{family}.xml",
+                      layout_hash="sha256:" + hashlib.sha256(task.layout_text(instance).encode()).hexdigest()[:16]),
+        physics=Physics(engine=f"mujoco-{mujoco.__version__}", physics_hz=PHYSICS_HZ,
+                        control_hz=caps.action_spec.control_hz),
     )
+
+
+def write_demo(writer: RunWriter, owner: Any, log: Any, spec: EpisodeSpec, scores: Any) -> None:
+    """Pre-action obs, applied action, next obs per control step into ``demo.hdf5``."""
+    from labrecord.demos import DemoWriter
+    from labrecord.recorders.loop import flatten_state, privileged_keys
+
+    final = flatten_state(owner.public_state())
+    obs_rows = log.obs + [final]
+    keys = sorted(obs_rows[0])
+    obs = {k: np.stack([row[k] for row in obs_rows[:-1]]) for k in keys}
+    next_obs = {k: np.stack([row[k] for row in obs_rows[1:]]) for k in keys}
+    n = len(log.actions)
+    success = scores.episodes[0]["physical_complete"] if scores.episodes else False
+    dones = np.zeros(n, dtype=bool)
+    dones[-1] = True
+    rewards = np.zeros(n)
+    rewards[-1] = float(success)
+    t = np.asarray([ts[0] for ts in log.timestamps])
+    caps = owner.caps
+    with DemoWriter(writer.path(DEMO_FILE), {"env_name": f"labrecord-{spec.family}-{spec.condition}",
+                                             "labrecord": {"run_id": writer.manifest.run_id}}) as demo:
+        demo.begin(writer.manifest.run_id, 0, control_hz=caps.action_spec.control_hz, action_units=caps.action_spec.units,
+                   privileged_obs=privileged_keys(keys))
+        demo.add_steps(obs, np.stack(log.actions), next_obs, rewards, dones,
+                       timestamps={"t": t, "acquired": t, "delivered": t},
+                       control_mask=np.asarray(log.control_mask))
+        demo.end(bool(success), diagnostics={"scores": scores.episodes[0] if scores.episodes else {},
+                                             "run_id": writer.manifest.run_id},
+                 reason=scores.episodes[0]["reason"] if scores.episodes else None)
+
+
+# -- populations ---------------------------------------------------------------------------
+
+def instance_records(task_id: str, condition: str, drawn: list[Any], decision: str,
+                     fields: Callable[[Any], dict[str, Any]] | None = None) -> list[Any]:
+    """``Instance`` + ``Checkpoint(decision)`` per drawn instance, episode ``i`` as instance
+    :func:`instance_id_of` ``(i)``; an instance's ``fields`` are its variant unless ``fields``
+    says otherwise."""
+    from labrecord.models import Checkpoint, Instance
+
+    records: list[Any] = []
+    for index, inst in enumerate(drawn):
+        records.append(Instance(instance_id=instance_id_of(index), task_id=task_id, condition=condition,
+                                fields=fields(inst) if fields is not None else inst.variant()))
+        records.append(Checkpoint(instance_id=instance_id_of(index), decision=decision))
+    return records
+
+
+def register_population(out_dir: str | os.PathLike[str], name: str, records: list[Any]) -> Path:
+    """Write or merge ``<out_dir>/populations/<name>.jsonl``; returns its path.
+
+    Records already registered are kept as they are (order preserved) and only new ones
+    appended, so a second policy on the same instances leaves the file unchanged.  An
+    instance registered with other drawn fields is refused: the folder's registry no
+    longer describes these runs.  Writes are atomic and serialized by a lock file.
+    """
+    import fcntl
+
+    import msgspec
+
+    from labrecord.fileio import atomic_write_bytes, dumps
+    from labrecord.models import PopulationEntry
+    from labrecord.rundir import POPULATIONS_DIR
+    from labrecord.validation.files import validate_population_file
+    from labrecord.validation.findings import Report
+
+    folder = Path(out_dir) / POPULATIONS_DIR
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"{name}.jsonl"
+    lock = os.open(folder, os.O_RDONLY)  # parallel sim commands into one folder merge in turn
+    try:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        lines: list[bytes] = []
+        if path.exists():
+            report = Report()
+            validate_population_file(path, report)
+            if report.errors:
+                raise LabrecordError(f"cannot extend population registry: {report.errors[0]}")
+            lines = [line for line in path.read_bytes().splitlines() if line.strip()]
+        decoder = msgspec.json.Decoder(PopulationEntry)
+        known = {}
+        for number, line in enumerate(lines, start=1):
+            record = decoder.decode(line)
+            known[_record_key(record)] = (number, record)
+        added = []
+        for record in records:
+            key = _record_key(record)
+            if key not in known:
+                known[key] = (len(lines) + len(added) + 1, record)
+                added.append(dumps(record))
+            elif known[key][1] != record:
+                number, old = known[key]
+                raise LabrecordError(f"{path}:{number}: {key[0]} {key[1]!r} is registered as {msgspec.to_builtins(old)}, "
+                                     f"this run draws {msgspec.to_builtins(record)}; use another --out or --seed")
+        if added or not path.exists():
+            # existing lines are kept byte for byte (fields this release does not know included)
+            atomic_write_bytes(path, b"".join(line + b"\n" for line in lines + added))
+    finally:
+        os.close(lock)
+    return path
+
+
+def _record_key(record: Any) -> tuple[str, str]:
+    tag = type(record).__struct_config__.tag
+    if tag in ("pair", "oracle_pair"):
+        return tag, record.pair_id
+    return tag, record.instance_id + (f"/{record.decision}" if tag == "checkpoint" else "")

@@ -1,15 +1,16 @@
-"""The weighing task as a Gymnasium environment: ``labrecord/Weighing-v0``.
+"""Every registered family as a Gymnasium environment: ``labrecord/<Family>-v0``
+(``labrecord/Weighing-v0``, ``labrecord/Centrifuge-v0``, ``labrecord/Rack-v0``).
 
 ::
 
     import gymnasium
-    env = gymnasium.make("labrecord.sim:labrecord/Weighing-v0", out_dir="runs", profile="libero")
+    env = gymnasium.make("labrecord.sim:labrecord/Rack-v0", out_dir="runs", profile="libero")
     obs, info = env.reset(seed=0)
     obs, reward, terminated, truncated, info = env.step(env.action_space.sample())
 
 Gymnasium imports ``labrecord.sim`` (the module before the colon), which registers the
 id.  Each ``reset`` opens the next episode's run directory through the step owner
-(:class:`labrecord.sim.pushed.PushedWeighing`): physics stepping, timing, action checks
+(:class:`labrecord.sim.pushed.PushedEpisodes`): physics stepping, timing, action checks
 and every record stay with the recorder, so a Gymnasium agent's runs validate, audit and
 score like any other.  The observation is the profile's native channels — the ``front``
 and ``wrist`` images (``size``² RGB) and the proprioception fields of the ``robot``
@@ -29,17 +30,21 @@ import gymnasium
 import numpy as np
 from gymnasium import spaces
 
-from labrecord.sim.pushed import CAMERAS, PROPRIO, PushedWeighing, profile_spec, proprio_vector
-
-ENV_ID = "labrecord/Weighing-v0"
+from labrecord.sim.pushed import CAMERAS, PROPRIO, PushedEpisodes, profile_spec, proprio_vector
 
 
-class WeighingGymEnv(gymnasium.Env):
+def env_id(family: str) -> str:
+    """The Gymnasium id of a family: ``labrecord/<Family>-v0``."""
+    return f"labrecord/{family.capitalize()}-v0"
+
+
+class BenchGymEnv(gymnasium.Env):
     metadata = {"render_modes": ["rgb_array"], "render_fps": 20}
 
-    def __init__(self, out_dir: str | os.PathLike[str] = "runs", *, condition: str = "basic", profile: str = "libero",
-                 size: int = 224, max_time_s: float | None = None, videos: bool = False, system: str = "gymnasium-agent",
-                 kind: str = "vla", render_mode: str | None = None) -> None:
+    def __init__(self, out_dir: str | os.PathLike[str] = "runs", *, family: str, condition: str = "basic",
+                 profile: str = "libero", size: int = 224, max_time_s: float | None = None, videos: bool = False,
+                 system: str = "gymnasium-agent", kind: str = "vla", render_mode: str | None = None) -> None:
+        self.family = family
         self.out_dir, self.condition, self.profile, self.size = out_dir, condition, profile, size
         self.max_time_s, self.videos, self.system, self.kind = max_time_s, videos, system, kind
         self.render_mode = render_mode
@@ -52,7 +57,7 @@ class WeighingGymEnv(gymnasium.Env):
             **{camera: image for camera in CAMERAS},
             "robot": spaces.Dict({name: spaces.Box(-np.inf, np.inf, (n,), dtype=np.float32) for name, n in PROPRIO.items()}),
         })
-        self._runs: PushedWeighing | None = None
+        self._runs: PushedEpisodes | None = None
         self._seed: int | None = None
         self._frame: np.ndarray | None = None
 
@@ -64,9 +69,10 @@ class WeighingGymEnv(gymnasium.Env):
         else:
             finished = self._runs.finish() if self._runs is not None else None
             self._seed = 0 if seed is None else int(seed)
-            self._runs = PushedWeighing(self.out_dir, condition=self.condition, seed=self._seed, profile=self.profile,
-                                        size=self.size, max_time_s=self.max_time_s, videos=self.videos,
-                                        system=self.system, kind=self.kind, label=f"gym-{self.profile}")
+            self._runs = PushedEpisodes(self.out_dir, family=self.family, condition=self.condition, seed=self._seed,
+                                        profile=self.profile, size=self.size, max_time_s=self.max_time_s,
+                                        videos=self.videos, system=self.system, kind=self.kind,
+                                        label=f"gym-{self.profile}")
         if finished is not None:
             info["previous_run_dir"] = str(finished)
         observation = self._runs.start()
@@ -97,6 +103,10 @@ class WeighingGymEnv(gymnasium.Env):
 
 
 def register() -> None:
-    """Register :data:`ENV_ID` (idempotent)."""
-    if ENV_ID not in gymnasium.registry:
-        gymnasium.register(id=ENV_ID, entry_point="labrecord.sim.gym_env:WeighingGymEnv")
+    """Register :func:`env_id` of every family in the registry (idempotent)."""
+    from labrecord.families import FAMILIES
+
+    for family in FAMILIES:
+        if env_id(family) not in gymnasium.registry:
+            gymnasium.register(id=env_id(family), entry_point="labrecord.sim.gym_env:BenchGymEnv",
+                               kwargs={"family": family})

@@ -1,4 +1,4 @@
-"""A saved LeRobot policy in the weighing bench (``--policy lerobot --policy-path DIR``).
+"""A saved LeRobot policy on a bench (``--policy lerobot --policy-path DIR``).
 
 lerobot 0.6 needs Python >= 3.12 and its own torch; the recorder runs on 3.11 with
 numpy 2.  Rather than import both into one process, the policy runs in a child process of
@@ -117,17 +117,16 @@ class LeRobotProcess:
             self._log.close()
 
 
-def serve_lerobot(path: str | os.PathLike[str], *, timeout_s: float = 60.0,
+def serve_lerobot(path: str | os.PathLike[str], bench_cameras: tuple[str, ...], *, timeout_s: float = 60.0,
                   python: str | None = None) -> tuple[Any, Any, Callable[[], None]]:
-    """Start the policy process and check its features against the bench; returns the
+    """Start the policy process and check its features against the bench (its
+    ``bench_cameras``, proprioception, the action row); returns the
     policy, its preflight record and the function that stops the process (wrapped into a
     ``Served`` by :func:`labrecord.sim.serving.connect`)."""
     from labrecord.models import Preflight
     from labrecord.models.agent import AGENT_PROTOCOL
     from labrecord.recorders.adapters.agent import HttpAgentPolicy
     from labrecord.sim.control import action_spec
-    from labrecord.sim.env import CAMERAS
-
     directory = Path(path)
     if not (directory / "config.json").is_file():
         raise LabrecordError(f"{directory}: no config.json; expected a directory saved by PreTrainedPolicy.save_pretrained")
@@ -138,8 +137,8 @@ def serve_lerobot(path: str | os.PathLike[str], *, timeout_s: float = 60.0,
         for name, feature in info["inputs"].items():
             if name.startswith("observation.images."):
                 camera = name.removeprefix("observation.images.").removesuffix("_image")
-                (cameras if camera in CAMERAS else problems).append(camera if camera in CAMERAS else
-                                                                     f"{name}: no camera {camera!r} (have {list(CAMERAS)})")
+                (cameras if camera in bench_cameras else problems).append(camera if camera in bench_cameras else
+                                                                     f"{name}: no camera {camera!r} (have {list(bench_cameras)})")
             elif name == "observation.state" and feature["shape"] != [STATE_DIM]:
                 problems.append(f"{name} shape {feature['shape']}: the bench's proprioception is [{STATE_DIM}] "
                                 "(eef_pos, eef_quat, gripper_qpos, joint_pos, joint_vel)")

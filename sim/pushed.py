@@ -1,12 +1,12 @@
-"""Weighing episodes whose actions are pushed in from outside (Gymnasium, vla-eval).
+"""Episodes of any family whose actions are pushed in from outside (Gymnasium, vla-eval).
 
-:class:`PushedWeighing` opens one run directory per episode through the same step owner
-as ``labrecord sim weighing``: the owner still steps physics, keeps time, checks every
-chunk against the declared ActionSpec and writes events, receipts, measurements, scores
-and ``demo.hdf5``.  The caller only supplies action rows at the control boundaries the
-owner offers.  Episode ``i`` of a seed runs the contract's instance ``i`` (the same one
-``run_weighing`` would draw) and is registered in the population
-``weighing-<condition>-s<seed>`` before it starts.
+:class:`PushedEpisodes` opens one run directory per episode through the same episode
+pipeline and step owner as ``labrecord sim <family>``: the owner still steps physics,
+keeps time, checks every chunk against the declared ActionSpec and writes events,
+receipts, measurements, scores and ``demo.hdf5``.  The caller only supplies action rows
+at the control boundaries the owner offers.  Episode ``i`` of a seed runs the family's
+instance ``i`` (the same one ``labrecord sim`` would draw) and is registered in the
+population ``<family>-<condition>-s<seed>`` before it starts.
 
 A profile fixes the observation and action interface: ``libero`` (end-effector deltas at
 20 Hz) or ``droid`` (joint velocities + gripper at 15 Hz), both with the ``front`` and
@@ -39,12 +39,18 @@ def profile_spec(profile: str) -> Any:
     return action_spec(convention, hz, max_chunk=1)
 
 
-class PushedWeighing:
-    """Episodes of one system (``system``, ``kind``) into ``out_dir``; see the module docstring."""
+class PushedEpisodes:
+    """Episodes of ``family`` by one system (``system``, ``kind``) into ``out_dir``; see
+    the module docstring."""
 
-    def __init__(self, out_dir: str | os.PathLike[str], *, condition: str = "basic", seed: int = 0,
-                 profile: str = "libero", size: int = 224, max_time_s: float | None = None, videos: bool = False,
-                 system: str = "pushed", kind: str = "vla", label: str | None = None) -> None:
+    def __init__(self, out_dir: str | os.PathLike[str], *, family: str, condition: str = "basic",
+                 seed: int = 0, profile: str = "libero", size: int = 224, max_time_s: float | None = None,
+                 videos: bool = False, system: str = "pushed", kind: str = "vla", label: str | None = None) -> None:
+        from labrecord.families import family as entry
+        from labrecord.sim.fanout import check_choice
+
+        check_choice("condition", condition, entry(family).conditions)
+        self.family = family
         self.out_dir, self.condition, self.seed, self.size = Path(out_dir), condition, seed, size
         self.max_time_s, self.videos, self.profile = max_time_s, videos, profile
         self.action_spec = profile_spec(profile)
@@ -61,21 +67,21 @@ class PushedWeighing:
     def start(self) -> Observation:
         """Close any open episode, open the next one, let the scene settle for one control
         period and return the first observation."""
-        from labrecord.sim.weighing import (
-            EpisodeSpec, instances, open_episode, population_name, population_records, register_population, run_id_of,
+        from labrecord.sim.episodes import (
+            EpisodeSpec, bench_task, open_episode, population_name, register_population, run_id_of,
         )
 
         self.finish()
         index = self.episodes
-        drawn = instances(self.condition, index + 1, self.seed)
+        drawn, records = bench_task(self.family).population(self.condition, index + 1, self.seed)
         spec = EpisodeSpec(str(self.out_dir), self.condition, self.label, index, self.seed, drawn[index], self.videos,
-                           self.size, self.max_time_s)
+                           self.size, self.max_time_s, family=self.family)
         if (self.out_dir / run_id_of(spec)).exists():
             raise LabrecordError(f"{self.out_dir / run_id_of(spec)}: run directory already exists; "
                                  "choose another out_dir or seed")
         self.out_dir.mkdir(parents=True, exist_ok=True)
-        register_population(self.out_dir, population_name(self.condition, self.seed),
-                            population_records(self.condition, self.seed, drawn)[2 * index:])
+        # the records of earlier episodes are registered already (and kept as they are)
+        register_population(self.out_dir, population_name(self.family, self.condition, self.seed), records)
         self.current = open_episode(spec, self.policy)
         self.episodes += 1
         owner = self.current.owner

@@ -32,7 +32,7 @@ evidence version, its payload checked by the task contract's
   chooses;
 * ``semantic:assist`` — the displayed reading and its stability indicator at the handoff
   (``state["oracle"]["semantic"]``);
-* ``skill:replace`` — the reference executor (:func:`labrecord.sim.executor.transfer_plan`)
+* ``skill:replace`` — the reference executor (:func:`labrecord.sim.weighing.executor.transfer_plan`)
   carries out the operation the system selected at the supported opportunity — right or
   wrong — through the system's executor hook, instead of the system's own motion (an
   execution-supported condition, part of the result identity);
@@ -66,7 +66,6 @@ from __future__ import annotations
 import copy
 import dataclasses
 import pickle
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -74,6 +73,7 @@ from typing import Any
 import numpy as np
 
 from labrecord.errors import LabrecordError
+from labrecord.recorders.loop import EpisodeObserver
 from labrecord.sim.fanout import refuse_existing, run_specs
 from labrecord.fileio import atomic_write_bytes, dumps_pretty
 
@@ -90,6 +90,8 @@ IMPLEMENTED: dict[tuple[str, str], tuple[str, str]] = {
 }
 STUDIES_DIR = "studies"
 CONDITION = "basic"
+#: the bench the studies run on (the family whose registry entry declares the supports built here)
+FAMILY = "weighing"
 ORACLE_CHANNEL = "oracle"
 
 Support = tuple[str, str]
@@ -196,8 +198,9 @@ def run_oracle_study(out_dir: str | Path, policy: str, supports: list[Support], 
         summary = run_oracle_study("runs", "fixed-preference", [("decision", "replace")], instances=4)
     """
     from labrecord.recorders.checkpoint import VERIFY_PERIODS
-    from labrecord.sim.policies import POLICIES, make_policy
-    from labrecord.sim.weighing import instance_id_of, instances as draw, population_records, register_population
+    from labrecord.sim.episodes import instance_id_of, register_population
+    from labrecord.sim.weighing.policies import POLICIES, make_policy
+    from labrecord.sim.weighing.task import instances as draw, population_records
 
     if policy not in POLICIES:
         raise LabrecordError(f"--policy {policy}: a study runs a scripted system ({', '.join(POLICIES)}); "
@@ -269,7 +272,7 @@ def _run_ids(task: StudyTask) -> list[str]:
 
 def _spec(task: StudyTask, branch: Branch) -> Any:
     from labrecord.models import Intervention, Support as SupportRecord
-    from labrecord.sim.weighing import EpisodeSpec, instance_id_of
+    from labrecord.sim.episodes import EpisodeSpec, instance_id_of
 
     base_id = instance_id_of(task.index)
     if not branch:
@@ -283,56 +286,50 @@ def _spec(task: StudyTask, branch: Branch) -> Any:
     return EpisodeSpec(task.out_dir, CONDITION, task.policy, task.index, task.seed, task.instance, cameras=False,
                        size=64, policy_options=task.policy_options, run_id=_run_id(task, branch),
                        population=population_of(task.policy, task.seed), instance_id=instance_id,
-                       intervention=intervention)
+                       intervention=intervention, family=FAMILY)
 
 
-def _drive(owner: Any, on_open: Callable[[Any], None], after_step: Callable[[], None] | None = None,
-           before_act: Callable[[Any], None] | None = None) -> None:
-    """``run_episode`` through the push-mode calls, with ``on_open(observation)`` called
-    once when the registered decision ``d0`` opens its first opportunity, and
-    ``before_act(observation)`` before every query (the Oracle context goes in there)."""
-    from labrecord.recorders.adapters.faults import InterfaceViolation, PolicyServiceFault
-    from labrecord.sim.weighing import CHECKPOINT_DECISION
+class _AtDecision(EpisodeObserver):
+    """Watches an episode for the first opportunity of the registered decision: calls
+    ``on_open(observation)`` once when it opens at a boundary; ``before_act(observation)``
+    before every query (the Oracle context goes in there) and ``after_step()`` after every
+    control period."""
 
-    owner.begin(0)
-    fired = False
-    while True:
-        before = owner.scorer.tracker.current
-        observation = owner.observe()
-        current = owner.scorer.tracker.current
-        if (observation is not None and not fired and current is not None and current is not before
+    def __init__(self, owner: Any, on_open: Callable[[Any], None], after_step: Callable[[], None] | None = None,
+                 before_act: Callable[[Any], None] | None = None) -> None:
+        self.owner, self.on_open, self._after_step, self._before_act = owner, on_open, after_step, before_act
+        self.fired = False
+        self.before: Any = None
+
+    def before_observe(self) -> None:
+        self.before = self.owner.scorer.tracker.current
+
+    def observed(self, observation: Any) -> None:
+        from labrecord.sim.weighing.task import CHECKPOINT_DECISION
+
+        current = self.owner.scorer.tracker.current
+        if (observation is not None and not self.fired and current is not None and current is not self.before
                 and current.decision == CHECKPOINT_DECISION):
-            fired = True
-            on_open(observation)
-        if observation is not None and owner.wants_action:
-            if before_act is not None:
-                before_act(observation)
-            wall = time.perf_counter()
-            try:
-                chunk = owner.policy.act(observation)
-            except InterfaceViolation as violation:
-                owner.push_violation(observation, violation, time.perf_counter() - wall)
-            except PolicyServiceFault as fault:
-                owner.fault(fault)
-                break
-            else:
-                owner.push(observation, chunk, time.perf_counter() - wall)
-        done = owner.step()
-        if after_step is not None:
-            after_step()
-        if done:
-            break
-    owner.end()
+            self.fired = True
+            self.on_open(observation)
+
+    def before_query(self, observation: Any) -> None:
+        if self._before_act is not None:
+            self._before_act(observation)
+
+    def after_step(self) -> None:
+        if self._after_step is not None:
+            self._after_step()
 
 
 def run_instance(task: StudyTask) -> dict[str, Any]:
     """Base branch + checkpoint + verification + supported branches of one instance."""
     from labrecord.recorders.checkpoint import CHECKPOINTS_DIR, capture, verify, write_checkpoint
-    from labrecord.sim.policies import make_policy
-    from labrecord.sim.weighing import instance_id_of, open_episode
+    from labrecord.sim.episodes import instance_id_of, open_episode, policy_seed as seed_of
+    from labrecord.sim.weighing.policies import make_policy
 
     base_spec = _spec(task, ())
-    policy_seed = task.seed * 100003 + task.index
+    policy_seed = seed_of(task.seed, task.index)
     episode = open_episode(base_spec, make_policy(task.policy, policy_seed, **dict(task.policy_options)))
     import mujoco  # after open_episode chose the offscreen renderer
 
@@ -342,14 +339,14 @@ def run_instance(task: StudyTask) -> dict[str, Any]:
 
     def on_open(observation: Any) -> None:
         taken["checkpoint"] = capture(owner, observation, instance_id=instance_id_of(task.index), engine=engine)
-        taken["blocks0"], taken["actions0"] = len(owner.blocks), len(owner._log.actions)
+        taken["blocks0"], taken["actions0"] = owner.cursor.blocks, owner.cursor.actions
 
     def after_step() -> None:
         if "blocks0" in taken and "tracker_after" not in taken and len(owner.blocks) >= taken["blocks0"] + task.verify_periods:
             taken["tracker_after"] = copy.deepcopy(owner.scorer.tracker.state)
 
     try:
-        _drive(owner, on_open, after_step)
+        owner.run_episode(0, _AtDecision(owner, on_open, after_step))
     except BaseException:
         episode.abort()
         raise
@@ -423,7 +420,7 @@ class _Delivery:
                 payload = candidate_frames(owner.env, contract)
                 record.payload_id = f"{self.payload_stem}/candidate-frames"
             else:
-                shown = owner.env.display()
+                shown = owner.scorer.readouts()["display_reading"]
                 payload = {name: shown.get(name) for name in sorted(contract.semantic_fields)}
                 record.payload_id = f"{self.payload_stem}/display"
             refused = contract.payload_scope(site, payload, legal)
@@ -472,7 +469,7 @@ class _Delivery:
         return hook
 
     def _executor(self, record: Any, contract: Any, legal: list[Any]) -> Callable[[Any, Any, Any], Any]:
-        from labrecord.sim.executor import transfer_plan
+        from labrecord.sim.weighing.executor import transfer_plan
 
         def executor(op: Any, poses: Any, observation: Any) -> Any:
             if record.delivered is not None or not self._at_opportunity():
@@ -552,8 +549,8 @@ def _operation(text: str) -> Any:
 
 def _supported_branch(task: StudyTask, branch: Branch, checkpoint: Any, policy_seed: int) -> dict[str, Any]:
     from labrecord.recorders.checkpoint import restore_physics
-    from labrecord.sim.policies import make_policy
-    from labrecord.sim.weighing import open_episode
+    from labrecord.sim.episodes import open_episode
+    from labrecord.sim.weighing.policies import make_policy
 
     policy = make_policy(task.policy, policy_seed, **dict(task.policy_options))
     episode = open_episode(_spec(task, branch), policy)
@@ -572,7 +569,7 @@ def _supported_branch(task: StudyTask, branch: Branch, checkpoint: Any, policy_s
         delivery.start()
 
     try:
-        _drive(owner, on_open, before_act=delivery.before_act)
+        owner.run_episode(0, _AtDecision(owner, on_open, before_act=delivery.before_act))
     except _BranchRefused:
         episode.abort()
         return outcome
@@ -601,8 +598,8 @@ def _start_mismatch(owner: Any, checkpoint: Any) -> str | None:
               ("opportunity", current.opp if current else None, header.opp),
               ("evidence version", int(current.evidence_version) if current else None, header.evidence_version),
               ("event cursor", owner.writer.next_seq, header.next_seq),
-              ("observation cursor", owner._obs_count, header.observations),
-              ("physics step", owner._step, header.step)]
+              ("observation cursor", owner.cursor.observations, header.observations),
+              ("physics step", owner.cursor.step, header.step)]
     for name, have, want in checks:
         if have != want:
             return f"{name} {have!r} != {want!r}"
@@ -686,8 +683,9 @@ def run_pairs_study(out_dir: str | Path, policy: str, pairs: int = 8, seed: int 
         summary = run_pairs_study("runs", "fixed-preference", pairs=4)
     """
     from labrecord.models import Checkpoint, Instance, Intervention, Pair
-    from labrecord.sim.policies import POLICIES
-    from labrecord.sim.weighing import EpisodeSpec, instances as draw, register_population, run_episode
+    from labrecord.sim.episodes import EpisodeSpec, register_population, run_episode
+    from labrecord.sim.weighing.policies import POLICIES
+    from labrecord.sim.weighing.task import instances as draw
 
     if policy not in POLICIES:
         raise LabrecordError(f"--policy {policy}: expected one of {', '.join(POLICIES)}")
@@ -707,7 +705,8 @@ def run_pairs_study(out_dir: str | Path, policy: str, pairs: int = 8, seed: int 
             specs.append(EpisodeSpec(str(out), CONDITION, policy, index, seed, inst, cameras=False, size=64,
                                      policy_options=tuple(sorted(policy_options.items())),
                                      run_id=f"pairs-weighing-{policy}-s{seed}-e{index:03d}{side}",
-                                     population=population, instance_id=instance_id, intervention=Intervention()))
+                                     population=population, instance_id=instance_id, intervention=Intervention(),
+                                     family=FAMILY))
         records.append(Pair(pair_id=f"p{index:03d}", members=members, kind="answer_changing"))
     refuse_existing(out, (spec.run_id for spec in specs))
     register_population(out, population, records)
@@ -741,10 +740,10 @@ def _supply_subgoal(subgoal: Any) -> Callable[[Any, Any], Any]:
 def run_fixed_episode(spec: Any) -> Path:
     """One fixed-start episode: the system's commit hook receives the correct subgoal."""
     from labrecord.models import Operation
-    from labrecord.sim.policies import make_policy
-    from labrecord.sim.weighing import record_with
+    from labrecord.sim.episodes import policy_seed, record_with
+    from labrecord.sim.weighing.policies import make_policy
 
-    policy = make_policy(spec.policy, spec.seed * 100003 + spec.index, **dict(spec.policy_options))
+    policy = make_policy(spec.policy, policy_seed(spec.seed, spec.index), **dict(spec.policy_options))
     (goal,) = spec.instance.goal
     policy.commit_hook = _supply_subgoal(Operation("add", goal, "pan"))
     return record_with(spec, policy)
@@ -764,8 +763,9 @@ def run_fixed_starts_study(out_dir: str | Path, policy: str, starts: int = 8, se
         summary = run_fixed_starts_study("runs", "reference", starts=4)
     """
     from labrecord.models import FixedStart, Instance, Intervention
-    from labrecord.sim.policies import POLICIES
-    from labrecord.sim.weighing import EpisodeSpec, instances as draw, register_population
+    from labrecord.sim.episodes import EpisodeSpec, register_population
+    from labrecord.sim.weighing.policies import POLICIES
+    from labrecord.sim.weighing.task import instances as draw
 
     if policy not in POLICIES:
         raise LabrecordError(f"--policy {policy}: a fixed-start study needs a system with a commit hook "
@@ -784,7 +784,7 @@ def run_fixed_starts_study(out_dir: str | Path, policy: str, starts: int = 8, se
         specs.append(EpisodeSpec(str(out), CONDITION, policy, index, seed, inst, cameras=False, size=64,
                                  policy_options=tuple(sorted(policy_options.items())),
                                  run_id=f"fixed-weighing-{policy}-s{seed}-e{index:03d}", population=population,
-                                 instance_id=instance_id,
+                                 instance_id=instance_id, family=FAMILY,
                                  intervention=Intervention(mode="replace", site="decision", oracle=FIXED_ORACLE)))
     refuse_existing(out, (spec.run_id for spec in specs))
     register_population(out, population, records)

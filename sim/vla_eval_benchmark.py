@@ -1,13 +1,13 @@
-"""The weighing task as a VLA Evaluation Harness benchmark (``vla-eval`` 0.8.0).
+"""Every registered family as a VLA Evaluation Harness benchmark (``vla-eval`` 0.8.0).
 
-Load it by import string as vla-eval does::
+Load it by import string as vla-eval does, naming the family among its params::
 
-    benchmark: "labrecord.sim.vla_eval_benchmark:WeighingBenchmark"
-    params: {out_dir: runs, condition: basic, seed: 0}
+    benchmark: "labrecord.sim.vla_eval_benchmark:BenchBenchmark"
+    params: {out_dir: runs, family: centrifuge, condition: basic, seed: 0}
 
 vla-eval's runner queries the model server itself and pushes each action in through
-:meth:`WeighingBenchmark.step`; the episode still runs through labrecord's step owner
-(:class:`labrecord.sim.pushed.PushedWeighing`), which steps physics, keeps time, checks
+:meth:`BenchBenchmark.step`; the episode still runs through labrecord's step owner
+(:class:`labrecord.sim.pushed.PushedEpisodes`), which steps physics, keeps time, checks
 each action against the declared ActionSpec and writes the run directory — so any model
 server vla-eval supports can be scored by labrecord.
 
@@ -28,11 +28,11 @@ from vla_eval.benchmarks.base import StepBenchmark, StepResult
 from vla_eval.specs import GRIPPER_CLOSE_POS, IMAGE_RGB, LANGUAGE, POSITION_DELTA, ROTATION_AA, STATE_EEF_POS_AA_GRIP, DimSpec
 
 from labrecord.recorders.adapters.faults import InterfaceViolation
-from labrecord.sim.pushed import PushedWeighing
+from labrecord.sim.pushed import PushedEpisodes
 
 
-class WeighingBenchmark(StepBenchmark):
-    """One task (``weighing-<condition>``); every episode is the next registered instance."""
+class BenchBenchmark(StepBenchmark):
+    """One task (``<family>-<condition>``); every episode is the next registered instance."""
 
     render_backends: ClassVar[frozenset[str]] = frozenset({"cpu"})
 
@@ -45,22 +45,22 @@ class WeighingBenchmark(StepBenchmark):
 
         return configure_mujoco_render(mode)
 
-    def __init__(self, out_dir: str = "runs", condition: str = "basic", seed: int = 0, size: int = 256,
+    def __init__(self, family: str, out_dir: str = "runs", condition: str = "basic", seed: int = 0, size: int = 256,
                  max_time_s: float | None = None, videos: bool = False, system: str = "vla-eval-model") -> None:
         super().__init__()
         from labrecord.recorders.adapters.openpi import PROFILES
 
-        self.condition = condition
+        self.family, self.condition = family, condition
         self.profile = PROFILES["libero"]
-        self.runs = PushedWeighing(os.fspath(out_dir), condition=condition, seed=seed, profile="libero", size=size,
-                                   max_time_s=max_time_s, videos=videos, system=system, kind="vla",
+        self.runs = PushedEpisodes(os.fspath(out_dir), family=family, condition=condition, seed=seed, profile="libero",
+                                   size=size, max_time_s=max_time_s, videos=videos, system=system, kind="vla",
                                    label="vla-eval-libero")
         self.run_dirs: list[str] = []
         self.interface_failures = 0
 
     # -- data ------------------------------------------------------------------------
     def get_tasks(self) -> list[dict[str, Any]]:
-        return [{"name": f"weighing-{self.condition}", "suite": "labrecord"}]
+        return [{"name": f"{self.family}-{self.condition}", "suite": "labrecord"}]
 
     def get_action_spec(self) -> dict[str, DimSpec]:
         return {"position": POSITION_DELTA, "rotation": ROTATION_AA, "gripper": GRIPPER_CLOSE_POS}

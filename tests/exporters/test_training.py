@@ -1,7 +1,7 @@
 """The exports train: lerobot's own ``lerobot-train`` (ACT) and robomimic's BC trainer run a
 few steps on exports of simulated weighing demonstrations and leave checkpoints that load.
 
-Two reference episodes are simulated with cameras at 48x48 (``labrecord.sim.run_weighing``,
+Two reference episodes are simulated with cameras at 48x48 (``labrecord.sim.run_episodes``,
 about 110 control steps each).  ACT runs in the Python 3.12 environment that has lerobot
 (see tests/exporters/test_lerobot.py), on the CPU, with tiny model dimensions and no
 pretrained backbone (no ImageNet download).  robomimic 0.3.0's BC trainer runs on the HDF5
@@ -47,10 +47,10 @@ INPUTS = {"observation.state": [len(STATE_NAMES)], "observation.images.front": [
 
 @pytest.fixture(scope="module")
 def simulated_runs(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    from labrecord.sim import run_weighing
+    from labrecord.sim import run_episodes
 
     root = tmp_path_factory.mktemp("sim") / "runs"
-    paths = run_weighing(root, "basic", "reference", episodes=2, seed=0, cameras=True, size=48)
+    paths = run_episodes("weighing", root, "basic", "reference", episodes=2, seed=0, cameras=True, size=48)
     assert all((p / "videos" / "front.mp4").is_file() for p in paths)
     return root
 
@@ -109,14 +109,14 @@ def test_the_trained_act_acts_in_the_simulator_and_its_run_validates(
     from labrecord.rundir import read_manifest
     from labrecord.scorers.audit import audit_run
     from labrecord.scorers.corpus import score_corpus
-    from labrecord.sim import run_weighing
+    from labrecord.sim import run_episodes
     from labrecord.validation import validate_run
 
     python, _, checkpoint = trained_act
     monkeypatch.setenv("LABRECORD_LEROBOT_PYTHON", python)
     monkeypatch.chdir(checkpoint.parents[3])
     relative = checkpoint.relative_to(checkpoint.parents[3])
-    (run,) = run_weighing(tmp_path / "eval", "basic", "lerobot", episodes=1, seed=0, size=48, max_time_s=1.0,
+    (run,) = run_episodes("weighing", tmp_path / "eval", "basic", "lerobot", episodes=1, seed=0, size=48, max_time_s=1.0,
                           path=str(relative))
     report, _ = validate_run(run)
     assert report.ok, [str(f) for f in report.errors]

@@ -37,10 +37,10 @@ os.environ.setdefault("MUJOCO_GL", "egl")
 @pytest.fixture(scope="module")
 def sim_runs(tmp_path_factory: pytest.TempPathFactory) -> Path:
     require_module("mujoco", 'pip install "labrecord[sim]"')
-    from labrecord.sim import run_weighing
+    from labrecord.sim import run_episodes
 
     root = tmp_path_factory.mktemp("sim")
-    run_weighing(root, "basic", "reference", episodes=2, seed=0, cameras=False)
+    run_episodes("weighing", root, "basic", "reference", episodes=2, seed=0, cameras=False)
     return root
 
 

@@ -1,7 +1,6 @@
 """Reading recorded simulator runs in the end-to-end tests (weighing, centrifuge, rack)."""
 from __future__ import annotations
 
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -56,21 +55,24 @@ def ratio(metric: dict[str, Any]) -> tuple[int, int]:
     return metric["num"], metric["den"]
 
 
-def reference_runs_fixture(run_family: Callable[..., list[Path]]) -> Any:
-    """A module fixture: two basic reference episodes of ``run_family`` from seed 0, with
+def reference_runs_fixture(family: str) -> Any:
+    """A module fixture: two basic reference episodes of ``family`` from seed 0, with
     32 px cameras, recorded once for the module's tests."""
+    from labrecord.sim import run_episodes
 
     @pytest.fixture(scope="module")
     def reference_runs(tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
-        return run_family(tmp_path_factory.mktemp("runs"), "basic", "reference", episodes=2, seed=0, size=32)
+        return run_episodes(family, tmp_path_factory.mktemp("runs"), "basic", "reference", episodes=2, seed=0, size=32)
 
     return reference_runs
 
 
-def reference_metrics(run_family: Callable[..., list[Path]], folder: Path, condition: str) -> dict[str, Any]:
-    """Eight reference episodes of ``condition`` from seed 0 under ``folder`` (no cameras,
-    two workers), every run checked; the metrics of their group."""
-    for run in run_family(folder, condition, "reference", episodes=8, seed=0, cameras=False, workers=2):
+def reference_metrics(family: str, folder: Path, condition: str) -> dict[str, Any]:
+    """Eight reference episodes of ``family``'s ``condition`` from seed 0 under ``folder``
+    (no cameras, two workers), every run checked; the metrics of their group."""
+    from labrecord.sim import run_episodes
+
+    for run in run_episodes(family, folder, condition, "reference", episodes=8, seed=0, cameras=False, workers=2):
         check_run(run)
     return group_metrics(folder)
 

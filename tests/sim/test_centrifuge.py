@@ -9,7 +9,7 @@ import pytest
 from labrecord.errors import LabrecordError
 from labrecord.rundir import read_manifest
 from labrecord.scorers.contracts.centrifuge import opposite
-from labrecord.sim import run_centrifuge
+from labrecord.sim import run_episodes
 from labrecord.sim.centrifuge import instances, population_records
 from labrecord.validation import validate_folder
 from tests.sim.runs import (
@@ -18,7 +18,7 @@ from tests.sim.runs import (
 )
 
 
-reference_runs = reference_runs_fixture(run_centrifuge)
+reference_runs = reference_runs_fixture("centrifuge")
 
 
 def test_reference_runs_validate_audit_and_complete(reference_runs):
@@ -64,7 +64,7 @@ def test_fixed_preference_b_next_is_the_hand_count(tmp_path):
     drawn, _ = instances("basic", 3, seed=1)
     slot = opposite(dict(drawn[0].start)["tube_a"])
     expected = sum(dict(inst.start)["tube_a"] == opposite(slot) for inst in drawn)
-    runs = run_centrifuge(tmp_path, "basic", "fixed-preference", episodes=3, seed=1, cameras=False, max_time_s=25.0,
+    runs = run_episodes("centrifuge", tmp_path, "basic", "fixed-preference", episodes=3, seed=1, cameras=False, max_time_s=25.0,
                           slot=slot)
     for run in runs:
         check_run(run)
@@ -76,7 +76,7 @@ def test_fixed_preference_b_next_is_the_hand_count(tmp_path):
 
 
 def test_clumsy_fails_shallow_and_recovers(tmp_path):
-    run, = run_centrifuge(tmp_path, "basic", "clumsy", episodes=1, seed=0, cameras=False)
+    run, = run_episodes("centrifuge", tmp_path, "basic", "clumsy", episodes=1, seed=0, cameras=False)
     check_failed_and_recovered(run, "shallow")
     m = group_metrics(tmp_path)
     assert m["completion.recovered"]["num"] == 1 and m["completion.clean"]["num"] == 0
@@ -101,7 +101,7 @@ def test_clumsy_fails_shallow_and_recovers(tmp_path):
 
 
 def test_extended_reference_loads_both_tubes_opposite(tmp_path):
-    run, = run_centrifuge(tmp_path, "extended", "reference", episodes=1, seed=0, cameras=False)
+    run, = run_episodes("centrifuge", tmp_path, "extended", "reference", episodes=1, seed=0, cameras=False)
     check_run(run)
     assert episode_end(run).physical_complete
     choices = first_native_choices(run)
@@ -111,22 +111,22 @@ def test_extended_reference_loads_both_tubes_opposite(tmp_path):
 
 
 def test_random_runs_validate_and_audit(tmp_path):
-    for run in run_centrifuge(tmp_path, "basic", "random", episodes=1, seed=5, cameras=False, max_time_s=20.0):
+    for run in run_episodes("centrifuge", tmp_path, "basic", "random", episodes=1, seed=5, cameras=False, max_time_s=20.0):
         check_run(run)
 
 
 def test_bad_inputs(tmp_path):
     with pytest.raises(LabrecordError, match="condition"):
-        run_centrifuge(tmp_path, "hard", episodes=1)
+        run_episodes("centrifuge", tmp_path, "hard", episodes=1)
     with pytest.raises(LabrecordError, match="policy"):
-        run_centrifuge(tmp_path, "basic", "nope", episodes=1)
+        run_episodes("centrifuge", tmp_path, "basic", "nope", episodes=1)
     with pytest.raises(LabrecordError, match="slot 12"):
-        run_centrifuge(tmp_path, "basic", "fixed-preference", episodes=1, slot=12)
+        run_episodes("centrifuge", tmp_path, "basic", "fixed-preference", episodes=1, slot=12)
 
 
 @pytest.mark.slow
 def test_reference_acceptance_eight_episodes_each_condition(tmp_path):
     """Reference: 100 % clean completion on 8 episodes of each condition, audit clean."""
     for condition in ("basic", "extended"):
-        clean = reference_metrics(run_centrifuge, tmp_path / condition, condition)["completion.clean"]
+        clean = reference_metrics("centrifuge", tmp_path / condition, condition)["completion.clean"]
         assert clean["num"] == 8, json.dumps(clean)

@@ -11,7 +11,7 @@ from labrecord.errors import LabrecordError
 from labrecord.rundir import read_manifest
 from labrecord.scorers.audit import audit_run
 from labrecord.scorers.corpus import score_corpus
-from labrecord.sim import run_weighing
+from labrecord.sim import run_episodes
 from labrecord.sim.lerobot_policy import lerobot_python
 from labrecord.validation import validate_run
 from tests.support import require
@@ -33,7 +33,7 @@ def tiny_act(tmp_path_factory) -> Path:
 
 def test_saved_act_policy_drives_episodes_that_validate_audit_and_score(tiny_act, tmp_path) -> None:
     """0.6 s at 10 Hz: 1 settling period + 5 queries per episode, one row each."""
-    runs = run_weighing(tmp_path, "basic", "lerobot", episodes=2, seed=0, size=32, max_time_s=0.6, path=str(tiny_act))
+    runs = run_episodes("weighing", tmp_path, "basic", "lerobot", episodes=2, seed=0, size=32, max_time_s=0.6, path=str(tiny_act))
     for run in runs:
         report, _ = validate_run(run)
         assert report.ok, [str(f) for f in report.errors]
@@ -53,5 +53,5 @@ def test_saved_act_policy_drives_episodes_that_validate_audit_and_score(tiny_act
 def test_a_directory_lerobot_cannot_load_is_one_clear_error(tmp_path) -> None:
     (tmp_path / "config.json").write_text("{}")
     with pytest.raises(LabrecordError, match="did not start"):
-        run_weighing(tmp_path / "runs", "basic", "lerobot", episodes=1, path=str(tmp_path))
+        run_episodes("weighing", tmp_path / "runs", "basic", "lerobot", episodes=1, path=str(tmp_path))
     assert not (tmp_path / "runs" / "populations").exists()

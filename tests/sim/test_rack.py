@@ -11,7 +11,7 @@ from labrecord.errors import LabrecordError
 from labrecord.models import Choice, Confirm, Opportunity, StateReport
 from labrecord.rundir import read_events, read_manifest
 from labrecord.scorers.contracts.rack import SLOTS, RackInstance, local_slot, pose_matrix
-from labrecord.sim import run_rack
+from labrecord.sim import run_episodes
 from labrecord.sim.rack import instances
 from tests.sim.runs import check_failed_and_recovered, check_run, episode_end, group_metrics, ratio, reference_metrics
 
@@ -50,7 +50,7 @@ def test_relocation_keeps_each_tube_in_its_local_slot():
 
 
 def test_reference_extended_retrieves_the_same_tube_after_the_move(tmp_path):
-    run, = run_rack(tmp_path, "extended", "reference", episodes=1, seed=0, cameras=False)
+    run, = run_episodes("rack", tmp_path, "extended", "reference", episodes=1, seed=0, cameras=False)
     check_run(run)
     assert episode_end(run).physical_complete
     events = read_events(run)
@@ -78,7 +78,7 @@ def test_reference_extended_retrieves_the_same_tube_after_the_move(tmp_path):
 
 
 def test_clumsy_misses_the_region_and_recovers(tmp_path):
-    run, = run_rack(tmp_path, "basic", "clumsy", episodes=1, seed=0, cameras=False)
+    run, = run_episodes("rack", tmp_path, "basic", "clumsy", episodes=1, seed=0, cameras=False)
     check_failed_and_recovered(run, "missed_region")
 
 
@@ -87,7 +87,7 @@ def test_fixed_preference_b_next_is_the_hand_count(tmp_path):
     (no distractor there), counted by hand over the drawn instances."""
     drawn = instances("extended", 3, seed=4)
     expected = sum("A1" not in dict(inst.distractors).values() for inst in drawn)
-    runs = run_rack(tmp_path, "extended", "fixed-preference", episodes=3, seed=4, cameras=False, max_time_s=35.0)
+    runs = run_episodes("rack", tmp_path, "extended", "fixed-preference", episodes=3, seed=4, cameras=False, max_time_s=35.0)
     for run in runs:
         check_run(run)
         choice, _ = retrieval_choice(run)
@@ -103,14 +103,14 @@ def test_instances_and_bad_inputs(tmp_path):
         assert inst.moved_pose is not None and -math.pi <= inst.moved_pose[3] <= math.pi
     assert all(inst.distractors == () and inst.moved_pose is None for inst in instances("basic", 2, seed=0))
     with pytest.raises(LabrecordError, match="condition"):
-        run_rack(tmp_path, "hard", episodes=1)
+        run_episodes("rack", tmp_path, "hard", episodes=1)
     with pytest.raises(LabrecordError, match="slot 'Z9'"):
-        run_rack(tmp_path, "basic", "fixed-preference", episodes=1, slot="Z9")
+        run_episodes("rack", tmp_path, "basic", "fixed-preference", episodes=1, slot="Z9")
 
 
 @pytest.mark.slow
 def test_reference_acceptance_eight_episodes_each_condition(tmp_path):
     """Reference: 100 % clean completion on 8 episodes of each condition, audit clean."""
     for condition in ("basic", "extended"):
-        m = reference_metrics(run_rack, tmp_path / condition, condition)
+        m = reference_metrics("rack", tmp_path / condition, condition)
         assert m["completion.clean"]["num"] == 8 and ratio(m["B_next"]) == (8, 8)

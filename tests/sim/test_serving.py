@@ -17,7 +17,7 @@ from labrecord.rundir import read_events, read_manifest
 from labrecord.scorers.audit import audit_run
 from labrecord.scorers.corpus import score_corpus
 from labrecord.scorers.reference import eval_valid, load_reference
-from labrecord.sim import run_weighing
+from labrecord.sim import run_episodes
 from labrecord.validation import validate_run
 from tests.recorders.adapters.servers import HttpAgentStandIn, OpenPIStandIn, chunk
 
@@ -53,7 +53,7 @@ def test_openpi_libero_episode_validates_audits_and_scores(servers, tmp_path) ->
     executed rows: 19 / 5 → 4 queries.  The server receives only native channels: two
     224² images, the 8-D proprioceptive state and the prompt — no display reading."""
     srv = servers(OpenPIStandIn, lambda i, request: chunk(10, 7))
-    (run,) = run_weighing(tmp_path, "basic", "openpi", episodes=1, seed=0, size=32, max_time_s=1.0,
+    (run,) = run_episodes("weighing", tmp_path, "basic", "openpi", episodes=1, seed=0, size=32, max_time_s=1.0,
                           url=srv.url, profile="libero")
     check_run(run)
     assert len(srv.requests) == 4
@@ -83,7 +83,7 @@ def test_killing_the_server_mid_episode_leaves_an_unresolved_run(servers, tmp_pa
         return "close" if i == 2 else chunk(10, 7)
 
     srv = servers(OpenPIStandIn, behaviour)
-    (run,) = run_weighing(tmp_path, "basic", "openpi", episodes=1, seed=0, size=32, max_time_s=2.0,
+    (run,) = run_episodes("weighing", tmp_path, "basic", "openpi", episodes=1, seed=0, size=32, max_time_s=2.0,
                           url=srv.url, profile="libero")
     check_run(run)
     events = read_events(run)
@@ -118,7 +118,7 @@ def agent_script():
 
 def test_agent_tool_calls_become_report_events_and_an_execution_supported_run(servers, tmp_path) -> None:
     srv = servers(HttpAgentStandIn, agent_script())
-    (run,) = run_weighing(tmp_path, "basic", "http", episodes=1, seed=0, size=32, max_time_s=12.0, url=srv.url)
+    (run,) = run_episodes("weighing", tmp_path, "basic", "http", episodes=1, seed=0, size=32, max_time_s=12.0, url=srv.url)
     check_run(run)
     assert all(sorted(r["state"]) == ["robot"] for r in srv.requests)  # proprioception only, natively
     assert sorted(srv.requests[0]["images"]) == ["display", "front", "wrist"]
@@ -154,7 +154,7 @@ def test_interface_violation_is_a_measured_failure_and_a_server_error_a_fault(se
         return 200, json.dumps({"type": "actions", "actions": [[0.0] * 7]}).encode()
 
     srv = servers(HttpAgentStandIn, behaviour)
-    (run,) = run_weighing(tmp_path, "basic", "http", episodes=1, seed=0, size=32, max_time_s=1.0, url=srv.url,
+    (run,) = run_episodes("weighing", tmp_path, "basic", "http", episodes=1, seed=0, size=32, max_time_s=1.0, url=srv.url,
                           tools=("wait",))
     check_run(run)
     events = read_events(run)
@@ -182,9 +182,9 @@ def test_preflight_failure_is_one_error_line(tmp_path, capsys) -> None:
     assert err.startswith("Error: ") and "preflight failed" in err and len(err.strip().splitlines()) == 1
     assert not list(tmp_path.iterdir())  # nothing registered, nothing written
     with pytest.raises(LabrecordError, match="--policy-url"):
-        run_weighing(tmp_path, "basic", "http", episodes=1)
+        run_episodes("weighing", tmp_path, "basic", "http", episodes=1)
     with pytest.raises(LabrecordError, match="--workers 1"):
-        run_weighing(tmp_path, "basic", "http", episodes=2, workers=2, url="http://127.0.0.1:1/act")
+        run_episodes("weighing", tmp_path, "basic", "http", episodes=2, workers=2, url="http://127.0.0.1:1/act")
 
 
 def test_call_skill_needs_the_end_effector_convention() -> None:
@@ -212,7 +212,7 @@ def test_openpi_droid_episode_executes_joint_velocity_chunks(servers, tmp_path) 
     """DROID at 15 Hz: (10, 8) chunks, 8 rows executed per query; 1 s = 15 periods, the
     first settles, 14 / 8 → 2 queries."""
     srv = servers(OpenPIStandIn, lambda i, request: chunk(10, 8))
-    (run,) = run_weighing(tmp_path, "basic", "openpi", episodes=1, seed=0, size=32, max_time_s=1.0,
+    (run,) = run_episodes("weighing", tmp_path, "basic", "openpi", episodes=1, seed=0, size=32, max_time_s=1.0,
                           url=srv.url, profile="droid")
     check_run(run)
     assert len(srv.requests) == 2

@@ -16,7 +16,7 @@ from labrecord.models import Opportunity
 from labrecord.rundir import read_events, read_manifest
 from labrecord.scorers.audit import audit_run
 from labrecord.scorers.corpus import score_corpus
-from labrecord.sim import run_weighing
+from labrecord.sim import run_episodes
 from labrecord.sim.weighing import instances, population_records, register_population
 from labrecord.validation import validate_folder
 from labrecord.validation.files import validate_population_file
@@ -26,7 +26,7 @@ from tests.sim.runs import (
 )
 
 
-reference_runs = reference_runs_fixture(run_weighing)
+reference_runs = reference_runs_fixture("weighing")
 
 
 def test_reference_runs_validate_and_audit(reference_runs):
@@ -102,7 +102,7 @@ def test_receipts_follow_deliveries(reference_runs):
 
 
 def test_fixed_preference_correct_only_when_its_denomination_is_the_answer(tmp_path):
-    runs = run_weighing(tmp_path, "basic", "fixed-preference", episodes=4, seed=3, cameras=False, denomination="w20")
+    runs = run_episodes("weighing", tmp_path, "basic", "fixed-preference", episodes=4, seed=3, cameras=False, denomination="w20")
     outcomes = []
     for run in runs:
         check_run(run)
@@ -117,32 +117,32 @@ def test_fixed_preference_correct_only_when_its_denomination_is_the_answer(tmp_p
 
 
 def test_extended_reference_completes(tmp_path):
-    run = run_weighing(tmp_path, "extended", "reference", episodes=1, seed=1, cameras=False)[0]
+    run = run_episodes("weighing", tmp_path, "extended", "reference", episodes=1, seed=1, cameras=False)[0]
     check_run(run)
     assert episode_end(run).physical_complete
     assert all(choice.op in opp.legal for choice, opp in first_native_choices(run))
 
 
 def test_random_runs_validate_and_audit(tmp_path):
-    for run in run_weighing(tmp_path, "basic", "random", episodes=2, seed=5, cameras=False, max_time_s=12.0):
+    for run in run_episodes("weighing", tmp_path, "basic", "random", episodes=2, seed=5, cameras=False, max_time_s=12.0):
         check_run(run)
 
 
 def test_existing_run_directory_is_refused(tmp_path):
-    run_weighing(tmp_path, "basic", "reference", episodes=1, seed=0, cameras=False)
+    run_episodes("weighing", tmp_path, "basic", "reference", episodes=1, seed=0, cameras=False)
     with pytest.raises(LabrecordError, match="already exists"):
-        run_weighing(tmp_path, "basic", "reference", episodes=1, seed=0, cameras=False)
+        run_episodes("weighing", tmp_path, "basic", "reference", episodes=1, seed=0, cameras=False)
 
 
 def test_bad_condition(tmp_path):
     with pytest.raises(LabrecordError, match="condition 'hard'"):
-        run_weighing(tmp_path, "hard", "reference", episodes=1)
+        run_episodes("weighing", tmp_path, "hard", "reference", episodes=1)
 
 
 @pytest.mark.slow
 def test_reference_acceptance_twenty_episodes(tmp_path):
     """>= 20 episodes on a fixed seed: the required standard every time, >= 90 % complete."""
-    runs = run_weighing(tmp_path, "basic", "reference", episodes=20, seed=0, cameras=False, workers=2)
+    runs = run_episodes("weighing", tmp_path, "basic", "reference", episodes=20, seed=0, cameras=False, workers=2)
     complete = 0
     for run in runs:
         check_run(run)
@@ -222,8 +222,8 @@ def test_runs_point_at_their_registered_instances(reference_runs):
 
 
 def test_two_policies_on_one_seed_share_the_instances(tmp_path):
-    run_weighing(tmp_path, "basic", "reference", episodes=1, seed=0, cameras=False)
-    run_weighing(tmp_path, "basic", "fixed-preference", episodes=2, seed=0, cameras=False, denomination="w10")
+    run_episodes("weighing", tmp_path, "basic", "reference", episodes=1, seed=0, cameras=False)
+    run_episodes("weighing", tmp_path, "basic", "fixed-preference", episodes=2, seed=0, cameras=False, denomination="w10")
     assert [r["instance_id"] for r in registry_lines(tmp_path) if r["type"] == "instance"] == ["i000", "i001"]
     assert validate_folder(tmp_path).ok
     groups = {g["identity"]["system_name"]: g for g in score_corpus(tmp_path, resamples=0)["groups"]}
@@ -240,7 +240,7 @@ def test_two_policies_on_one_seed_share_the_instances(tmp_path):
 def test_clumsy_drops_its_first_standard_and_recovers(tmp_path):
     """The drop is recognized from the measurements (grasp lost in free air, then a fall
     of more than 3 cm), and placing the same standard later resolves it."""
-    run = run_weighing(tmp_path, "basic", "clumsy", episodes=1, seed=0, cameras=False)[0]
+    run = run_episodes("weighing", tmp_path, "basic", "clumsy", episodes=1, seed=0, cameras=False)[0]
     check_failed_and_recovered(run, "drop")
     assert next(e for e in read_events(run) if e.__struct_config__.tag == "failure").recoverable
     m = group_metrics(tmp_path)

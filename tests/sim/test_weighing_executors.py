@@ -1,4 +1,4 @@
-"""``run_weighing`` through labrecord.parallel: a process pool and a local Ray cluster write
+"""``run_episodes("weighing", …)`` through labrecord.parallel: a process pool and a local Ray cluster write
 the same runs as one worker."""
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from labrecord.rundir import read_events
-from labrecord.sim import run_weighing
+from labrecord.sim import run_episodes
 from tests.support import require_module
 
 
@@ -23,8 +23,8 @@ def recorded(run: Path) -> tuple[list[dict], dict]:
 def test_parallel_executors_write_the_runs_of_one_worker(tmp_path: Path, executor: str, workers: int) -> None:
     if executor == "ray":
         ray = require_module("ray", 'pip install "labrecord[ray]"')
-    one = run_weighing(tmp_path / "one", "basic", "reference", episodes=2, seed=3, cameras=False, max_time_s=8.0)
-    many = run_weighing(tmp_path / "many", "basic", "reference", episodes=2, seed=3, cameras=False, max_time_s=8.0,
+    one = run_episodes("weighing", tmp_path / "one", "basic", "reference", episodes=2, seed=3, cameras=False, max_time_s=8.0)
+    many = run_episodes("weighing", tmp_path / "many", "basic", "reference", episodes=2, seed=3, cameras=False, max_time_s=8.0,
                         workers=workers, executor=executor)
     assert [p.name for p in many] == [p.name for p in one]
     for a, b in zip(one, many):

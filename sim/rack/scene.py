@@ -19,20 +19,14 @@ every tube is at rest.
 """
 from __future__ import annotations
 
-import importlib.resources
 import math
 from typing import Any
 
 import numpy as np
 
-from labrecord.sim.centrifuge_scene import (
-    CAMERAS, CAP_RADIUS, TUBE_HALF, TUBE_RADIUS, CentrifugeScene, TubeBenchEnv, _quat, _ring,
-)
-from labrecord.sim.env import DEFAULT_SIZE
-from labrecord.sim.scene import ARM, FINGER_OPEN_M
-from labrecord.sim.scene import build_model as build_arm_model
+from labrecord.sim.bench.scene import ARM, asset_text, build_model as build_arm_model, quat
+from labrecord.sim.bench.tubes import CAP_RADIUS, TUBE_HALF, TUBE_RADIUS, TubeScene, hole_ring
 
-HOLE_RADIUS = 0.008
 HOLE_DEPTH = 0.03
 PITCH = 0.025
 #: where the sample tube stands before it is placed (x, y)
@@ -67,7 +61,7 @@ def hole_geoms() -> str:
     lines = []
     for label in SLOTS:
         x, y = slot_local(label)
-        lines += _ring(np.array([x, y, -HOLE_DEPTH / 2]), np.eye(3), f"hole_{label}", HOLE_DEPTH, "hole")
+        lines += hole_ring(np.array([x, y, -HOLE_DEPTH / 2]), np.eye(3), f"hole_{label}", HOLE_DEPTH, "hole")
     return "\n      ".join(lines)
 
 
@@ -94,7 +88,7 @@ def tube_names(distractors: int) -> tuple[str, ...]:
 
 
 def scene_xml(distractors: int) -> str:
-    text = importlib.resources.files("labrecord.sim.assets").joinpath("rack.xml").read_text()
+    text = asset_text("rack.xml")
     names = tube_names(distractors)
     x0, x1, y0, y1 = REGION
     values = {"TUBE_R": f"{TUBE_RADIUS:g}", "TUBE_HALF": f"{TUBE_HALF:g}", "CAP_R": f"{CAP_RADIUS:g}",
@@ -103,7 +97,7 @@ def scene_xml(distractors: int) -> str:
     for key, value in values.items():
         text = text.replace(key, value)
     stand = ['<body name="stand" pos="0 0 0">']
-    stand += ["  " + g for g in _ring(np.array([*STAND, 0.015]), np.eye(3), "stand", 0.03, "stand")]
+    stand += ["  " + g for g in hole_ring(np.array([*STAND, 0.015]), np.eye(3), "stand", 0.03, "stand")]
     stand.append("</body>")
     sensors = "\n    ".join(f'<contact name="touch_{label}" {attrs} data="found" num="1"/>' for label, attrs in _sensors(names))
     return (text.replace("<!--RACK_HOLES-->", hole_geoms()).replace("<!--STANDS-->", "\n    ".join(stand))
@@ -114,8 +108,8 @@ def build_model(distractors: int) -> Any:
     return build_arm_model(scene_xml(distractors))
 
 
-class RackScene(CentrifugeScene):
-    """One MuJoCo model + data of the rack bench (tube placement as on the centrifuge bench)."""
+class RackScene(TubeScene):
+    """One MuJoCo model + data of the rack bench."""
 
     def __init__(self, distractors: int, width: int = 224, height: int = 224) -> None:  # noqa: D107
         self.tubes = tube_names(distractors)
@@ -125,7 +119,6 @@ class RackScene(CentrifugeScene):
         self.grip_adr = int(m.sensor_adr[m.sensor("grip_pos").id])
         self.touch_adr = int(m.sensor_adr[m.sensor(f"touch_{_sensors(self.tubes)[0][0]}").id])
         assert m.nsensordata == self.touch_adr + len(_sensors(self.tubes))
-        self._displayed = None
 
     def set_rack(self, pose: tuple[float, float, float, float]) -> None:
         x, y, z, yaw = pose
@@ -137,12 +130,12 @@ class RackScene(CentrifugeScene):
         x, y, z = (float(v) for v in self.data.mocap_pos[self.mocap])
         return x, y, z, 2 * math.atan2(float(q[3]), float(q[0]))
 
-    def slot_world(self, label: str, pose: tuple[float, float, float, float] | None = None) -> np.ndarray:  # type: ignore[override]
+    def slot_world(self, label: str, pose: tuple[float, float, float, float] | None = None) -> np.ndarray:
         """World point of a slot's floor centre under ``pose`` (default: the current pose)."""
         lx, ly = slot_local(label)
         return (pose_matrix(*(pose or self.rack_pose())) @ np.array([lx, ly, -HOLE_DEPTH, 1.0]))[:3]
 
-    def reset(self, instance: Any) -> None:  # type: ignore[override]
+    def reset(self, instance: Any) -> None:
         """Rack at its start pose, distractors in their slots, the sample in the stand."""
         mujoco, m, d = self.mujoco, self.model, self.data
         mujoco.mj_resetData(m, d)
@@ -172,7 +165,7 @@ class RackScene(CentrifugeScene):
             t_new = new @ t_rack_tube
             adr, vel = self.qpos_adr[name], self.qvel_adr[name]
             d.qpos[adr:adr + 3] = t_new[:3, 3]
-            d.qpos[adr + 3:adr + 7] = _quat(t_new[:3, :3])
+            d.qpos[adr + 3:adr + 7] = quat(t_new[:3, :3])
             d.qvel[vel:vel + 6] = 0.0
         self.mujoco.mj_forward(self.model, d)
 
@@ -183,83 +176,3 @@ class RackScene(CentrifugeScene):
         tips = sorted([round(float(v), 5) for v in self.tube_pose(name)[0]] for name in self.tubes)
         tips += [[math.nan] * 3] * (1 + len(DISTRACTORS) - len(tips))  # one shape for every condition
         return {"rack": [round(v, 6) for v in self.rack_pose()], **{f"seen{i}": tip for i, tip in enumerate(tips)}}
-
-
-class RackEnv(TubeBenchEnv):
-    """The rack bench with its own occluded transition (``environment_in_control``)."""
-
-    def __init__(self, distractors: int = 0, action_spec: Any = None, cameras: tuple[str, ...] = CAMERAS,
-                 size: int = DEFAULT_SIZE) -> None:
-        scene = RackScene(distractors, size, size)
-        super().__init__(scene, scene.tubes, action_spec, cameras)
-        self.moved_pose: tuple[float, float, float, float] | None = None
-        self._reset_transition()
-
-    def _reset_transition(self) -> None:
-        self.phase = "before"        # before -> occluded -> after
-        self.resting_since: float | None = None
-        self.occluded_since = 0.0
-        self.moved = False
-
-    def reset(self, instance: Any, settle_steps: int = 0) -> None:  # type: ignore[override]
-        super().reset(instance, settle_steps)
-        self.moved_pose = tuple(instance.moved_pose) if instance.moved_pose else None  # type: ignore[assignment]
-        self._reset_transition()
-
-    def environment_in_control(self) -> bool:
-        return self.phase == "occluded"
-
-    def end_block(self) -> dict[str, np.ndarray]:
-        """Rack measurement columns for the steps since the last call, then the transition's
-        next move (taken at this control boundary)."""
-        n, scene = self._k, self.scene
-        k = len(scene.tubes)
-        found = (self._sensor_rows[:n, scene.touch_adr:] > 0).reshape(n, k, 5)
-        closed = float(self._data.ctrl[scene.grip_ctrl]) < 0.5 * FINGER_OPEN_M
-        qpos = self._qpos_rows[:n, :7]
-        lin = self._qvel_rows[:n].reshape(n, k, 6)[:, :, :3]
-        speed = np.sqrt((lin * lin).sum(axis=2))
-        w, x, y, z = (qpos[:, 3 + i] for i in range(4))
-        axis = -np.stack([2 * (x * z + w * y), 2 * (y * z - w * x), 1 - 2 * (x * x + y * y)], axis=1)
-        tip = qpos[:, :3] + axis * TUBE_HALF
-        rx, ry, rz, ryaw = scene.rack_pose()
-        grip = self._sensor_rows[:n, scene.grip_adr:scene.grip_adr + 6]
-        columns: dict[str, np.ndarray] = {
-            "step": np.arange(self._step, self._step + n, dtype=np.int64), "t": self._t[:n].copy(),
-            "rack_x": np.full(n, rx), "rack_y": np.full(n, ry), "rack_z": np.full(n, rz), "rack_yaw": np.full(n, ryaw),
-            "tube_x": np.ascontiguousarray(tip[:, 0]), "tube_y": np.ascontiguousarray(tip[:, 1]),
-            "tube_z": np.ascontiguousarray(tip[:, 2]),
-            "tube_in_rack": found[:, 0, 0].copy(), "tube_on_table": found[:, 0, 1].copy(),
-            "tube_contact": found[:, 0, 2] | found[:, 0, 3] | found[:, 0, 4],
-            "tube_grasped": found[:, 0, 2] & found[:, 0, 3] & closed,
-            "tube_speed": speed[:, 0].copy(),
-            "grip_x": grip[:, 0].copy(), "grip_y": grip[:, 1].copy(), "grip_z": grip[:, 2].copy(),
-            "grip_vz": grip[:, 5].copy(),
-            "occluded": np.full(n, self.phase == "occluded"),
-        }
-        self._step += n
-        self._k = 0
-        if n:
-            self._transition(columns, found, speed)
-        return columns
-
-    def _transition(self, columns: dict[str, np.ndarray], found: np.ndarray, speed: np.ndarray) -> None:
-        t = float(columns["t"][-1])
-        if self.phase == "before":
-            rest = (columns["tube_in_rack"] & ~columns["tube_contact"] & (columns["tube_speed"] <= 0.01)
-                    & (columns["grip_z"] - columns["rack_z"] >= WITHDRAWN_M)).all()
-            self.resting_since = (self.resting_since if self.resting_since is not None else float(columns["t"][0])) if rest else None
-            if self.resting_since is not None and t - self.resting_since >= TRIGGER_S:
-                self.phase, self.occluded_since = "occluded", t
-        elif self.phase == "occluded":
-            if not self.moved and t - self.occluded_since >= OCCLUSION_MOVE_S:
-                carried = [name for i, name in enumerate(self.scene.tubes) if found[-1, i, 0]]
-                if self.moved_pose is not None:
-                    self.scene.relocate(self.moved_pose, carried)
-                self.moved = True
-            elif self.moved and t - self.occluded_since >= OCCLUSION_S and (speed[-1] <= 0.01).all():
-                self.phase = "after"
-
-    def render(self, camera: str) -> np.ndarray:
-        frame = self.scene.render(camera)
-        return np.zeros_like(frame) if self.phase == "occluded" else frame

@@ -26,89 +26,20 @@ the floor of the bore.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from labrecord.errors import LabrecordError
 from labrecord.models import Operation
-from labrecord.recorders.policy import ActionChunk, Observation
-from labrecord.sim.executor import HOME
-from labrecord.sim.policies import (
-    ACTION_SPEC, CONTROL_HZ, ScriptedPolicy, build_policy, delta_to, down_rotation, quat_matrix,
+from labrecord.sim.bench.policies import HOME, build_policy, quat_matrix
+from labrecord.sim.bench.tube_policies import (
+    GRASP_FROM_TIP, SAFE_Z, Step, TubePolicy, hand_for_axis, lift_upright, tool_rotation,
 )
 
-#: cameras and proprioception (native) plus the declared privileged channel
-CHANNELS = ("front", "wrist", "robot", "object_poses")
-SAFE_Z = 0.26
-#: the tube is grasped this far above its bottom tip (m); the stand hole is 30 mm deep
-GRASP_FROM_TIP = 0.064
 #: start of the straight insertion, measured along the slot axis above the mouth (m)
 APPROACH_M = 0.06
-SETTLE_S = 1.2
 SHALLOW_FRAC = 0.4
-
-
-@dataclass
-class Step:
-    """A tool-centre target ``pos`` with hand ``yaw`` and ``tilt`` (rad) and ``grip`` (0 open,
-    1 closed), reached at ``speed`` m/s, then held ``hold`` s."""
-
-    pos: tuple[float, float, float]
-    grip: float
-    yaw: float = 0.0
-    tilt: float = 0.0
-    speed: float = 0.25
-    hold: float = 0.0
-
-
-def lift_upright(tip: Any, yaw: float, *, open_grip: float = 0.0, descend_speed: float = 0.12) -> list[Step]:
-    """Grasp a tube standing upright with its bottom tip at ``tip`` (3,): over it at
-    :data:`SAFE_Z` with the fingers open to ``open_grip`` and turned by ``yaw``, down at
-    ``descend_speed`` to :data:`GRASP_FROM_TIP` above the tip, close, lift back to SAFE_Z."""
-    grasp = (float(tip[0]), float(tip[1]), float(tip[2]) + GRASP_FROM_TIP)
-    return [Step((grasp[0], grasp[1], SAFE_Z), open_grip, yaw),
-            Step(grasp, open_grip, yaw, speed=descend_speed, hold=0.3),
-            Step(grasp, 1.0, yaw, hold=0.6),
-            Step((grasp[0], grasp[1], SAFE_Z), 1.0, yaw, speed=0.15)]
-
-
-def tool_rotation(yaw: float, tilt: float) -> np.ndarray:
-    """The hand pointing down turned by ``yaw``, then tilted by ``tilt`` about its finger
-    axis: the tool z (the grasped tube's cap → tip axis) becomes
-    (sin tilt cos yaw, sin tilt sin yaw, −cos tilt)."""
-    c, s = math.cos(tilt), math.sin(tilt)
-    return down_rotation(yaw) @ np.array([[c, 0.0, s], [0.0, 1.0, 0.0], [-s, 0.0, c]])
-
-
-def hand_for_axis(axis: np.ndarray) -> tuple[float, float]:
-    """``(yaw, tilt)`` with yaw in (−π/2, π/2] whose tool z is ``axis`` (unit, pointing down)."""
-    tilt = math.acos(float(np.clip(-axis[2], -1.0, 1.0)))
-    if tilt < 1e-9:
-        return 0.0, 0.0
-    yaw = math.atan2(float(axis[1]), float(axis[0]))
-    if yaw > math.pi / 2:
-        yaw, tilt = yaw - math.pi, -tilt
-    elif yaw <= -math.pi / 2:
-        yaw, tilt = yaw + math.pi, -tilt
-    return yaw, tilt
-
-
-def sample_steps(start: np.ndarray, steps: list[Step], control_hz: float) -> np.ndarray:
-    """(N, 6) rows ``[x, y, z, yaw, tilt, grip]`` at the control rate, linear between steps."""
-    period = 1.0 / control_hz
-    rows: list[np.ndarray] = []
-    here = np.asarray(start, dtype=float)
-    for step in steps:
-        goal = np.array([*step.pos, step.yaw, step.tilt], dtype=float)
-        n = max(1, int(np.ceil(np.linalg.norm(goal[:3] - here[:3]) / (step.speed * period))),
-                int(np.ceil(np.abs(goal[3:] - here[3:]).max() / (1.0 * period))))
-        for k in range(1, n + 1):
-            rows.append(np.append(here + (goal - here) * k / n, step.grip))
-        rows += [np.append(goal, step.grip)] * int(round(step.hold / period))
-        here = goal
-    return np.asarray(rows)
 
 
 def rotor_slots(poses: dict[str, list[float]], calibration: Any) -> tuple[np.ndarray, np.ndarray]:
@@ -134,11 +65,9 @@ def tube_slot(poses: dict[str, list[float]], tube: str, calibration: Any) -> tup
     return j, float(depth[j] / calibration.socket_depth_m)
 
 
-class ScriptedCentrifugePolicy(ScriptedPolicy):
+class ScriptedCentrifugePolicy(TubePolicy):
     """Shared machinery: wait until settled, choose ``insert(tube, slot)``, execute it."""
 
-    channels = CHANNELS
-    first_wait_s = SETTLE_S
     #: insertion depth of the first attempt as a fraction of the effective depth
     first_depth = 1.0
 
@@ -147,12 +76,6 @@ class ScriptedCentrifugePolicy(ScriptedPolicy):
 
         self.calibration = calibration or RotorCalibration()
         super().__init__(seed)
-
-    def reset(self, episode: int) -> None:
-        super().reset(episode)
-        self.phases: list[Any] = []
-        self.insertions = 0
-        self.rng = np.random.default_rng([self.seed, episode])
 
     # -- choice -----------------------------------------------------------------------
     def occupancy(self, poses: dict[str, list[float]]) -> tuple[dict[str, int], dict[str, int]]:
@@ -183,33 +106,13 @@ class ScriptedCentrifugePolicy(ScriptedPolicy):
         tube = next(t for t in ("tube_a", "tube_b") if t not in seated)
         return Operation("insert", tube, f"slot{self.choose_slot(poses, seated)}")
 
-    # -- acting -----------------------------------------------------------------------
-    def act(self, observation: Observation) -> ActionChunk:
-        robot, poses = observation.state["robot"], observation.state["object_poses"]
-        if self.plan is not None and self.cursor < len(self.plan):
-            return self._next_row(robot)
-        if self.phases:  # the next leg is planned from the measured state
-            self._start(robot, self.phases.pop(0)(robot, poses))
-            return self._next_row(robot)
-        if self.plan is not None:
-            self._plan_done(observation.t, SETTLE_S, np.asarray([*HOME, 0.0, 0.0, 0.0]))
-        if self.stopped or observation.t < self.wait_until:
-            return self._hold(robot)
-        op = self.choose(poses)
-        if op is None or op.kind in ("stop", "wait"):
-            return self._decline(robot, op)
-        self.insertions += 1
-        self.phases = self.phases_for(op, poses)
-        self._start(robot, self.phases.pop(0)(robot, poses))
-        return self._begin(robot, op)
-
     def depth_for(self, attempt: int) -> float:
         return self.first_depth if attempt == 1 else 1.0
 
     def phases_for(self, op: Operation, poses: dict[str, list[float]]) -> list[Any]:
         """Plan builders for ``op``, each called when the previous leg has run."""
         tube, j = str(op.object), int(str(op.dest)[4:])
-        frac = self.depth_for(self.insertions)
+        frac = self.depth_for(self.operations)
         in_slot, _ = tube_slot(poses, tube, self.calibration)
         if in_slot == j:  # regrasp the tube where it sits and push it home
             return [lambda r, p: self.regrasp(tube, p), lambda r, p: self.insert(tube, j, p, r, 1.0)]
@@ -251,18 +154,6 @@ class ScriptedCentrifugePolicy(ScriptedPolicy):
                 Step(tuple(seat), 0.0, yaw, tilt, hold=0.6),  # type: ignore[arg-type]
                 Step(tuple(above), 0.0, yaw, tilt, speed=0.08),  # type: ignore[arg-type]
                 Step(HOME, 0.0, 0.0, 0.0)]
-
-    def _start(self, robot: dict[str, Any], steps: list[Step]) -> None:
-        start = self.plan[-1][:5] if self.plan is not None and len(self.plan) else np.append(robot["eef_pos"], (0.0, 0.0))
-        self.plan = sample_steps(start, steps, CONTROL_HZ)
-        self.cursor = 0
-
-    def _toward(self, robot: dict[str, Any], target: np.ndarray | None) -> np.ndarray:
-        """The delta action moving the measured tool pose toward ``[x, y, z, yaw, tilt, grip]``."""
-        if target is None:
-            return np.zeros((1, ACTION_SPEC.dim))
-        return delta_to(robot, target[:3], tool_rotation(float(target[3]), float(target[4])), target[5])
-
 
 class ReferencePolicy(ScriptedCentrifugePolicy):
     name = "reference"

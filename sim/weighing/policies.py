@@ -38,31 +38,26 @@ pool with native (image + proprioception) systems.
 """
 from __future__ import annotations
 
-from abc import ABC, abstractmethod
-from collections.abc import Callable, Mapping
 import itertools
 import re
-from typing import Any, TypeVar
+from abc import ABC, abstractmethod
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
 from labrecord.errors import LabrecordError
-from labrecord.models import ActionSpec, Operation
-from labrecord.recorders.policy import ActionChunk, Capabilities, Observation
-from labrecord.sim.control import action_spec, matrix_to_rotvec
-from labrecord.sim.executor import HOME, on_pan, sample_plan, transfer_plan
+from labrecord.models import Operation
+from labrecord.recorders.policy import ActionChunk, Observation
+from labrecord.sim.bench.policies import CONTROL_HZ, HOME, ScriptedPolicy, build_policy
 from labrecord.sim.fanout import check_choice
-from labrecord.sim.scene import STANDARD_GRAMS, STANDARDS
-
-CONTROL_HZ = 10.0
-ACTION_SPEC: ActionSpec = action_spec("eef_delta", CONTROL_HZ)
+from labrecord.sim.weighing.executor import on_pan, sample_plan, transfer_plan
+from labrecord.sim.weighing.scene import STANDARD_GRAMS, STANDARDS
 #: the channels these policies read: proprioception (native) and the two declared
 #: privileged channels; they read no camera, so none is rendered for them (videos aside)
 CHANNELS = ("robot", "display_reading", "object_poses")
 #: how far above its grasp the clumsy policy lets its first standard go (m; the drop rule needs > 0.03)
 DROP_LIFT_M = 0.07
-#: largest rotation per action row the scripted policies command (rad)
-TURN_STEP = 0.3
 #: standard deviation (m) of each table-plane axis of the noisy-localizer's position error
 LOCALIZATION_SIGMA_M = 0.012
 #: pause after a transfer so the reading reflects the released load before deciding again
@@ -70,7 +65,6 @@ SETTLE_S = 1.0
 _TARGET = re.compile(r"(\d+(?:\.\d+)?)\s*g\b")
 #: the observation key of the Oracle context (a registered intervention, not a channel)
 ORACLE = "oracle"
-P = TypeVar("P")
 
 
 def parse_target(instruction: str) -> float:
@@ -94,65 +88,10 @@ def required_set(target_g: float, reading_g: float, on_pan_now: set[str], tolera
     return best if abs(sum(STANDARD_GRAMS[w] for w in best) - need) <= tolerance_g else None
 
 
-class ScriptedPolicy:
-    """What every scripted baseline (weighing, centrifuge, rack) shares: its capabilities
-    (``channels`` declared, operations reported), a sampled plan of tool targets played one
-    row per query, the ``rest`` target it holds while idle, and stopping for good."""
-
-    name = "scripted"
-    #: the channels the policy declares
-    channels: tuple[str, ...] = CHANNELS
-    #: observation time before which a fresh episode makes no choice (s)
-    first_wait_s = 0.0
-
-    def __init__(self, seed: int = 0) -> None:
-        self.seed = seed
-        self.capabilities = Capabilities(name=self.name, kind="scripted", action_spec=ACTION_SPEC, channels=self.channels,
-                                         reports_operations=True, revision="1")
-        self.reset(0)
-
-    def reset(self, episode: int) -> None:
-        self.episode = episode
-        self.plan: np.ndarray | None = None
-        self.cursor = 0
-        self.wait_until = self.first_wait_s
-        self.stopped = False
-        self.rest: np.ndarray | None = None  # None: stay where it is
-
-    def _plan_done(self, t: float, settle_s: float, rest: np.ndarray) -> None:
-        """The plan just ran out: drop it, pause ``settle_s`` before choosing again, rest at ``rest``."""
-        self.plan = None
-        self.wait_until = t + settle_s
-        self.rest = rest
-
-    def _hold(self, robot: dict[str, Any]) -> ActionChunk:
-        """A row toward the rest target."""
-        return ActionChunk(self._toward(robot, self.rest))
-
-    def _decline(self, robot: dict[str, Any], op: Operation | None) -> ActionChunk:
-        """Hold on a choice of no operation (None, ``stop`` or ``wait``), reporting it; None and
-        ``stop`` end the episode's choices."""
-        self.stopped = op is None or op.kind == "stop"
-        return ActionChunk(self._toward(robot, self.rest), report=op)
-
-    def _begin(self, robot: dict[str, Any], op: Operation) -> ActionChunk:
-        """The first row of the plan just made for ``op``, reporting ``op``."""
-        chunk = self._next_row(robot)
-        chunk.report = op
-        return chunk
-
-    def _next_row(self, robot: dict[str, Any]) -> ActionChunk:
-        assert self.plan is not None
-        row = self.plan[self.cursor]
-        self.cursor += 1
-        return ActionChunk(self._toward(robot, row))
-
-    def _toward(self, robot: dict[str, Any], target: np.ndarray | None) -> np.ndarray:
-        return delta_toward(robot, target)
-
-
 class ScriptedWeighingPolicy(ScriptedPolicy, ABC):
     """Shared machinery: wait for a stable reading, choose an operation, execute it."""
+
+    channels = CHANNELS
 
     #: the commit hook (a decision-site *replace* support): called with every operation this
     #: policy commits to and the observation it chose on; returns the operation carried out
@@ -231,41 +170,6 @@ class ScriptedWeighingPolicy(ScriptedPolicy, ABC):
     def plan_for(self, op: Operation, poses: dict[str, list[float]]) -> list[Any]:
         """The executor's waypoints for ``op``."""
         return transfer_plan(op.object, poses, op.kind == "add")
-
-
-def delta_toward(robot: dict[str, Any], target: np.ndarray | None) -> np.ndarray:
-    """The (1, 7) end-effector delta moving the measured tool pose toward ``[x, y, z, yaw,
-    grip]`` (None: stay where it is, gripper open)."""
-    if target is None:
-        return np.zeros((1, ACTION_SPEC.dim))
-    return delta_to(robot, target[:3], down_rotation(float(target[3])), target[4])
-
-
-def delta_to(robot: dict[str, Any], position: Any, rotation: np.ndarray, grip: Any) -> np.ndarray:
-    """The (1, 7) end-effector delta moving the measured tool pose toward ``position`` (3,)
-    and the tool ``rotation`` (3, 3) with gripper command ``grip``: the step clipped to
-    5 cm per axis, the turn to :data:`TURN_STEP`."""
-    here = np.asarray(robot["eef_pos"], dtype=float)
-    step = np.clip(np.asarray(position) - here, -0.05, 0.05)
-    turn = matrix_to_rotvec(rotation @ quat_matrix(robot["eef_quat"]).T)
-    norm = float(np.linalg.norm(turn))
-    if norm > TURN_STEP:
-        turn *= TURN_STEP / norm
-    return np.concatenate([step, turn, [grip]])[None, :]
-
-
-def down_rotation(yaw: float) -> np.ndarray:
-    """Tool frame pointing down (z = −world z) turned by ``yaw`` about the vertical."""
-    c, s = np.cos(yaw), np.sin(yaw)
-    return np.array([[c, s, 0.0], [s, -c, 0.0], [0.0, 0.0, -1.0]])
-
-
-def quat_matrix(xyzw: list[float]) -> np.ndarray:
-    """Rotation matrix of a unit quaternion given as (x, y, z, w)."""
-    x, y, z, w = xyzw
-    return np.array([[1 - 2 * (y * y + z * z), 2 * (x * y - z * w), 2 * (x * z + y * w)],
-                     [2 * (x * y + z * w), 1 - 2 * (x * x + z * z), 2 * (y * z - x * w)],
-                     [2 * (x * z - y * w), 2 * (y * z + x * w), 1 - 2 * (x * x + y * y)]])
 
 
 class ReferencePolicy(ScriptedWeighingPolicy):
@@ -383,10 +287,3 @@ POLICIES: dict[str, type[ScriptedWeighingPolicy]] = {
 def make_policy(name: str, seed: int = 0, **options: Any) -> ScriptedWeighingPolicy:
     """Build a baseline policy by name (``reference``, ``clumsy``, ``fixed-preference``, ``random``)."""
     return build_policy(POLICIES, name, seed, **options)
-
-
-def build_policy(policies: Mapping[str, Callable[..., P]], name: str, seed: int, **options: Any) -> P:
-    """The policy ``name`` of a family's table ``policies``, built with ``seed`` and ``options``."""
-    check_choice("policy", name, policies)
-    return policies[name](seed, **options)
-

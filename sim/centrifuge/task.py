@@ -1,7 +1,6 @@
 """Centrifuge-loading episodes in the embedded MuJoCo bench, one run directory per episode.
 
-:func:`run_centrifuge` is the library entry point behind ``labrecord sim centrifuge``.
-Instances come from the centrifuge contract (``labrecord.scorers.contracts.centrifuge``):
+The family's :class:`~labrecord.sim.episodes.BenchTask`.  Instances come from the centrifuge contract (``labrecord.scorers.contracts.centrifuge``):
 
 * ``basic`` — one tube seated, the other standing ready (``held``).  Drawn in blocks of
   four: an answer-changing pair (the first tube's actual slot differs, so the legal
@@ -19,18 +18,15 @@ a ``recovery`` event.
 """
 from __future__ import annotations
 
-import os
-from collections.abc import Callable
-from pathlib import Path
+from collections.abc import Callable, Hashable
 from typing import Any
 
 import numpy as np
 
 from labrecord.models import Recovery
 from labrecord.recorders.online import ContractScorer
-from labrecord.sim.episodes import family_bench, policy_seed, record_episode, run_family
-from labrecord.sim.fanout import check_request, headless_rendering
-from labrecord.sim.weighing import CHECKPOINT_DECISION, EpisodeSpec, instance_id_of, instance_records
+from labrecord.sim.episodes import BenchTask, instance_id_of, instance_records
+from labrecord.sim.fanout import check_request
 
 FAMILY = "centrifuge"
 CONDITIONS = ("basic", "extended")
@@ -40,6 +36,8 @@ MAX_TIME_S = {"basic": 45.0, "extended": 80.0}
 BLOCK = {"basic": 4, "extended": 4}
 #: physics steps before recording starts: seated tubes come to rest on their bore floors
 SETTLE_STEPS = 250
+#: the first registered decision of every episode (where the next tube goes)
+CHECKPOINT_DECISION = "d0"
 
 
 def draw_block(condition: str, seed: int, block: int) -> tuple[list[Any], list[tuple[str, list[int]]]]:
@@ -88,29 +86,6 @@ def population_records(condition: str, drawn: list[Any], pairs: list[tuple[str, 
     return records
 
 
-def run_centrifuge(out_dir: str | os.PathLike[str], condition: str = "basic", policy: str = "reference",
-                   episodes: int = 8, seed: int = 0, workers: int = 1, *, cameras: bool = True, size: int = 224,
-                   max_time_s: float | None = None, progress: Callable[[int], None] | None = None,
-                   **policy_options: Any) -> list[Path]:
-    """Run ``episodes`` centrifuge-loading episodes; returns the run directories in order.
-
-    Example::
-
-        runs = run_centrifuge("runs", "basic", "reference", episodes=4, seed=0)
-    """
-    from labrecord.sim.centrifuge_policies import make_policy
-
-    make_policy(policy, seed, **policy_options)  # fail fast on a bad name or option
-    return run_family(out_dir, FAMILY, condition, policy, episodes, seed, workers, population=population, run=run_episode,
-                      cameras=cameras, size=size, max_time_s=max_time_s, progress=progress, policy_options=policy_options)
-
-
-def instruction_of(instance: Any) -> str:
-    if instance.start:
-        return "Balance the rotor: insert the free tube into the slot opposite the loaded tube, then stop."
-    return "Load both tubes into opposite slots of the rotor, then stop."
-
-
 class CentrifugeScorer(ContractScorer):
     """The contract scorer plus recovery bookkeeping: a failed insertion of a tube that is
     later confirmed inserted is resolved by a ``recovery`` event (``of_seq`` the failure)."""
@@ -131,25 +106,51 @@ class CentrifugeScorer(ContractScorer):
                     self.emit(Recovery, t=event.t, of_seq=seq, resolved=True)
         self.advanced = f
 
-    def display(self) -> dict[str, Any]:
-        return {}
+    #: no public readout: the cameras show the rotor
+    readout_channels: tuple[str, ...] = ()
 
 
-def run_episode(spec: EpisodeSpec) -> Path:
-    """One episode, one run directory (``<out_dir>/<run_id>``); seated tubes settle
-    (:data:`SETTLE_STEPS`) before recording starts."""
-    headless_rendering()
-    from labrecord.sim.centrifuge_policies import make_policy
-    from labrecord.sim.centrifuge_scene import CAMERAS, CentrifugeEnv
+class CentrifugeTask(BenchTask):
+    name = FAMILY
+    cameras = ("front", "wrist")
+    checkpoint_decision = CHECKPOINT_DECISION
 
-    instance = spec.instance
-    policy = make_policy(spec.policy, policy_seed(spec), calibration=instance.calibration, **dict(spec.policy_options))
-    env = family_bench(_BENCHES, spec, CentrifugeEnv, instance.calibration, policy.capabilities.action_spec, CAMERAS)
-    env.reset(instance, settle_steps=SETTLE_STEPS)
-    return record_episode(spec, env, policy, CentrifugeScorer, family=FAMILY, instruction=instruction_of(instance),
-                          max_time_s=spec.max_time_s or MAX_TIME_S[spec.condition], benches=_BENCHES,
-                          layout_text=repr((round(instance.rotor_yaw, 9), instance.layout_seed)),
-                          scene="labrecord.sim.assets/centrifuge.xml", memory=policy.capabilities.memory)
+    def population(self, condition: str, episodes: int, seed: int) -> tuple[list[Any], list[Any]]:
+        return population(condition, episodes, seed)
+
+    def max_time_s(self, condition: str, policy: str) -> float:
+        return MAX_TIME_S[condition]
+
+    def make_policy(self, name: str, seed: int, instance: Any = None, **options: Any) -> Any:
+        from labrecord.sim.centrifuge.policies import make_policy
+
+        if instance is not None:
+            options["calibration"] = instance.calibration
+        return make_policy(name, seed, **options)
+
+    def bench_key(self, instance: Any) -> Hashable:
+        return instance.calibration
+
+    def make_bench(self, instance: Any, action_spec: Any, cameras: tuple[str, ...], size: int) -> Any:
+        from labrecord.sim.centrifuge.env import CentrifugeEnv
+
+        return CentrifugeEnv(instance.calibration, action_spec, cameras=cameras, size=size)
+
+    def prepare(self, env: Any, instance: Any) -> Any:
+        """Seated tubes settle (:data:`SETTLE_STEPS`) before recording starts."""
+        env.reset(instance, settle_steps=SETTLE_STEPS)
+        return instance
+
+    def scorer(self, contract: Any, instance: Any, columns: tuple[str, ...], window_s: float | None) -> Any:
+        return CentrifugeScorer(contract, instance, columns=columns, window_s=window_s)
+
+    def instruction(self, instance: Any) -> str:
+        if instance.start:
+            return "Balance the rotor: insert the free tube into the slot opposite the loaded tube, then stop."
+        return "Load both tubes into opposite slots of the rotor, then stop."
+
+    def layout_text(self, instance: Any) -> str:
+        return repr((round(instance.rotor_yaw, 9), instance.layout_seed))
 
 
-_BENCHES: dict[Any, Any] = {}
+TASK = CentrifugeTask()

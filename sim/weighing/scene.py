@@ -13,19 +13,12 @@ derived in bulk by :func:`derive_block`, so recording keeps up with the physics.
 """
 from __future__ import annotations
 
-import os
-import warnings
-
-import importlib.resources
 from dataclasses import dataclass, field
-from collections.abc import Sequence
-from typing import Any
 
 import numpy as np
 
-from labrecord.errors import LabrecordError
-
 from labrecord.recorders.contacts import ENTITY_CODES, OBJECT0
+from labrecord.sim.bench.scene import ARM, BenchScene, asset_text, build_model
 
 STANDARDS: tuple[str, ...] = ("w10", "w20", "w50", "w100")
 STANDARD_GRAMS: dict[str, int] = {"w10": 10, "w20": 20, "w50": 50, "w100": 100}
@@ -36,44 +29,13 @@ TABLE_SPOTS: tuple[tuple[float, float], ...] = ((0.25, -0.15), (0.25, -0.05), (0
 PAN_SPOTS: tuple[tuple[float, float], ...] = ((0.055, 0.0), (0.0, 0.055), (-0.055, 0.0), (0.0, -0.055))
 PAN_TOP_Z = 0.070
 PAN_RADIUS = 0.1
-PHYSICS_HZ = 500.0
-#: the arm's base frame in the world (m); the arm faces +x, over the balance to the table spots
-ARM_BASE = (-0.40, 0.0, 0.0)
-#: names of the attached arm's elements carry this prefix
-ARM = "panda/"
-ARM_JOINTS: tuple[str, ...] = tuple(f"{ARM}joint{i}" for i in range(1, 8))
-#: start configuration: tool centre 0.5 m in front of the base, 0.3 m up, pointing down
-HOME_Q: tuple[float, ...] = (0.0, -0.098, 0.0, -2.287, 0.0, 2.19, 0.785)
-#: finger travel per finger (m): 0.04 open, 0 closed
-FINGER_OPEN_M = 0.04
-#: registered camera name -> model camera (the wrist camera rides on the arm's hand)
-CAMERA_OF = {"front": "front", "wrist": f"{ARM}wrist", "display": "display"}
 
 
 def scene_xml() -> str:
     """The bench's MJCF text (without the arm) with the seven-segment display geoms and the
     contact sensors spliced in."""
-    text = importlib.resources.files("labrecord.sim.assets").joinpath("weighing.xml").read_text()
+    text = asset_text("weighing.xml")
     return text.replace("<!--DISPLAY_SEGMENTS-->", _segment_geoms()).replace("<!--CONTACT_SENSORS-->", _contact_sensors())
-
-
-def arm_path() -> str:
-    """Path of the standalone Panda MJCF (arm + gripper; meshes beside it)."""
-    return str(importlib.resources.files("labrecord.sim.assets").joinpath("panda", "panda.xml"))
-
-
-def build_model(text: str | None = None) -> Any:
-    """The compiled scene: the bench (``text``, default :func:`scene_xml`) with the Panda
-    attached at :data:`ARM_BASE`."""
-    import mujoco
-
-    spec = mujoco.MjSpec.from_string(text if text is not None else scene_xml())
-    arm = mujoco.MjSpec.from_file(arm_path())
-    frame = spec.worldbody.add_frame(pos=list(ARM_BASE))
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # the arm's own compiler options are the scene's
-        frame.attach_body(arm.body("link0"), ARM, "")
-    return spec.compile()
 
 
 #: entity code -> how a contact sensor names it (geom, body or subtree attribute, name, label)
@@ -182,7 +144,7 @@ def random_layout(on_pan: frozenset[str], rng: np.random.Generator) -> Layout:
                   pan_spot={name: pan[i] for i, name in enumerate(STANDARDS)})
 
 
-class WeighingScene:
+class WeighingScene(BenchScene):
     """One MuJoCo model + data of the weighing bench with the Panda arm.
 
     ``step()`` advances physics; ``apply`` holds a joint-space command: seven joint
@@ -192,7 +154,7 @@ class WeighingScene:
     """
 
     def __init__(self, width: int = 224, height: int = 224) -> None:
-        self._bind(build_model(), OBJECTS, "pan", width, height)
+        self._bind(build_model(scene_xml()), OBJECTS, "pan", width, height)
         m = self.model
         self.object_bodies = np.array([self.body_id[name] for name in OBJECTS])
         self.object_qvel = np.array([self.qvel_adr[name] for name in OBJECTS])
@@ -205,28 +167,6 @@ class WeighingScene:
         self.base_mass = {name: float(m.body_mass[self.body_id[name]]) for name in OBJECTS}
         self.base_inertia = {name: m.body_inertia[self.body_id[name]].copy() for name in OBJECTS}
         self._displayed: str | None = None
-
-    def _bind(self, model: Any, objects: Sequence[str], fixture: str, width: int, height: int) -> None:
-        """Take ``model`` with a fresh data and the ids every bench's arm methods read: the
-        free ``objects``' bodies and joint addresses, the ``fixture`` body, the arm's joints,
-        fingers, actuators and TCP site."""
-        import mujoco
-
-        self.mujoco = mujoco
-        self.model = m = model
-        self.data = mujoco.MjData(m)
-        self.width, self.height = width, height
-        self._renderer: Any = None
-        self.dt = float(m.opt.timestep)
-        self.body_id = {name: m.body(name).id for name in (*objects, fixture)}
-        self.qpos_adr = {name: int(m.jnt_qposadr[m.joint(name).id]) for name in objects}
-        self.qvel_adr = {name: int(m.jnt_dofadr[m.joint(name).id]) for name in objects}
-        self.arm_qpos = np.array([m.jnt_qposadr[m.joint(j).id] for j in ARM_JOINTS])
-        self.arm_qvel = np.array([m.jnt_dofadr[m.joint(j).id] for j in ARM_JOINTS])
-        self.finger_qpos = np.array([m.jnt_qposadr[m.joint(f"{ARM}finger_{side}").id] for side in ("left", "right")])
-        self.arm_ctrl = np.array([m.actuator(j).id for j in ARM_JOINTS])
-        self.grip_ctrl = int(m.actuator(f"{ARM}gripper").id)
-        self.tcp_site = int(m.site(f"{ARM}tcp").id)
 
     # -- instance ---------------------------------------------------------------------
     def reset(self, placement: Placement) -> None:
@@ -252,39 +192,9 @@ class WeighingScene:
         self._set_free("sample", (0.0, 0.0, PAN_TOP_Z + 0.02))
         self.home_arm()
 
-    def home_arm(self) -> None:
-        """The arm at :data:`HOME_Q` with open fingers, commanded to stay there; the rest of
-        the model's state as set, positions forwarded (the last step of every bench's reset)."""
-        self.data.qpos[self.arm_qpos] = HOME_Q
-        self.data.qpos[self.finger_qpos] = FINGER_OPEN_M
-        self.apply(np.array([*HOME_Q, 0.0]))
-        self.mujoco.mj_forward(self.model, self.data)
-
-    def _set_free(self, name: str, pos: tuple[float, float, float]) -> None:
-        adr = self.qpos_adr[name]
-        self.data.qpos[adr:adr + 3] = pos
-        self.data.qpos[adr + 3:adr + 7] = (1.0, 0.0, 0.0, 0.0)
-
-    # -- control and stepping ---------------------------------------------------------
-    def apply(self, command: np.ndarray) -> None:
-        """Hold ``[q1 … q7, grip]``: joint position targets and the gripper command."""
-        self.data.ctrl[self.arm_ctrl] = command[:7]
-        self.data.ctrl[self.grip_ctrl] = FINGER_OPEN_M * (1.0 - float(np.clip(command[7], 0.0, 1.0)))
-
-    def step(self) -> None:
-        self.mujoco.mj_step(self.model, self.data)
-
-    @property
-    def time(self) -> float:
-        return float(self.data.time)
-
     def load_force(self) -> float:
         """Upward support force on the pan (N), including the pan's own weight."""
         return float(self.data.sensordata[2])
-
-    def contacts(self) -> np.ndarray:
-        """(ncon, 2) geom ids of the current contacts (a copy)."""
-        return self.data.contact.geom[: self.data.ncon].copy()
 
     def object_state(self) -> tuple[np.ndarray, np.ndarray]:
         """Positions (5, 3) and linear speeds (5,) of sample and standards."""
@@ -292,29 +202,6 @@ class WeighingScene:
         pos = d.xpos[self.object_bodies]
         vel = d.qvel[self.object_qvel[:, None] + np.arange(3)]
         return pos.copy(), np.sqrt((vel * vel).sum(axis=1))
-
-    def joint_pos(self) -> np.ndarray:
-        return self.data.qpos[self.arm_qpos].copy()
-
-    def tcp_pose(self) -> tuple[np.ndarray, np.ndarray]:
-        """Tool-centre position (3,) and rotation matrix (3, 3) in the world frame."""
-        return self.data.site_xpos[self.tcp_site].copy(), self.data.site_xmat[self.tcp_site].reshape(3, 3).copy()
-
-    def robot_state(self) -> dict[str, Any]:
-        """Proprioception: joint positions and velocities (rad, rad/s), finger positions (m,
-        each finger from closed), tool-centre position (m, world) and orientation
-        (quaternion x, y, z, w, world)."""
-        pos, rot = self.tcp_pose()
-        wxyz = np.zeros(4)
-        self.mujoco.mju_mat2Quat(wxyz, rot.reshape(-1))
-        d = self.data
-        # one list of Python floats, rounded in one pass, then cut into the fields
-        values = [round(v, 6) for v in np.concatenate((d.qpos[self.arm_qpos], d.qvel[self.arm_qvel],
-                                                        d.qpos[self.finger_qpos], pos, wxyz[1:], wxyz[:1])).tolist()]
-        arm, fingers = len(self.arm_qpos), len(self.finger_qpos)
-        return {"joint_pos": values[:arm], "joint_vel": values[arm:2 * arm],
-                "gripper_qpos": values[2 * arm:2 * arm + fingers], "eef_pos": values[2 * arm + fingers:2 * arm + fingers + 3],
-                "eef_quat": values[2 * arm + fingers + 3:]}
 
     def object_poses(self) -> dict[str, list[float]]:
         """Poses of the labeled standards and the sample box (what the cameras show)."""
@@ -332,25 +219,3 @@ class WeighingScene:
             self.model.geom_rgba[geom] = SEGMENT_ON if name in lit else SEGMENT_OFF
         self.model.geom_rgba[self.model.geom("stable_lamp").id] = (0.1, 0.9, 0.1, 1) if stable else (0.2, 0.2, 0.2, 1)
         self._displayed = key
-
-    def _make_renderer(self) -> Any:
-        try:
-            return self.mujoco.Renderer(self.model, self.height, self.width)
-        except Exception as error:  # mujoco raises RuntimeError/FatalError/ctypes errors by backend
-            backend = os.environ.get("MUJOCO_GL", "(unset)")
-            raise LabrecordError(
-                f"offscreen rendering is unavailable (MUJOCO_GL={backend}): {str(error).splitlines()[-1]}; "
-                "install EGL (Debian: apt-get install libegl1 libgl1-mesa-dri) or run without cameras (--no-cameras)"
-            ) from error
-
-    def render(self, camera: str) -> np.ndarray:
-        """An RGB frame (H, W, 3) uint8 from a named camera."""
-        if self._renderer is None:
-            self._renderer = self._make_renderer()
-        self._renderer.update_scene(self.data, camera=CAMERA_OF.get(camera, camera))
-        return self._renderer.render()
-
-    def close(self) -> None:
-        if self._renderer is not None:
-            self._renderer.close()
-            self._renderer = None

@@ -1,6 +1,6 @@
 """Placement-recall episodes in the embedded MuJoCo rack bench, one run directory per episode.
 
-:func:`run_rack` is the library entry point behind ``labrecord sim rack``:
+The family's :class:`~labrecord.sim.episodes.BenchTask`:
 
 * ``basic`` — an empty rack, the sample in its stand, a stationary occluded interval;
 * ``extended`` — three distractor tubes with the sample's cap (same appearance) in
@@ -19,18 +19,15 @@ report of the recalled slot, bound to the current opportunity.
 from __future__ import annotations
 
 import math
-import os
-from collections.abc import Callable
-from pathlib import Path
+from collections.abc import Callable, Hashable
 from typing import Any
 
 import numpy as np
 
 from labrecord.models import Operation, Recovery, StateReport
 from labrecord.recorders.online import ContractScorer
-from labrecord.sim.episodes import family_bench, policy_seed, record_episode, run_family
-from labrecord.sim.fanout import check_request, headless_rendering
-from labrecord.sim.weighing import EpisodeSpec, instance_records
+from labrecord.sim.episodes import BenchTask, instance_records
+from labrecord.sim.fanout import check_request
 
 FAMILY = "rack"
 CONDITIONS = ("basic", "extended")
@@ -41,7 +38,7 @@ RETRIEVAL_DECISION = "d2"
 
 def draw(condition: str, seed: int, episode: int) -> Any:
     from labrecord.scorers.contracts.rack import SLOTS, RackInstance
-    from labrecord.sim.rack_scene import DISTRACTORS, REGION
+    from labrecord.sim.rack.scene import DISTRACTORS, REGION
 
     rng_task, rng_layout = np.random.default_rng([seed, 0, episode]), np.random.default_rng([seed, 1, episode])
     start = (0.22 + float(rng_layout.uniform(-0.02, 0.02)), 0.20 + float(rng_layout.uniform(-0.02, 0.02)), 0.05,
@@ -66,27 +63,6 @@ def population(condition: str, episodes: int, seed: int) -> tuple[list[Any], lis
     """The drawn instances and their population records: ``Instance`` + ``Checkpoint(d2)`` each."""
     drawn = instances(condition, episodes, seed)
     return drawn, instance_records(f"{FAMILY}-{condition}", condition, drawn, RETRIEVAL_DECISION)
-
-
-def run_rack(out_dir: str | os.PathLike[str], condition: str = "basic", policy: str = "reference", episodes: int = 8,
-             seed: int = 0, workers: int = 1, *, cameras: bool = True, size: int = 224, max_time_s: float | None = None,
-             progress: Callable[[int], None] | None = None, **policy_options: Any) -> list[Path]:
-    """Run ``episodes`` placement-recall episodes; returns the run directories in order.
-
-    Example::
-
-        runs = run_rack("runs", "extended", "reference", episodes=4, seed=0)
-    """
-    from labrecord.sim.rack_policies import make_policy
-
-    make_policy(policy, seed, **policy_options)  # fail fast on a bad name or option
-    return run_family(out_dir, FAMILY, condition, policy, episodes, seed, workers, population=population, run=run_episode,
-                      cameras=cameras, size=size, max_time_s=max_time_s, progress=progress, policy_options=policy_options)
-
-
-def instruction_of(instance: Any) -> str:
-    return ("Place the sample tube in a free hole of the rack and withdraw; after the pause, "
-            "retrieve that same tube and set it on the green region, then stop.")
 
 
 class RackScorer(ContractScorer):
@@ -124,25 +100,44 @@ class RackScorer(ContractScorer):
             "reference": {"sample_slot": SLOTS[state.bound] if state.bound >= 0 else None},
             "evidence_version": current.evidence_version})
 
-    def display(self) -> dict[str, Any]:
-        return {}
+    #: no public readout: the cameras show the rack
+    readout_channels: tuple[str, ...] = ()
 
 
-def run_episode(spec: EpisodeSpec) -> Path:
-    """One episode, one run directory (``<out_dir>/<run_id>``); the bench is built for the
-    instance's number of distractors."""
-    headless_rendering()
-    from labrecord.sim.rack_policies import make_policy
-    from labrecord.sim.rack_scene import CAMERAS, RackEnv
+class RackTask(BenchTask):
+    name = FAMILY
+    cameras = ("front", "wrist")
+    checkpoint_decision = RETRIEVAL_DECISION
 
-    instance = spec.instance
-    policy = make_policy(spec.policy, policy_seed(spec), **dict(spec.policy_options))
-    env = family_bench(_BENCHES, spec, RackEnv, len(instance.distractors), policy.capabilities.action_spec, CAMERAS)
-    env.reset(instance)
-    return record_episode(spec, env, policy, RackScorer, family=FAMILY, instruction=instruction_of(instance),
-                          max_time_s=spec.max_time_s or MAX_TIME_S[spec.condition], benches=_BENCHES,
-                          layout_text=repr((instance.rack_pose, instance.moved_pose, instance.layout_seed)),
-                          scene="labrecord.sim.assets/rack.xml", memory="placement history (episode)")
+    def population(self, condition: str, episodes: int, seed: int) -> tuple[list[Any], list[Any]]:
+        return population(condition, episodes, seed)
+
+    def max_time_s(self, condition: str, policy: str) -> float:
+        return MAX_TIME_S[condition]
+
+    def make_policy(self, name: str, seed: int, instance: Any = None, **options: Any) -> Any:
+        from labrecord.sim.rack.policies import make_policy
+
+        return make_policy(name, seed, **options)
+
+    def bench_key(self, instance: Any) -> Hashable:
+        """The bench is built for the instance's number of distractors."""
+        return len(instance.distractors)
+
+    def make_bench(self, instance: Any, action_spec: Any, cameras: tuple[str, ...], size: int) -> Any:
+        from labrecord.sim.rack.env import RackEnv
+
+        return RackEnv(len(instance.distractors), action_spec, cameras=cameras, size=size)
+
+    def scorer(self, contract: Any, instance: Any, columns: tuple[str, ...], window_s: float | None) -> Any:
+        return RackScorer(contract, instance, columns=columns, window_s=window_s)
+
+    def instruction(self, instance: Any) -> str:
+        return ("Place the sample tube in a free hole of the rack and withdraw; after the pause, "
+                "retrieve that same tube and set it on the green region, then stop.")
+
+    def layout_text(self, instance: Any) -> str:
+        return repr((instance.rack_pose, instance.moved_pose, instance.layout_seed))
 
 
-_BENCHES: dict[Any, Any] = {}
+TASK = RackTask()

@@ -28,9 +28,9 @@ from typing import Any
 
 from labrecord.models import Operation
 from labrecord.recorders.policy import ActionChunk, Observation
-from labrecord.sim.centrifuge_policies import GRASP_FROM_TIP, HOME, SAFE_Z, ScriptedCentrifugePolicy, Step, lift_upright
+from labrecord.sim.bench.policies import HOME, build_policy
+from labrecord.sim.bench.tube_policies import GRASP_FROM_TIP, SAFE_Z, Step, TubePolicy, lift_upright
 from labrecord.sim.fanout import check_choice
-from labrecord.sim.policies import ScriptedPolicy, build_policy
 
 #: gripper command while "open" among neighbouring tubes: 14 mm per finger
 OPEN = 0.65
@@ -83,13 +83,10 @@ def grasp_yaw(rack_yaw: float) -> float:
     return math.remainder(yaw, math.pi) if abs(math.remainder(yaw, math.pi)) != math.pi / 2 else math.pi / 2
 
 
-class ScriptedRackPolicy(ScriptedCentrifugePolicy):
+class ScriptedRackPolicy(TubePolicy):
     """Shared machinery: place, remember, wait out the transition, retrieve, set down."""
 
-    name = "scripted"
-
-    def __init__(self, seed: int = 0) -> None:
-        ScriptedPolicy.__init__(self, seed)  # no rotor: the centrifuge policy's calibration is left out
+    memory = "placement history (episode)"
 
     def reset(self, episode: int) -> None:
         super().reset(episode)
@@ -128,7 +125,7 @@ class ScriptedRackPolicy(ScriptedCentrifugePolicy):
         assert self.placed is not None
         return self.placed
 
-    def choose(self, poses: dict[str, Any]) -> Operation | None:  # type: ignore[override]
+    def choose(self, poses: dict[str, Any]) -> Operation | None:
         from labrecord.scorers.contracts.rack import SLOTS
 
         occupied = [s for s in (slot_of(poses, tip) for tip in tips(poses)) if s]
@@ -150,7 +147,7 @@ class ScriptedRackPolicy(ScriptedCentrifugePolicy):
 
     def loose_tube(self, poses: dict[str, Any]) -> list[float] | None:
         """A tube lying or standing on the table outside the marked region (not in the rack)."""
-        from labrecord.sim.rack_scene import REGION, STAND
+        from labrecord.sim.rack.scene import REGION, STAND
 
         x0, x1, y0, y1 = REGION
         for tip in tips(poses):
@@ -160,8 +157,8 @@ class ScriptedRackPolicy(ScriptedCentrifugePolicy):
                 return tip
         return None
 
-    def phases_for(self, op: Operation, poses: dict[str, Any]) -> list[Any]:  # type: ignore[override]
-        from labrecord.sim.rack_scene import STAND
+    def phases_for(self, op: Operation, poses: dict[str, Any]) -> list[Any]:
+        from labrecord.sim.rack.scene import STAND
 
         if op.kind == "place" and op.dest != "table":
             label = str(op.dest)
@@ -191,7 +188,7 @@ class ScriptedRackPolicy(ScriptedCentrifugePolicy):
         return out + [Step(HOME, 0.0)]
 
     def set_down(self, poses: dict[str, Any], yaw: float) -> list[Step]:
-        from labrecord.sim.rack_scene import REGION
+        from labrecord.sim.rack.scene import REGION
 
         x0, x1, y0, y1 = REGION
         spot = ((x0 + x1) / 2, (y0 + y1) / 2)

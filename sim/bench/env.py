@@ -1,68 +1,49 @@
-"""The weighing bench as an :class:`~labrecord.recorders.loop.Environment`.
+"""What every bench environment shares: the step owner's side of a scene (an
+:class:`~labrecord.recorders.loop.Environment`).
 
-A control period's physics steps run inside ``mujoco.rollout``, which leaves per step
-only raw rows (the physics state and the sensor row — load cell, the arm-on-balance force
-and the per-pair contact sensors, all evaluated by MuJoCo inside ``mj_step``);
-:meth:`WeighingEnv.end_block` turns a block into the measurement columns of
-``labrecord.measurements`` (family ``weighing``) in bulk.  The display the policy sees
-comes from the task contract's display chain fed with those same columns (see
-:class:`labrecord.recorders.online.ContractScorer`).
+:class:`BenchEnv` executes action rows through the arm controller (joint targets ramped
+over a control period), advances physics inside MuJoCo's ``rollout`` while keeping each
+step's full state and sensor row, resets to an instance (with settling steps), saves and
+restores checkpoints and renders.  A family's env (``sim/<family>/env.py``) derives its
+measurement columns from the kept rows in ``end_block`` and may publish readouts the
+scorer declares (:meth:`BenchEnv.show`).
 """
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
-from labrecord.recorders.contacts import OBJECT0, TABLE, found_matrix, hand_on_pan, robot_touch, supported_by_pan
 from labrecord.models import ActionSpec
-from labrecord.sim.scene import (
-    FINGER_OPEN_M, OBJECTS, PAN_RADIUS, PHYSICS_HZ, STANDARDS, Placement, WeighingScene, contact_pairs,
-)
+from labrecord.sim.bench.scene import PHYSICS_HZ
 
-CAMERAS: tuple[str, ...] = ("front", "wrist", "display")
-#: evaluator-state channels: given to a policy only when it declares them (privileged)
-PRIVILEGED_CHANNELS: tuple[str, ...] = ("display_reading", "object_poses")
 DEFAULT_SIZE = 224
 #: sub-steps of the joint-target ramp within one control period
 RAMP_STEPS = 10
-#: load-cell capacity (about 5 kg with the pan): beyond it the sensor reports overload and the reading is invalid
-CAPACITY_N = 50.0
-#: the standards' places among the objects (the sample comes first)
-_STANDARDS = slice(1, len(OBJECTS))
-assert OBJECTS[_STANDARDS] == STANDARDS
-#: per-standard measurement column names, standard by standard (end_block's column order)
-_COLUMN_NAMES: tuple[str, ...] = tuple(f"{name}_{quantity}" for name in STANDARDS for quantity in (
-    "on_pan", "contact", "grasped", "speed", "over_pan", "on_table", "x", "y", "z"))
-#: distinct contact states whose graph a bench keeps (a bound, never reached in practice)
-_KNOWN_STATES = 4096
 
 
-class WeighingEnv:
-    """Scene + raw step recording; ``display`` supplies the public readout."""
+class BenchEnv:
+    """A bench ``scene`` as the step owner drives it; ``bodies`` are the scene's free
+    bodies (declared consecutively) whose state rows the measurement columns read."""
 
     physics_hz = PHYSICS_HZ
-    privileged_channels = PRIVILEGED_CHANNELS
+    #: evaluator-state channels: given to a policy only when it declares them (privileged)
+    privileged_channels: tuple[str, ...] = ("object_poses",)
 
-    def __init__(self, action_spec: ActionSpec | None = None, cameras: tuple[str, ...] = CAMERAS,
-                 size: int = DEFAULT_SIZE) -> None:
+    def __init__(self, scene: Any, bodies: tuple[str, ...] | list[str], action_spec: ActionSpec | None,
+                 cameras: tuple[str, ...]) -> None:
         from labrecord.sim.control import ArmController, action_spec as spec_of
 
-        self.scene = WeighingScene(size, size)
+        self.scene = scene
         self.action_spec = action_spec or spec_of("eef_delta")
         self.controller = ArmController(self.scene, self.action_spec)
         self.control_hz = self.action_spec.control_hz
         self.cameras = cameras
-        self._pairs = contact_pairs()
-        self._contact_known: dict[bytes, np.ndarray] = {}
         self._k = 0
         self._step = 0
         self._ramp: tuple[np.ndarray, np.ndarray] | None = None
-        self.f_empty_n = 0.0
-        self.display: Callable[[], dict[str, Any]] = lambda: {}
-        self._bind_rows(OBJECTS)
+        self._bind_rows(bodies)
 
     def _bind_rows(self, bodies: tuple[str, ...] | list[str]) -> None:
         """The per-step buffers of one control period and the views the measurement
@@ -95,20 +76,9 @@ class WeighingEnv:
         return float(self._data.time)
 
     # -- episode set-up -----------------------------------------------------------------
-    def calibrate_empty(self) -> float:
-        """F↑_empty: the settled load-cell force with nothing on the pan (eq. 8 bias)."""
-        scene = self.scene
-        scene.reset(Placement(sample_g=100.0, initially_on_pan=frozenset(), layout=_default_layout()))
-        adr = scene.qpos_adr["sample"]
-        scene.data.qpos[adr:adr + 3] = (0.3, 0.35, 0.021)
-        scene.mujoco.mj_forward(scene.model, scene.data)
-        for _ in range(100):
-            scene.step()
-        self.f_empty_n = scene.load_force()
-        return self.f_empty_n
-
-    def reset(self, placement: Placement, settle_steps: int = 0) -> None:
-        self.scene.reset(placement)
+    def reset(self, instance: Any, settle_steps: int = 0) -> None:
+        """The scene reset to ``instance``, then ``settle_steps`` physics steps before recording."""
+        self.scene.reset(instance)
         for _ in range(settle_steps):
             self.scene.step()
         self._k = 0
@@ -158,69 +128,17 @@ class WeighingEnv:
         self._ramp = None
 
     def end_block(self) -> dict[str, np.ndarray]:
-        """Weighing measurement columns for the steps since the last call (n rows)."""
+        """The family's measurement columns for the steps since the last call (n rows)."""
+        raise NotImplementedError(f"{type(self).__name__} measures no columns")
+
+    def _block_steps(self) -> tuple[int, dict[str, np.ndarray]]:
+        """``(n, {step, t})``: the rows kept since the last block and their common columns;
+        the block cursor moves on."""
         n = self._k
-        found = self._sensor_rows[:n, self.scene.touch_adr:] > 0
-        # contacts change rarely within a control period: one graph per run of equal rows
-        new = np.ones(n, dtype=bool)
-        new[1:] = (found[1:] != found[:-1]).any(axis=1)
-        row_of = np.cumsum(new) - 1
-        graph = self._contact_features(found[new]).T[:, row_of]  # (features, n): each one a contiguous row
-        k = len(STANDARDS)
-        closed = float(self._data.ctrl[self.scene.grip_ctrl]) < 0.5 * FINGER_OPEN_M  # command toward closed
-        grasped = graph[2 * k:3 * k] & closed
-        lin = self._qvel_rows[:n].reshape(n, len(OBJECTS), 6)[:, _STANDARDS, :3]
-        speed = np.sqrt((lin * lin).sum(axis=2)).T.copy()
-        pos = self._qpos_rows[:n].reshape(n, len(OBJECTS), 7)[:, _STANDARDS, :3].transpose(1, 2, 0).copy()
-        # over the pan's footprint: a release there that does not land is a miss
-        over = np.hypot(pos[:, 0], pos[:, 1]) < PAN_RADIUS
-        sensors = self._sensor_rows[:n]
-        force = sensors[:, 2].copy()
-        adr = self.scene.balance_force_adr
-        force_on_balance = sensors[:, adr:adr + 3]
-        columns: dict[str, np.ndarray] = {
-            "step": np.arange(self._step, self._step + n, dtype=np.int64),
-            "t": self._t[:n].copy(),
-            "pan_force_n": force,
-            "sensor_ok": np.isfinite(force) & (np.abs(force) <= CAPACITY_N),
-            "pan_speed": np.zeros(n),  # the pan is welded to the balance base
-            "hand_pan_contact": graph[-1],
-            "arm_speed": np.abs(self._states[:n, self._arm_qvel]).max(axis=1),
-            "robot_balance_force_n": np.sqrt((force_on_balance * force_on_balance).sum(axis=1)),
-        }
-        # per standard: views into the stacked (k, n) arrays, named as in _COLUMN_NAMES
-        stacked = (graph[:k], graph[k:2 * k], grasped, speed, over, graph[3 * k:4 * k], pos[:, 0], pos[:, 1], pos[:, 2])
-        columns.update(zip(_COLUMN_NAMES, [rows[i] for i in range(k) for rows in stacked]))
+        columns = {"step": np.arange(self._step, self._step + n, dtype=np.int64), "t": self._t[:n].copy()}
         self._step += n
         self._k = 0
-        return columns
-
-    def _contact_features(self, found: np.ndarray) -> np.ndarray:
-        """(u, 4·k + 1) bool for u contact-sensor rows: per standard on the pan's support
-        path, touched by a robot link, between both fingers, on the table; then hand
-        pressure on the load.  A bench meets few distinct contact states, so each one's
-        graph is derived once and kept (keyed by its sensor row)."""
-        known = self._contact_known
-        out = np.empty((len(found), 4 * len(STANDARDS) + 1), dtype=bool)
-        missing = []
-        for i, row in enumerate(found):
-            hit = known.get(row.tobytes())
-            if hit is None:
-                missing.append(i)
-            else:
-                out[i] = hit
-        if missing:
-            touch = found_matrix(found[missing], self._pairs, len(OBJECTS))
-            contact, bilateral = robot_touch(touch)
-            derived = np.concatenate((supported_by_pan(touch)[:, _STANDARDS], contact[:, _STANDARDS],
-                                      bilateral[:, _STANDARDS], touch[:, OBJECT0:, TABLE][:, _STANDARDS],
-                                      hand_on_pan(touch)[:, None]), axis=1)
-            if len(known) > _KNOWN_STATES:
-                known.clear()
-            for i, row in zip(missing, derived):
-                known[found[i].tobytes()] = row
-                out[i] = row
-        return out
+        return n, columns
 
     # -- checkpoints (labrecord.recorders.checkpoint) -------------------------------------
     def get_state(self) -> bytes:
@@ -270,16 +188,16 @@ class WeighingEnv:
 
     # -- public evidence ----------------------------------------------------------------
     def public_state(self) -> dict[str, Any]:
-        """Proprioception (``robot``, native) and the evaluator-state channels
-        ``display_reading`` (numeric reading and stability flag) and ``object_poses``,
-        which reach only a policy that declares them."""
+        """Proprioception (``robot``, native) and ``object_poses`` (evaluator state: what the
+        scene's ``object_poses`` gives), which reaches only a policy that declares it."""
         scene = self.scene
-        return {"robot": scene.robot_state(), "object_poses": scene.object_poses(), "display_reading": self.display()}
+        return {"robot": scene.robot_state(), "object_poses": scene.object_poses()}
+
+    def show(self, readouts: dict[str, Any]) -> None:
+        """Put the scorer's public readouts of this boundary into the scene before it is
+        rendered (a bench with nothing to show ignores them)."""
 
     def render(self, camera: str) -> np.ndarray:
-        reading = self.display()
-        if reading:
-            self.scene.show_reading(reading["text"], reading["stable"])
         return self.scene.render(camera)
 
     def close(self) -> None:
@@ -294,9 +212,3 @@ def _ramp_fraction(steps: int) -> np.ndarray:
     fraction = np.minimum(1.0, (np.arange(steps) // every + 1) / RAMP_STEPS)[:, None]
     fraction.setflags(write=False)
     return fraction
-
-
-def _default_layout() -> Any:
-    from labrecord.sim.scene import Layout
-
-    return Layout(table_spot={name: i for i, name in enumerate(STANDARDS)}, pan_spot={name: i for i, name in enumerate(STANDARDS)})

@@ -12,14 +12,16 @@ and never sees masses.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
-from labrecord.sim.scene import PAN_SPOTS, PAN_TOP_Z, TABLE_SPOTS
+from labrecord.models import Operation
+from labrecord.recorders.adapters.faults import InterfaceViolation
+from labrecord.sim.bench.policies import CONTROL_HZ, HOME, delta_toward
+from labrecord.sim.weighing.scene import PAN_SPOTS, PAN_TOP_Z, TABLE_SPOTS
 
 SAFE_Z = 0.22
-#: tool-centre start and rest position (m), the arm's HOME_Q pose
-HOME = (0.10, 0.0, 0.30)
 #: finger pad half-height (m): the tool centre is the pads' centre
 PAD_HALF = 0.009
 #: lowest tool-centre height over a surface so the pads clear it (m)
@@ -121,3 +123,27 @@ def sample_plan(start: np.ndarray, plan: list[Waypoint], control_hz: float) -> n
         rows += [np.append(goal, (waypoint.yaw, waypoint.grip))] * int(round(waypoint.hold / period))
         here, yaw = goal, waypoint.yaw
     return np.asarray(rows)
+
+
+class SkillRun:
+    """The reference executor carrying out one pick-and-place operation: the planned tool
+    targets, each turned into an end-effector delta from the measured pose."""
+
+    def __init__(self, op: Operation, state: dict[str, Any], control_hz: float = CONTROL_HZ) -> None:
+        from labrecord.sim.weighing.scene import STANDARDS
+
+        if op.kind not in ("add", "remove") or op.object not in STANDARDS or op.dest not in (None, "pan"):
+            raise InterfaceViolation("call_skill", "op", str(op),
+                                     f"add(wXX, pan) or remove(wXX, pan) with wXX one of {list(STANDARDS)}")
+        robot = state["robot"]
+        self.op = op
+        self.rows = sample_plan(np.append(robot["eef_pos"], 0.0),
+                                transfer_plan(op.object, state["object_poses"], op.kind == "add"), control_hz)
+        self.cursor = 0
+
+    def next_row(self, state: dict[str, Any]) -> np.ndarray | None:
+        if self.cursor >= len(self.rows):
+            return None
+        row = self.rows[self.cursor]
+        self.cursor += 1
+        return delta_toward(state["robot"], row)[0]
