@@ -33,7 +33,7 @@ import numpy as np
 
 def constant_policy(rows: int) -> Any:
     from labrecord.recorders.policy import ActionChunk, Capabilities
-    from labrecord.sim.control import action_spec
+    from labrecord.sim.bench.control import action_spec
 
     class Constant:
         capabilities = Capabilities(name="constant", kind="scripted", action_spec=action_spec("eef_delta", 20.0, rows),
@@ -149,7 +149,7 @@ def main() -> None:
 
     from labrecord.recorders.adapters.agent import HttpAgentPolicy
     from labrecord.recorders.adapters.openpi import PROFILES, OpenPIConnection, OpenPIPolicy
-    from labrecord.sim.control import action_spec
+    from labrecord.sim.bench.control import action_spec
 
     policy = constant_policy(args.rows)
     obs = observation(args.size)

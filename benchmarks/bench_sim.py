@@ -63,7 +63,7 @@ def recorded(episodes: int, seed: int, cameras: bool, size: int,
     from labrecord.rundir import read_events
     from labrecord.sim import run_episodes
 
-    from labrecord.sim.env import WeighingEnv
+    from labrecord.sim.weighing.env import WeighingEnv
 
     loop_wall = [0.0]
     original = StepOwner.run_episode
@@ -121,8 +121,8 @@ def _replay(env: Any, controls: list[tuple[np.ndarray, np.ndarray, np.ndarray]],
     """Each recorded episode from its instance's start on ``env``, stepped by the timed
     ``episode(index)``; (simulated s, CPU s, whether every episode ended in exactly the
     recorded joint state)."""
-    from labrecord.sim.scene import Placement, random_layout
-    from labrecord.sim.weighing import instances
+    from labrecord.sim.weighing.scene import Placement, random_layout
+    from labrecord.sim.weighing.task import instances
 
     env.calibrate_empty()
     scene = env.scene
@@ -151,8 +151,9 @@ def bare(controls: list[tuple[np.ndarray, np.ndarray, np.ndarray]], seed: int,
     """
     import mujoco
 
-    from labrecord.sim.env import WeighingEnv
-    from labrecord.sim.scene import build_model, scene_xml
+    from labrecord.sim.weighing.env import WeighingEnv
+    from labrecord.sim.bench.scene import build_model
+    from labrecord.sim.weighing.scene import scene_xml
 
     env = WeighingEnv(cameras=())
     if not contact_sensors:
@@ -180,7 +181,8 @@ def controlled(controls: list[tuple[np.ndarray, np.ndarray, np.ndarray]], seed: 
     CPU s, whether every episode ended in exactly the recorded joint state)."""
     import mujoco
 
-    from labrecord.sim.env import WeighingEnv, _ramp_fraction
+    from labrecord.sim.bench.env import _ramp_fraction
+    from labrecord.sim.weighing.env import WeighingEnv
 
     env = WeighingEnv(cameras=())
     fraction = _ramp_fraction(int(round(env.physics_hz / env.control_hz)))
@@ -207,7 +209,7 @@ def breakdown(episodes: int, seed: int, size: int, bare_ms: float) -> None:
     the same physics stepped inside the loop."""
     from labrecord.recorders.loop import StepOwner
     from labrecord.recorders.online import ContractScorer
-    from labrecord.sim.env import WeighingEnv
+    from labrecord.sim.weighing.env import WeighingEnv
 
     parts = {"physics steps (rollout)": (WeighingEnv, "advance"), "IK controller (mink)": (WeighingEnv, "apply"),
              "measurement columns": (WeighingEnv, "end_block"), "online contract scorer": (ContractScorer, "update"),
@@ -246,8 +248,8 @@ def breakdown(episodes: int, seed: int, size: int, bare_ms: float) -> None:
 def display_error(configs: int, seed: int) -> float:
     """Max |settled display − true load| (g) over random samples and pan subsets."""
     from labrecord.scorers.contracts.weighing import WeighingThresholds, display_chain, quantize
-    from labrecord.sim.env import WeighingEnv
-    from labrecord.sim.scene import STANDARD_GRAMS, STANDARDS, Placement, random_layout
+    from labrecord.sim.weighing.env import WeighingEnv
+    from labrecord.sim.weighing.scene import STANDARD_GRAMS, STANDARDS, Placement, random_layout
 
     rng = np.random.default_rng(seed)
     env = WeighingEnv(cameras=())
@@ -286,14 +288,14 @@ def _scene_runs(scene: str, out: str, episodes: int, seed: int) -> list:
 
 def _scene_env(scene: str, instance: object) -> object:
     if scene == "centrifuge":
-        from labrecord.sim.centrifuge import SETTLE_STEPS
-        from labrecord.sim.centrifuge_scene import CentrifugeEnv
+        from labrecord.sim.centrifuge.task import SETTLE_STEPS
+        from labrecord.sim.centrifuge.scene import CentrifugeEnv
 
         env = CentrifugeEnv(instance.calibration, cameras=())  # type: ignore[attr-defined]
         env.reset(instance, settle_steps=SETTLE_STEPS)
         return env
     if scene == "rack":
-        from labrecord.sim.rack_scene import RackEnv
+        from labrecord.sim.rack.scene import RackEnv
 
         env = RackEnv(len(instance.distractors), cameras=())  # type: ignore[attr-defined]
         env.reset(instance)

@@ -74,6 +74,9 @@ class Family:
     supports: tuple[tuple[str, str], ...] = ()
     #: conditions the studies draw their instances from
     study_condition: str = "basic"
+    #: the policies ``labrecord demo`` simulates on the same instances, and how many episodes each
+    demo_policies: tuple[str, ...] = ("reference", "fixed-preference")
+    demo_episodes: int = 4
 
     def policy(self, name: str) -> Policy:
         from labrecord.errors import LabrecordError
@@ -148,6 +151,7 @@ WEIGHING = Family(
     contract="labrecord.scorers.contracts.weighing:WeighingContract",
     bench="labrecord.sim.weighing.task:TASK",
     columns=_weighing_columns(), optional_columns=_weighing_optional_columns(), default_episodes=20,
+    demo_episodes=12,  # one full block of targets and answers
     supports=(("semantic", "assist"), ("decision", "assist"), ("decision", "replace"), ("skill", "replace"),
               ("geometry", "assist"), ("geometry", "replace")),
 )

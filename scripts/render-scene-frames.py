@@ -46,34 +46,34 @@ def view(env, lookat: tuple[float, float, float], distance: float, azimuth: floa
 
 
 def centrifuge(size: int) -> np.ndarray:
-    from labrecord.sim.centrifuge import SETTLE_STEPS, instances, instruction_of
-    from labrecord.sim.centrifuge_policies import make_policy
-    from labrecord.sim.centrifuge_scene import CentrifugeEnv
+    from labrecord.sim.centrifuge.task import SETTLE_STEPS, TASK, instances
+    from labrecord.sim.centrifuge.policies import make_policy
+    from labrecord.sim.centrifuge.env import CentrifugeEnv
 
     instance = instances("basic", 1, seed=0)[0][0]
     env = CentrifugeEnv(instance.calibration, cameras=("front",), size=size)
     env.reset(instance, settle_steps=SETTLE_STEPS)
-    drive(env, make_policy("reference", calibration=instance.calibration), instruction_of(instance), 10.6)
+    drive(env, make_policy("reference", calibration=instance.calibration), TASK.instruction(instance), 10.6)
     return view(env, (0.12, 0.0, 0.1), 0.55, 120.0, -35.0)
 
 
 def rack(size: int) -> np.ndarray:
-    from labrecord.sim.rack import instances, instruction_of
-    from labrecord.sim.rack_policies import make_policy
-    from labrecord.sim.rack_scene import RackEnv
+    from labrecord.sim.rack.task import TASK, instances
+    from labrecord.sim.rack.policies import make_policy
+    from labrecord.sim.rack.env import RackEnv
 
     instance = instances("extended", 1, seed=0)[0]
     env = RackEnv(len(instance.distractors), cameras=("front",), size=size)
     env.reset(instance)
     policy = make_policy("reference")
-    drive(env, policy, instruction_of(instance), 19.2)
+    drive(env, policy, TASK.instruction(instance), 19.2)
     return view(env, (0.2, 0.05, 0.05), 0.75, 150.0, -40.0)
 
 
 def weighing(size: int) -> np.ndarray:
-    from labrecord.sim.env import WeighingEnv
-    from labrecord.sim.scene import Placement, random_layout
-    from labrecord.sim.weighing import instances
+    from labrecord.sim.weighing.env import WeighingEnv
+    from labrecord.sim.weighing.scene import Placement, random_layout
+    from labrecord.sim.weighing.task import instances
 
     instance = instances("basic", 1, seed=0)[0]
     env = WeighingEnv(cameras=("front",), size=size)

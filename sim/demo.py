@@ -1,9 +1,9 @@
-"""``labrecord demo``: a short evaluation, end to end, on this machine (weighing by default;
-``family="all"`` adds the centrifuge and rack benches into the same corpus).
+"""``labrecord demo``: a short evaluation, end to end, on this machine (one registered
+family, or ``family="all"``: every family into the same corpus).
 
-Simulates the ``reference`` and ``fixed-preference`` policies on the same registered
-instances, then validates, ingests, scores, audits and reports — the whole labrecord
-loop on the embedded MuJoCo defaults.
+Simulates each family's demo policies (its registry entry names them) on the same
+registered instances, then validates, ingests, scores, audits and reports — the whole
+labrecord loop on the embedded MuJoCo defaults.
 """
 from __future__ import annotations
 
@@ -16,17 +16,8 @@ from typing import Any
 
 from labrecord.errors import LabrecordError
 
-DEMO_POLICIES = ("reference", "fixed-preference")
 #: camera size of the demo's videos (smaller than the 224 default: the demo is a quick tour)
 DEMO_SIZE = 128
-#: simulated task families, in the order ``--family all`` runs them
-FAMILIES = ("weighing", "centrifuge", "rack")
-
-
-def _runner(family: str) -> Callable[..., list[Path]]:
-    from labrecord.sim import run_centrifuge, run_rack, run_weighing
-
-    return {"weighing": run_weighing, "centrifuge": run_centrifuge, "rack": run_rack}[family]
 
 #: metrics shown in the demo's summary, in this order (present when their population is)
 HEADLINE = ("B_next", "C_id", "accuracy_identified", "completion.physical", "completion.valid", "completion.clean")
@@ -59,12 +50,15 @@ def headline(group: dict[str, Any]) -> dict[str, Any]:
 def run_demo(out: str | os.PathLike[str] = "labrecord-demo", *, episodes: int = 12, seed: int = 0, workers: int = 1,
              condition: str = "basic", cameras: bool = True, overwrite: bool = False, resamples: int = 1000,
              say: Callable[[str], None] = print, progress: Callable[[str, int], Any] | None = None,
-             family: str = "weighing") -> DemoResult:
+             family: str | None = None) -> DemoResult:
     """Run the whole loop into ``out``; ``say`` receives one line per stage.
 
-    ``family`` is one simulated task family or ``all`` (each family's reference and
-    fixed-preference policies, ``episodes`` each, into one corpus).
+    ``family`` is one registered task family (default: the first) or ``all`` (each
+    family's demo policies, ``episodes`` each, into one corpus).
     """
+    from labrecord.families import FAMILIES
+    from labrecord.sim import run_episodes
+
     from labrecord.scorers.corpus import audit_corpus, score_corpus
     from labrecord.scorers.report import write_report
     from labrecord.store import connect, ingest_runs
@@ -79,20 +73,21 @@ def run_demo(out: str | os.PathLike[str] = "labrecord-demo", *, episodes: int = 
     runs_dir, db, scores, report = out / "runs", out / "corpus.duckdb", out / "scores.json", out / "report.html"
     result = DemoResult(out, runs_dir, db, scores, report)
 
+    family = family or next(iter(FAMILIES))
     if family not in (*FAMILIES, "all"):
         raise LabrecordError(f"family {family!r}: expected one of {', '.join(FAMILIES)} or all")
-    families = FAMILIES if family == "all" else (family,)
+    families = tuple(FAMILIES) if family == "all" else (family,)
     for name in families:
-        run = _runner(name)
-        for policy in DEMO_POLICIES:
+        for policy in FAMILIES[name].demo_policies:
             say(f"simulating {episodes} {condition} {name} episode(s) with the {policy} policy …")
-            key = policy if family == "weighing" else f"{name}/{policy}"
+            key = policy if family != "all" else f"{name}/{policy}"
             if progress is None:
-                paths = run(runs_dir, condition, policy, episodes, seed, workers, cameras=cameras, size=DEMO_SIZE)
+                paths = run_episodes(name, runs_dir, condition, policy, episodes, seed, workers, cameras=cameras,
+                                     size=DEMO_SIZE)
             else:
                 with progress(key, episodes) as advance:
-                    paths = run(runs_dir, condition, policy, episodes, seed, workers, cameras=cameras, size=DEMO_SIZE,
-                               progress=advance)
+                    paths = run_episodes(name, runs_dir, condition, policy, episodes, seed, workers, cameras=cameras,
+                                         size=DEMO_SIZE, progress=advance)
             result.runs[key] = len(paths)
 
     validation = validate_paths([runs_dir])
@@ -117,6 +112,6 @@ def run_demo(out: str | os.PathLike[str] = "labrecord-demo", *, episodes: int = 
     atomic_write_bytes(scores, dumps_pretty(scored))
     result.groups = scored["groups"]
 
-    title = "weighing" if family == "weighing" else ", ".join(families)
+    title = ", ".join(families)
     write_report(db, report, seed=seed, resamples=resamples, title=f"labrecord demo — {title} ({condition})")
     return result

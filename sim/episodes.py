@@ -339,7 +339,8 @@ def episode_manifest(spec: EpisodeSpec, task: BenchTask, instance: Any, policy: 
     return RunManifest(
         run_id=run_id_of(spec), created_at=utc_now(),
         task=Task(family=family, task_id=f"{family}-{spec.condition}", version=contract.version,
-                  condition=spec.condition, variant=instance.variant(), contract_hash=contract.contract_hash()),
+                  condition=spec.condition,  # type: ignore[arg-type]
+                  variant=instance.variant(), contract_hash=contract.contract_hash()),
         system=System(name=caps.name, kind=caps.kind, revision=caps.revision, action_spec=caps.action_spec,
                       observation=ObservationSpec(channels=list(caps.channels)), memory=caps.memory,
                       tools=list(served.preflight.hooks) if served is not None else [],
@@ -443,7 +444,7 @@ def register_population(out_dir: str | os.PathLike[str], name: str, records: lis
         for number, line in enumerate(lines, start=1):
             record = decoder.decode(line)
             known[_record_key(record)] = (number, record)
-        added = []
+        added: list[bytes] = []
         for record in records:
             key = _record_key(record)
             if key not in known:

@@ -49,9 +49,9 @@ def run_specs(specs: list[Any], run: Callable[[Any], Any], workers: int,
     """Run episode specs (or study tasks) through the one parallel map (in this process
     when ``workers`` is 1); the results come back in spec order, ``progress`` advanced by
     one per result."""
-    advance = progress or (lambda n=1: None)
     results = []
     for result in parallel.map(run, specs, workers=workers, executor=executor, address=address):
         results.append(result)
-        advance(1)
+        if progress is not None:
+            progress(1)
     return results

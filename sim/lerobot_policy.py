@@ -126,14 +126,15 @@ def serve_lerobot(path: str | os.PathLike[str], bench_cameras: tuple[str, ...], 
     from labrecord.models import Preflight
     from labrecord.models.agent import AGENT_PROTOCOL
     from labrecord.recorders.adapters.agent import HttpAgentPolicy
-    from labrecord.sim.control import action_spec
+    from labrecord.sim.bench.control import action_spec
     directory = Path(path)
     if not (directory / "config.json").is_file():
         raise LabrecordError(f"{directory}: no config.json; expected a directory saved by PreTrainedPolicy.save_pretrained")
     child = LeRobotProcess(directory, python or lerobot_python())
     try:
         info = child.info
-        cameras, problems = [], []
+        cameras: list[str] = []
+        problems: list[str] = []
         for name, feature in info["inputs"].items():
             if name.startswith("observation.images."):
                 camera = name.removeprefix("observation.images.").removesuffix("_image")

@@ -31,7 +31,7 @@ PROPRIO = {"joint_pos": 7, "joint_vel": 7, "gripper_qpos": 2, "eef_pos": 3, "eef
 
 
 def profile_spec(profile: str) -> Any:
-    from labrecord.sim.control import action_spec
+    from labrecord.sim.bench.control import action_spec
 
     if profile not in PROFILES:
         raise LabrecordError(f"profile {profile!r}: expected one of {', '.join(PROFILES)}")

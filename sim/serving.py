@@ -83,7 +83,7 @@ def _need(value: str | None, option: str, kind: str) -> str:
 
 def _openpi(url: str, profile_name: str, timeout_s: float, name: str | None) -> Served:
     from labrecord.recorders.adapters.openpi import OpenPIConnection, OpenPIPolicy, profile
-    from labrecord.sim.control import action_spec
+    from labrecord.sim.bench.control import action_spec
 
     prof = profile(profile_name)
     spec = action_spec(prof.convention, prof.control_hz, max_chunk=prof.execute_rows)
@@ -105,7 +105,7 @@ def _http(url: str, convention: str, tools: tuple[str, ...] | None, timeout_s: f
     from labrecord.models.agent import AGENT_PROTOCOL, TOOLS
     from labrecord.recorders.adapters.agent import HttpAgentPolicy
     from labrecord.recorders.adapters.tools import REFERENCE_EXECUTOR, AgentTools
-    from labrecord.sim.control import action_spec
+    from labrecord.sim.bench.control import action_spec
 
     offered = tuple((TOOLS if skill is not None else tuple(t for t in TOOLS if t != "call_skill"))
                     if tools is None else tools)

@@ -75,10 +75,9 @@ import numpy as np
 from labrecord.errors import LabrecordError
 from labrecord.recorders.loop import EpisodeObserver
 from labrecord.sim.fanout import refuse_existing, run_specs
+from labrecord.families import MODES, SITES
 from labrecord.fileio import atomic_write_bytes, dumps_pretty
 
-SITES = ("semantic", "decision", "geometry", "skill")
-MODES = ("assist", "replace")
 #: the supports this bench delivers -> (oracle name, the interface it goes through)
 IMPLEMENTED: dict[tuple[str, str], tuple[str, str]] = {
     ("decision", "replace"): ("contract-legal", "commit_hook"),
@@ -97,6 +96,14 @@ ORACLE_CHANNEL = "oracle"
 Support = tuple[str, str]
 #: a branch's supports: () base, one support, or a joint pair of two
 Branch = tuple[Support, ...]
+
+
+def check_family(family: str) -> None:
+    """Refuse a family whose bench has no study built (its registry entry declares no supports)."""
+    from labrecord.families import family as entry
+
+    if not entry(family).supports or family != FAMILY:
+        raise LabrecordError(f"{family}: no study is built on this bench (its registry entry declares no supports)")
 
 
 def parse_support(text: str) -> Support:
@@ -122,7 +129,7 @@ def compatibility(policy: Any, site: str, mode: str) -> Any:
         return Compatibility(system=name, site=site, mode=mode, status="not_compatible",
                              reason=f"{site}:{mode} is not delivered by this bench")
     _, interface = implemented
-    accepted = getattr(policy, "oracle_inputs", frozenset())
+    accepted: frozenset[tuple[str, str]] = getattr(policy, "oracle_inputs", frozenset())
     if (site, mode) not in accepted or (interface.endswith("_hook") and not hasattr(policy, interface)):
         return Compatibility(system=name, site=site, mode=mode, status="not_compatible", interface=interface,
                              reason=f"system {name!r} declares no input for {site}:{mode}")
@@ -189,7 +196,7 @@ class StudyTask:
 def run_oracle_study(out_dir: str | Path, policy: str, supports: list[Support], instances: int = 16,
                      seed: int = 0, workers: int = 1, *, progress: Callable[[int], None] | None = None,
                      verify_periods: int | None = None, executor: str = "local", address: str | None = None,
-                     **policy_options: Any) -> dict[str, Any]:
+                     family: str = FAMILY, **policy_options: Any) -> dict[str, Any]:
     """Run a matched Oracle study; returns the study summary (also written to
     ``<out>/studies/<population>.json``).
 
@@ -202,6 +209,7 @@ def run_oracle_study(out_dir: str | Path, policy: str, supports: list[Support], 
     from labrecord.sim.weighing.policies import POLICIES, make_policy
     from labrecord.sim.weighing.task import instances as draw, population_records
 
+    check_family(family)
     if policy not in POLICIES:
         raise LabrecordError(f"--policy {policy}: a study runs a scripted system ({', '.join(POLICIES)}); "
                              "served policies are not checkpointable here yet")
@@ -672,7 +680,7 @@ def partner_of(instance: Any) -> Any:
 
 def run_pairs_study(out_dir: str | Path, policy: str, pairs: int = 8, seed: int = 0, workers: int = 1, *,
                     progress: Callable[[int], None] | None = None, executor: str = "local", address: str | None = None,
-                    **policy_options: Any) -> dict[str, Any]:
+                    family: str = FAMILY, **policy_options: Any) -> dict[str, Any]:
     """Answer-changing pairs for P_state: per drawn basic instance ``iNNN`` its partner
     (:func:`partner_of`) as members ``iNNN.a`` / ``iNNN.b`` of pair ``pNNN``; the population
     ``pairs-weighing-basic-s<seed>`` (instances, ``d0`` checkpoints, ``pair`` records) is
@@ -683,10 +691,11 @@ def run_pairs_study(out_dir: str | Path, policy: str, pairs: int = 8, seed: int 
         summary = run_pairs_study("runs", "fixed-preference", pairs=4)
     """
     from labrecord.models import Checkpoint, Instance, Intervention, Pair
-    from labrecord.sim.episodes import EpisodeSpec, register_population, run_episode
+    from labrecord.sim.episodes import EpisodeSpec, register_population, run_episode, run_id_of
     from labrecord.sim.weighing.policies import POLICIES
     from labrecord.sim.weighing.task import instances as draw
 
+    check_family(family)
     if policy not in POLICIES:
         raise LabrecordError(f"--policy {policy}: expected one of {', '.join(POLICIES)}")
     out = Path(out_dir)
@@ -708,7 +717,7 @@ def run_pairs_study(out_dir: str | Path, policy: str, pairs: int = 8, seed: int 
                                      population=population, instance_id=instance_id, intervention=Intervention(),
                                      family=FAMILY))
         records.append(Pair(pair_id=f"p{index:03d}", members=members, kind="answer_changing"))
-    refuse_existing(out, (spec.run_id for spec in specs))
+    refuse_existing(out, map(run_id_of, specs))
     register_population(out, population, records)
     runs = [path.name for path in run_specs(specs, run_episode, workers, progress, executor=executor, address=address)]
     return {"population": population, "policy": policy, "seed": seed, "pairs": pairs, "runs": runs}
@@ -751,7 +760,7 @@ def run_fixed_episode(spec: Any) -> Path:
 
 def run_fixed_starts_study(out_dir: str | Path, policy: str, starts: int = 8, seed: int = 0, workers: int = 1, *,
                            progress: Callable[[int], None] | None = None, executor: str = "local",
-                           address: str | None = None, **policy_options: Any) -> dict[str, Any]:
+                           address: str | None = None, family: str = FAMILY, **policy_options: Any) -> dict[str, Any]:
     """Fixed-subgoal starts K for E_fixed (eq. 6): per drawn basic instance a
     ``fixed_start`` whose subgoal is the obligation ``add:<goal>``; the correct subgoal is
     supplied through the system's commit hook (intervention ``replace`` / ``decision`` /
@@ -763,10 +772,11 @@ def run_fixed_starts_study(out_dir: str | Path, policy: str, starts: int = 8, se
         summary = run_fixed_starts_study("runs", "reference", starts=4)
     """
     from labrecord.models import FixedStart, Instance, Intervention
-    from labrecord.sim.episodes import EpisodeSpec, register_population
+    from labrecord.sim.episodes import EpisodeSpec, register_population, run_id_of
     from labrecord.sim.weighing.policies import POLICIES
     from labrecord.sim.weighing.task import instances as draw
 
+    check_family(family)
     if policy not in POLICIES:
         raise LabrecordError(f"--policy {policy}: a fixed-start study needs a system with a commit hook "
                              f"({', '.join(POLICIES)})")
@@ -786,7 +796,7 @@ def run_fixed_starts_study(out_dir: str | Path, policy: str, starts: int = 8, se
                                  run_id=f"fixed-weighing-{policy}-s{seed}-e{index:03d}", population=population,
                                  instance_id=instance_id, family=FAMILY,
                                  intervention=Intervention(mode="replace", site="decision", oracle=FIXED_ORACLE)))
-    refuse_existing(out, (spec.run_id for spec in specs))
+    refuse_existing(out, map(run_id_of, specs))
     register_population(out, population, records)
     runs = [path.name for path in run_specs(specs, run_fixed_episode, workers, progress, executor=executor, address=address)]
     return {"population": population, "policy": policy, "seed": seed, "starts": starts, "runs": runs}

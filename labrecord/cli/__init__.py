@@ -27,7 +27,7 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "audit": ("audit", "audit", "Replay measurements through the task contract and check the events."),
     "sim": ("sim", "sim", "Run episodes in the embedded MuJoCo simulator."),
     "study": ("study", "study", "Run diagnostic studies (matched Oracle pairs) in the simulator."),
-    "demo": ("demo", "demo", "Run a short weighing evaluation end to end on this machine."),
+    "demo": ("demo", "demo", "Run a short simulated evaluation end to end on this machine."),
     "export": ("export", "export", "Export demonstrations for training (LeRobot, robomimic HDF5, Parquet)."),
     "rxn": ("rxn", "rxn", "Reaction records: ingest, score, stats, extract, render."),
 }

@@ -7,27 +7,32 @@ from collections.abc import Callable, Iterator
 import click
 
 from labrecord.cli.common import CONTEXT_SETTINGS, echo_json, echo_table, output_options, progress
+from labrecord.families import FAMILIES
+
+_DEFAULT = next(iter(FAMILIES.values()))
+_CONDITIONS = list(dict.fromkeys(c for entry in FAMILIES.values() for c in entry.conditions))
 
 
 @click.command(context_settings=CONTEXT_SETTINGS)
 @click.option("--out", default="labrecord-demo", show_default=True, type=click.Path(file_okay=False),
               help="Folder for runs, corpus, scores and report.")
 @click.option("--episodes", default=None, type=click.IntRange(min=1),
-              help="Episodes per policy and family (default 12 = one full block of weighing targets and answers; "
-                   "4 with --family all).")
-@click.option("--family", type=click.Choice(["weighing", "centrifuge", "rack", "all"]), default="weighing", show_default=True,
+              help="Episodes per policy and family (default: the family's demo count, "
+                   + ", ".join(f"{name} {entry.demo_episodes}" for name, entry in FAMILIES.items())
+                   + f"; {min(entry.demo_episodes for entry in FAMILIES.values())} with --family all).")
+@click.option("--family", type=click.Choice([*FAMILIES, "all"]), default=_DEFAULT.name, show_default=True,
               help="Simulated task family, or all of them into one corpus.")
 @click.option("--seed", default=0, show_default=True, type=int)
 @click.option("--workers", default=1, show_default=True, type=click.IntRange(min=1), help="Episodes in parallel processes.")
-@click.option("--condition", type=click.Choice(["basic", "extended"]), default="basic", show_default=True)
+@click.option("--condition", type=click.Choice(_CONDITIONS), default=_CONDITIONS[0], show_default=True)
 @click.option("--no-cameras", is_flag=True, help="Skip rendering and videos (faster).")
 @click.option("--overwrite", is_flag=True, help="Replace an existing, non-empty --out folder.")
 @output_options(csv=False, json_help="Print a JSON summary instead of tables.")
 def demo(out: str, episodes: int | None, family: str, seed: int, workers: int, condition: str, no_cameras: bool,
          overwrite: bool, as_json: bool) -> None:
-    """Run a short evaluation end to end on this machine (weighing, or --family all).
+    """Run a short evaluation end to end on this machine (one family, or --family all).
 
-    Simulates the reference and fixed-preference policies in the embedded MuJoCo scenes on
+    Simulates each family's demo policies in the embedded MuJoCo scenes on
     the same registered instances, validates the runs, ingests them into a DuckDB corpus,
     recomputes the metrics, replays the measurements through the task contract (audit)
     and writes a self-contained HTML report.
@@ -49,7 +54,8 @@ def demo(out: str, episodes: int | None, family: str, seed: int, workers: int, c
             yield advance
 
     if episodes is None:
-        episodes = 12 if family == "weighing" else 4
+        episodes = (min(entry.demo_episodes for entry in FAMILIES.values()) if family == "all"
+                    else FAMILIES[family].demo_episodes)
     result = run_demo(out, episodes=episodes, family=family, seed=seed, workers=workers, condition=condition,
                       cameras=not no_cameras, overwrite=overwrite, say=say, progress=bar)
     if as_json:

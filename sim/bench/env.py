@@ -33,7 +33,7 @@ class BenchEnv:
 
     def __init__(self, scene: Any, bodies: tuple[str, ...] | list[str], action_spec: ActionSpec | None,
                  cameras: tuple[str, ...]) -> None:
-        from labrecord.sim.control import ArmController, action_spec as spec_of
+        from labrecord.sim.bench.control import ArmController, action_spec as spec_of
 
         self.scene = scene
         self.action_spec = action_spec or spec_of("eef_delta")

@@ -3,7 +3,7 @@ sampled plan of tool targets played one row per query, resting and stopping, and
 end-effector delta toward a target.
 
 The baselines act through the LIBERO-style end-effector delta convention
-(:func:`labrecord.sim.control.action_spec`) at :data:`CONTROL_HZ`, one row per query,
+(:func:`labrecord.sim.bench.control.action_spec`) at :data:`CONTROL_HZ`, one row per query,
 computed from the measured tool pose in the ``robot`` channel.
 """
 from __future__ import annotations
@@ -15,7 +15,7 @@ import numpy as np
 
 from labrecord.models import ActionSpec, Operation
 from labrecord.recorders.policy import ActionChunk, Capabilities
-from labrecord.sim.control import action_spec, matrix_to_rotvec
+from labrecord.sim.bench.control import action_spec, matrix_to_rotvec
 from labrecord.sim.fanout import check_choice
 
 CONTROL_HZ = 10.0

@@ -90,7 +90,7 @@ class BenchScene:
     ``step()`` advances physics; ``apply`` holds a joint-space command: seven joint
     position targets (rad) and a gripper command in [0, 1] (0 open, 1 closed).  The
     policy-facing action conventions are converted to it by
-    :class:`labrecord.sim.control.ArmController`.
+    :class:`labrecord.sim.bench.control.ArmController`.
     """
 
     model: Any

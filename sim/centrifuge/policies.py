@@ -80,7 +80,8 @@ class ScriptedCentrifugePolicy(TubePolicy):
     # -- choice -----------------------------------------------------------------------
     def occupancy(self, poses: dict[str, list[float]]) -> tuple[dict[str, int], dict[str, int]]:
         """``(seated, unfinished)``: tubes home in a slot (depth ≥ 90 %) and tubes in a slot short of it."""
-        seated, unfinished = {}, {}
+        seated: dict[str, int] = {}
+        unfinished: dict[str, int] = {}
         for tube in ("tube_a", "tube_b"):
             j, frac = tube_slot(poses, tube, self.calibration)
             if j >= 0:

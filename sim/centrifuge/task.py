@@ -82,7 +82,7 @@ def population_records(condition: str, drawn: list[Any], pairs: list[tuple[str, 
     for kind, members in pairs:
         short = "ac" if kind == "answer_changing" else "geo"
         records.append(Pair(pair_id=f"{FAMILY}-{condition}-{short}-{instance_id_of(members[0])}",
-                            members=[instance_id_of(i) for i in members], kind=kind))
+                            members=[instance_id_of(i) for i in members], kind=kind))  # type: ignore[arg-type]
     return records
 
 

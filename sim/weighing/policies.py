@@ -30,7 +30,7 @@ hook; ``random`` and ``fixed-preference`` declare no localization interface.  Th
 ``observation.state["oracle"]`` (:data:`ORACLE`), apart from the declared channels.
 
 All of them act through the LIBERO-style end-effector delta convention
-(:func:`labrecord.sim.control.action_spec`), one row per query, computed from the
+(:func:`labrecord.sim.bench.control.action_spec`), one row per query, computed from the
 measured tool pose in the ``robot`` channel.  They are *scripted systems that declare
 the privileged channels* ``display_reading`` and ``object_poses`` (evaluator state):
 that declaration is part of the system's observation condition, so their scores never
@@ -169,7 +169,7 @@ class ScriptedWeighingPolicy(ScriptedPolicy, ABC):
 
     def plan_for(self, op: Operation, poses: dict[str, list[float]]) -> list[Any]:
         """The executor's waypoints for ``op``."""
-        return transfer_plan(op.object, poses, op.kind == "add")
+        return transfer_plan(str(op.object), poses, op.kind == "add")
 
 
 class ReferencePolicy(ScriptedWeighingPolicy):
@@ -190,9 +190,9 @@ class ReferencePolicy(ScriptedWeighingPolicy):
         wanted = required_set(target_g, reading_g, standing)
         if wanted is None:
             return Operation("stop")
-        for w in sorted(standing - wanted, key=STANDARD_GRAMS.get):
+        for w in sorted(standing - wanted, key=STANDARD_GRAMS.__getitem__):
             return Operation("remove", w, "pan")
-        for w in sorted(wanted - standing, key=STANDARD_GRAMS.get):
+        for w in sorted(wanted - standing, key=STANDARD_GRAMS.__getitem__):
             return Operation("add", w, "pan")
         return Operation("stop")
 
@@ -206,7 +206,7 @@ class ClumsyPolicy(ReferencePolicy):
 
     def plan_for(self, op: Operation, poses: dict[str, list[float]]) -> list[Any]:
         if self.transfers == 0 and op.kind == "add":
-            return transfer_plan(op.object, poses, True, drop_lift=DROP_LIFT_M)
+            return transfer_plan(str(op.object), poses, True, drop_lift=DROP_LIFT_M)
         return super().plan_for(op, poses)
 
 

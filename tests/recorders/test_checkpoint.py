@@ -22,7 +22,7 @@ os.environ.setdefault("MUJOCO_GL", "egl")  # before mujoco is first imported (th
 def base_run(tmp_path_factory):
     require_module("mujoco", 'pip install "labrecord[sim]"')
     from labrecord.sim.study import StudyTask, run_instance
-    from labrecord.sim.weighing import instances
+    from labrecord.sim.weighing.task import instances
 
     out = tmp_path_factory.mktemp("ckpt")
     (inst,) = instances("basic", 1, 3)
@@ -31,9 +31,9 @@ def base_run(tmp_path_factory):
 
 
 def test_restore_and_replay_reproduces_measurements(base_run):
-    from labrecord.sim.env import WeighingEnv
-    from labrecord.sim.policies import ACTION_SPEC
-    from labrecord.sim.scene import Placement, random_layout
+    from labrecord.sim.weighing.env import WeighingEnv
+    from labrecord.sim.bench.policies import ACTION_SPEC
+    from labrecord.sim.weighing.scene import Placement, random_layout
 
     out, inst, result = base_run
     checkpoint = read_checkpoint(result["checkpoint"])
@@ -60,9 +60,9 @@ def test_restore_and_replay_reproduces_measurements(base_run):
 
 
 def test_other_configuration_is_refused(base_run):
-    from labrecord.sim.env import WeighingEnv
-    from labrecord.sim.policies import ACTION_SPEC
-    from labrecord.sim.scene import Placement, random_layout
+    from labrecord.sim.weighing.env import WeighingEnv
+    from labrecord.sim.bench.policies import ACTION_SPEC
+    from labrecord.sim.weighing.scene import Placement, random_layout
 
     _, inst, result = base_run
     checkpoint = read_checkpoint(result["checkpoint"])

@@ -13,9 +13,9 @@ require_module("mujoco", 'pip install "labrecord[sim]"')
 from labrecord.recorders.policy import ActionChunk, Capabilities  # noqa: E402
 from labrecord.scorers.contracts import get_contract  # noqa: E402
 from labrecord.scorers.contracts.weighing import WeighingInstance  # noqa: E402
-from labrecord.sim.env import WeighingEnv  # noqa: E402
-from labrecord.sim.policies import ACTION_SPEC  # noqa: E402
-from labrecord.sim.scene import Layout, Placement, STANDARDS  # noqa: E402
+from labrecord.sim.weighing.env import WeighingEnv  # noqa: E402
+from labrecord.sim.bench.policies import ACTION_SPEC  # noqa: E402
+from labrecord.sim.weighing.scene import Layout, Placement, STANDARDS  # noqa: E402
 
 
 class Unruly:
@@ -46,7 +46,6 @@ def test_clipping_and_rejection_are_logged(tmp_path):
     instance = WeighingInstance(target_g=180.0, sample_g=130.0, goal=frozenset({"w50"}), f_empty_n=env.calibrate_empty())
     env.reset(Placement(130.0, frozenset(), Layout({w: i for i, w in enumerate(STANDARDS)}, {w: i for i, w in enumerate(STANDARDS)})))
     scorer = ContractScorer(get_contract("weighing"), instance)
-    env.display = scorer.display
     with RunWriter.create(tmp_path, example_manifest("unruly-0001")) as writer:
         owner = StepOwner(env, Unruly(), scorer, writer, instruction="Bring the balance to 180 g", max_time_s=1.0, video=False)
         log = owner.run_episode(0)
@@ -68,7 +67,7 @@ class NativeVla:
     """A VLA-style system: two cameras and proprioception, end-effector deltas."""
 
     def __init__(self, channels=("front", "wrist", "robot"), kind="vla"):
-        from labrecord.sim.control import action_spec
+        from labrecord.sim.bench.control import action_spec
 
         self.capabilities = Capabilities(name="native", kind=kind, action_spec=action_spec("eef_delta"), channels=channels)
         self.seen = []
@@ -91,7 +90,6 @@ def run_native(tmp_path, policy, seconds=0.5, size=32, **deadline):
     instance = WeighingInstance(target_g=180.0, sample_g=130.0, goal=frozenset({"w50"}), f_empty_n=env.calibrate_empty())
     env.reset(Placement(130.0, frozenset(), Layout({w: i for i, w in enumerate(STANDARDS)}, {w: i for i, w in enumerate(STANDARDS)})))
     scorer = ContractScorer(get_contract("weighing"), instance)
-    env.display = scorer.display
     try:
         with RunWriter.create(tmp_path, example_manifest("native-0001")) as writer:
             owner = StepOwner(env, policy, scorer, writer, instruction="Bring the balance to 180 g", max_time_s=seconds,

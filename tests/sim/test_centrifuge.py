@@ -10,7 +10,7 @@ from labrecord.errors import LabrecordError
 from labrecord.rundir import read_manifest
 from labrecord.scorers.contracts.centrifuge import opposite
 from labrecord.sim import run_episodes
-from labrecord.sim.centrifuge import instances, population_records
+from labrecord.sim.centrifuge.task import instances, population_records
 from labrecord.validation import validate_folder
 from tests.sim.runs import (
     check_failed_and_recovered, check_run, episode_end, first_native_choices, group_metrics, ratio, reference_metrics,

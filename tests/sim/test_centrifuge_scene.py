@@ -22,7 +22,7 @@ SLOT, YAW = 9, 0.4
 
 @pytest.fixture(scope="module")
 def env():
-    from labrecord.sim.centrifuge_scene import CentrifugeEnv
+    from labrecord.sim.centrifuge.env import CentrifugeEnv
 
     bench = CentrifugeEnv(RotorCalibration(), cameras=())
     yield bench
@@ -104,7 +104,7 @@ def test_a_tube_jammed_at_15_degrees_is_refused(env):
 
 
 def test_the_rotor_yaw_moves_world_slots_not_local_ones(env):
-    from labrecord.sim.centrifuge_scene import ROTOR_XY, ROTOR_Z
+    from labrecord.sim.centrifuge.scene import ROTOR_XY, ROTOR_Z
 
     calibration = RotorCalibration()
     mouths, axes = calibration.slots()

@@ -5,9 +5,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from labrecord.errors import LabrecordError
-from labrecord.sim.control import JOINT_HIGH, JOINT_LOW, action_spec, convention_of, matrix_to_rotvec, rotvec_to_matrix
-from labrecord.sim.env import WeighingEnv, _default_layout
-from labrecord.sim.scene import HOME_Q, Placement
+from labrecord.sim.bench.control import JOINT_HIGH, JOINT_LOW, action_spec, convention_of, matrix_to_rotvec, rotvec_to_matrix
+from labrecord.sim.weighing.env import WeighingEnv, _default_layout
+from labrecord.sim.bench.scene import HOME_Q
+from labrecord.sim.weighing.scene import Placement
 
 
 def bench(convention: str) -> WeighingEnv:
@@ -92,7 +93,7 @@ def _mink_reference(env: WeighingEnv, delta_pos: np.ndarray, delta_rot: np.ndarr
     """The joint targets ``mink.solve_ik`` itself gives for the controller's program."""
     import mink
 
-    from labrecord.sim.scene import ARM_BASE
+    from labrecord.sim.bench.scene import ARM_BASE
 
     env.controller.solve(np.zeros(3), np.zeros(3))  # builds the arm model and its tasks
     model, _, _, _, _ = env.controller._ik

@@ -3,8 +3,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from labrecord.errors import LabrecordError
-from labrecord.sim.policies import make_policy, parse_target, required_set
-from labrecord.sim.scene import STANDARD_GRAMS, STANDARDS, display_segments
+from labrecord.sim.weighing.policies import make_policy, parse_target, required_set
+from labrecord.sim.weighing.scene import STANDARD_GRAMS, STANDARDS, display_segments
 
 
 def test_required_set_by_hand():

@@ -12,7 +12,7 @@ from labrecord.models import Choice, Confirm, Opportunity, StateReport
 from labrecord.rundir import read_events, read_manifest
 from labrecord.scorers.contracts.rack import SLOTS, RackInstance, local_slot, pose_matrix
 from labrecord.sim import run_episodes
-from labrecord.sim.rack import instances
+from labrecord.sim.rack.task import instances
 from tests.sim.runs import check_failed_and_recovered, check_run, episode_end, group_metrics, ratio, reference_metrics
 
 
@@ -26,7 +26,7 @@ def retrieval_choice(run) -> tuple[Choice, Opportunity]:
 def test_relocation_keeps_each_tube_in_its_local_slot():
     """Eq. 10 by hand: the rack turned by 2 rad and shifted; a tube in B3 before is in B3
     after (its tip 30 mm below the rack top at B3's local centre (0.0125, 0))."""
-    from labrecord.sim.rack_scene import RackEnv
+    from labrecord.sim.rack.env import RackEnv
 
     env = RackEnv(3, cameras=("front",), size=32)
     instance = RackInstance(distractors=(("d1", "B3"), ("d2", "A1"), ("d3", "C4")), rack_pose=(0.22, 0.2, 0.05, 0.2))

@@ -5,8 +5,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from labrecord.scorers.contracts.weighing import WeighingThresholds, display_chain, quantize
-from labrecord.sim.env import WeighingEnv
-from labrecord.sim.scene import STANDARD_GRAMS, STANDARDS, Layout, Placement
+from labrecord.sim.weighing.env import WeighingEnv
+from labrecord.sim.weighing.scene import STANDARD_GRAMS, STANDARDS, Layout, Placement
 
 LAYOUT = Layout(table_spot={w: i for i, w in enumerate(STANDARDS)}, pan_spot={w: i for i, w in enumerate(STANDARDS)})
 

@@ -189,9 +189,21 @@ def test_preflight_failure_is_one_error_line(tmp_path, capsys) -> None:
 
 def test_call_skill_needs_the_end_effector_convention() -> None:
     from labrecord.sim.serving import connect
+    from labrecord.sim.weighing.task import TASK
 
     with pytest.raises(LabrecordError, match="call_skill"):
-        connect("http", url="http://127.0.0.1:1/act", convention="joint_pos")
+        connect("http", cameras=TASK.cameras, skill=TASK.skill, url="http://127.0.0.1:1/act", convention="joint_pos")
+
+
+def test_call_skill_needs_a_bench_with_a_reference_executor() -> None:
+    """A tube bench has no reference executor: call_skill is refused when asked for and
+    left out of the default tools."""
+    from labrecord.sim.serving import connect
+
+    with pytest.raises(LabrecordError, match="call_skill: this bench has no reference executor"):
+        connect("http", cameras=("front", "wrist"), url="http://127.0.0.1:1/act", tools=("call_skill",))
+    with pytest.raises(LabrecordError, match="preflight failed"):  # no server: the default tools pass the check
+        connect("http", cameras=("front", "wrist"), url="http://127.0.0.1:1/act", timeout_s=0.5)
 
 
 def test_cli_reports_runs_left_unresolved(servers, tmp_path, capsys) -> None:

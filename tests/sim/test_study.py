@@ -27,7 +27,7 @@ from labrecord.recorders.checkpoint import read_header
 from labrecord.scorers.corpus import score_corpus
 from labrecord.rundir import read_manifest
 from labrecord.sim.study import IMPLEMENTED, MODES, SITES, parse_support, run_oracle_study
-from labrecord.sim.weighing import instances
+from labrecord.sim.weighing.task import instances
 from labrecord.validation import validate_folder
 
 N = 4

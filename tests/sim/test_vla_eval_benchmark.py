@@ -1,4 +1,4 @@
-"""vla-eval's own SyncEpisodeRunner drives the weighing benchmark against a model server
+"""vla-eval's own SyncEpisodeRunner drives the benchmark of a family against a model server
 built on vla-eval's PredictModelServer, served on 127.0.0.1 by vla-eval's serve_async."""
 import asyncio
 import json
@@ -21,7 +21,7 @@ from vla_eval.registry import resolve_import_string  # noqa: E402
 from vla_eval.runners.sync_runner import SyncEpisodeRunner  # noqa: E402
 from vla_eval.specs import GRIPPER_CLOSE_POS, IMAGE_RGB, LANGUAGE, POSITION_DELTA, ROTATION_AA  # noqa: E402
 
-IMPORT_STRING = "labrecord.sim.vla_eval_benchmark:WeighingBenchmark"
+IMPORT_STRING = "labrecord.sim.vla_eval_benchmark:BenchBenchmark"
 
 
 class StillModel(PredictModelServer):
@@ -46,12 +46,13 @@ class StillModel(PredictModelServer):
         return {"front": IMAGE_RGB, "language": LANGUAGE}
 
 
-async def drive(out_dir: Path, model: StillModel, episodes: int, max_steps: int | None = None) -> tuple[list, object]:
+async def drive(out_dir: Path, model: StillModel, episodes: int, max_steps: int | None = None,
+                family: str = "weighing") -> tuple[list, object]:
     import anyio
 
     benchmark_cls = resolve_import_string(IMPORT_STRING)
     assert benchmark_cls.render_backends == frozenset({"cpu"})
-    benchmark = benchmark_cls(out_dir=str(out_dir), seed=1, size=32, max_time_s=0.5)
+    benchmark = benchmark_cls(family=family, out_dir=str(out_dir), seed=1, size=32, max_time_s=0.5)
     results = []
     async with anyio.create_task_group() as tg:
         port = await tg.start(serve_async, model, "127.0.0.1", 0)
@@ -111,3 +112,15 @@ def test_a_reply_of_the_wrong_shape_is_an_interface_failure(tmp_path) -> None:
     assert first["interface_field"] == "actions" and first["chunk_len"] == 0
     report, _ = validate_run(run)
     assert report.ok and audit_run(run).ok
+
+
+def test_a_tube_bench_runs_through_the_same_benchmark(tmp_path) -> None:
+    """The rack family through vla-eval: its task, its run ids, a validating run."""
+    results, benchmark = asyncio.run(drive(tmp_path, StillModel(), episodes=1, family="rack"))
+    assert benchmark.get_tasks() == [{"name": "rack-basic", "suite": "labrecord"}]
+    assert [r["steps"] for r in results] == [9]
+    (run,) = [Path(p) for p in benchmark.run_dirs]
+    assert run.name == "rack-basic-vla-eval-libero-s1-e000"
+    report, _ = validate_run(run)
+    assert report.ok, [str(f) for f in report.errors]
+    assert read_manifest(run).manifest.task.family == "rack"

@@ -17,7 +17,8 @@ from labrecord.rundir import read_events, read_manifest
 from labrecord.scorers.audit import audit_run
 from labrecord.scorers.corpus import score_corpus
 from labrecord.sim import run_episodes
-from labrecord.sim.weighing import instances, population_records, register_population
+from labrecord.sim.episodes import register_population
+from labrecord.sim.weighing.task import instances, population_records
 from labrecord.validation import validate_folder
 from labrecord.validation.files import validate_population_file
 from labrecord.validation.findings import Report
@@ -255,7 +256,7 @@ class _Pusher:
 
     def __init__(self) -> None:
         from labrecord.recorders.policy import Capabilities
-        from labrecord.sim.policies import ACTION_SPEC
+        from labrecord.sim.bench.policies import ACTION_SPEC
 
         self.capabilities = Capabilities(name="pusher", kind="scripted", action_spec=ACTION_SPEC, channels=("robot",))
 
@@ -264,7 +265,7 @@ class _Pusher:
 
     def act(self, observation):
         from labrecord.recorders.policy import ActionChunk
-        from labrecord.sim.policies import delta_toward
+        from labrecord.sim.bench.policies import delta_toward
 
         return ActionChunk(delta_toward(observation.state["robot"], np.array([0.11, 0.11, 0.0, 0.0, 1.0])))
 
@@ -273,10 +274,11 @@ def test_an_arm_link_pushed_into_the_balance_is_a_safety_violation(tmp_path):
     """The gripper pressed onto the balance base (not the pan: the load cell reads nothing
     of it) is measured by the arm-on-balance contact force; above 5 N it is an
     irreversible ``violation safety``, and the audit recomputes it from that column."""
-    from labrecord.sim.weighing import EpisodeSpec, open_episode
+    from labrecord.sim.episodes import EpisodeSpec, open_episode
 
     (inst,) = instances("basic", 1, 0)
-    episode = open_episode(EpisodeSpec(str(tmp_path), "basic", "pusher", 0, 0, inst, cameras=False, max_time_s=4.0),
+    episode = open_episode(EpisodeSpec(str(tmp_path), "basic", "pusher", 0, 0, inst, cameras=False, max_time_s=4.0,
+                                       family="weighing"),
                            _Pusher())
     episode.owner.run_episode(0)
     run = episode.close()

@@ -310,7 +310,7 @@ def test_basic_answers_are_balanced_at_every_prefix(n: int, seed: int) -> None:
 
 def test_first_block_by_hand() -> None:
     # seed 0 of the simulator's first block: the first four instances hold all four answers
-    from labrecord.sim.weighing import instances
+    from labrecord.sim.weighing.task import instances
 
     first = [next(iter(i.goal)) for i in instances("basic", 4, 0)]
     assert sorted(first) == sorted(STANDARDS)

@@ -176,6 +176,7 @@ class _StepProgram:
             rows = sum(len(e) for _, e, _ in residuals)
             self._w, self._e = np.empty((rows, nv)), np.empty(rows)
         w, e = self._w, self._e
+        assert w is not None and e is not None
         mu_total, at = 0.0, 0
         for jacobian, error, mu in residuals:
             w[at:at + len(error)] = jacobian

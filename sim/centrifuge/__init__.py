@@ -1,0 +1,1 @@
+"""Centrifuge loading: the bench (scene, env), its scripted baselines and its task."""
