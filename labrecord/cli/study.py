@@ -41,8 +41,9 @@ def _supports_text(entry: Family) -> str:
 
 
 def _oracle_example(entry: Family) -> str:
-    site, mode = entry.supports[0]
-    return (f"labrecord study oracle {entry.name} --policy {_optioned(entry)} --support {site}:{mode} "
+    policy = entry.policies[_optioned(entry)]
+    site, mode = next((s for s in entry.supports if s in policy.oracle_inputs), entry.supports[0])
+    return (f"labrecord study oracle {entry.name} --policy {policy.name} --support {site}:{mode} "
             "--instances 16 --out runs/")
 
 
@@ -60,6 +61,23 @@ def _chosen(entry: Family, policy: str, values: dict[str, str | None]) -> dict[s
     """The options given for ``policy`` (those it takes), converted."""
     takes = {option.name: option for option in entry.policies[policy].options}
     return {name: takes[name].convert(value) for name, value in values.items() if value is not None and name in takes}
+
+
+def _placement(workers_help: str) -> list[Any]:
+    """``--seed``, ``--out``, ``--workers`` and where the episodes run: every study's options."""
+    return [click.option("--seed", type=int, default=0, show_default=True),
+            click.option("--out", "out_dir", type=click.Path(file_okay=False), default="runs", show_default=True),
+            click.option("--workers", type=click.IntRange(min=1), default=1, show_default=True, help=workers_help),
+            executor_options]
+
+
+def _wrote(summary: dict[str, Any], out_dir: str, metric: str, as_json: bool) -> None:
+    """A runs study's summary: as JSON, or one line naming what was written and what to score."""
+    if as_json:
+        echo_json(summary)
+    else:
+        click.echo(f"wrote {len(summary['runs'])} run(s) and populations/{summary['population']}.jsonl under "
+                   f"{out_dir}; `labrecord score {out_dir}` reports {metric}")
 
 
 def _decorate(command: Callable[..., None], decorators: list[Any]) -> Callable[..., None]:
@@ -131,11 +149,7 @@ def _oracle_command(entry: Family) -> click.Command:
                           f"contrast).  Built: {_supports_text(entry)}."),
         *_policy_options(entry),
         click.option("--instances", type=click.IntRange(min=1), default=16, show_default=True),
-        click.option("--seed", type=int, default=0, show_default=True),
-        click.option("--out", "out_dir", type=click.Path(file_okay=False), default="runs", show_default=True),
-        click.option("--workers", type=click.IntRange(min=1), default=1, show_default=True,
-                     help="Instances in parallel processes."),
-        executor_options,
+        *_placement("Instances in parallel processes."),
         click.option("--verify-periods", type=click.IntRange(min=1), default=10, show_default=True,
                      help="Control periods re-stepped from each checkpoint to verify it."),
         output_options(csv=False, json_help="Print the study summary (compatibility, checkpoints, delivery, agreement, "
@@ -152,11 +166,7 @@ def _pairs_command(entry: Family) -> click.Command:
         with progress(2 * n_pairs, f"answer-changing pairs / {policy}") as advance:
             summary = run_pairs_study(out_dir, policy, n_pairs, seed, workers, progress=advance, executor=executor,
                                       address=ray_address, family=entry.name, **_chosen(entry, policy, values))
-        if as_json:
-            echo_json(summary)
-        else:
-            click.echo(f"wrote {len(summary['runs'])} run(s) and populations/{summary['population']}.jsonl under "
-                       f"{out_dir}; `labrecord score {out_dir}` reports P_state")
+        _wrote(summary, out_dir, "P_state", as_json)
 
     command.__doc__ = (f"{entry.title.split(':')[0]} ({entry.study_condition}): per pair, the drawn instance and its "
                        "partner whose only difference changes the legal answer." + _examples([
@@ -166,11 +176,7 @@ def _pairs_command(entry: Family) -> click.Command:
         click.option("--policy", type=click.Choice(list(entry.policies)), default=_first(entry), show_default=True),
         *_policy_options(entry),
         click.option("--pairs", "n_pairs", type=click.IntRange(min=1), default=8, show_default=True),
-        click.option("--seed", type=int, default=0, show_default=True),
-        click.option("--out", "out_dir", type=click.Path(file_okay=False), default="runs", show_default=True),
-        click.option("--workers", type=click.IntRange(min=1), default=1, show_default=True,
-                     help="Episodes in parallel processes."),
-        executor_options,
+        *_placement("Episodes in parallel processes."),
         output_options(csv=False, json_help='Print {"population", "policy", "seed", "pairs", "runs"}.'),
     ])
     return click.command(entry.name, context_settings=CONTEXT_SETTINGS)(decorated)
@@ -184,11 +190,7 @@ def _fixed_starts_command(entry: Family) -> click.Command:
         with progress(starts, f"fixed-subgoal starts / {policy}") as advance:
             summary = run_fixed_starts_study(out_dir, policy, starts, seed, workers, progress=advance,
                                              executor=executor, address=ray_address, family=entry.name)
-        if as_json:
-            echo_json(summary)
-        else:
-            click.echo(f"wrote {len(summary['runs'])} run(s) and populations/{summary['population']}.jsonl under "
-                       f"{out_dir}; `labrecord score {out_dir}` reports E_fixed")
+        _wrote(summary, out_dir, "E_fixed", as_json)
 
     command.__doc__ = (f"{entry.title.split(':')[0]} ({entry.study_condition}): one run per registered fixed start, "
                        "its correct subgoal given to the system." + _examples([
@@ -198,11 +200,7 @@ def _fixed_starts_command(entry: Family) -> click.Command:
     decorated = _decorate(command, [
         click.option("--policy", type=click.Choice(list(entry.policies)), default=_first(entry), show_default=True),
         click.option("--starts", type=click.IntRange(min=1), default=8, show_default=True),
-        click.option("--seed", type=int, default=0, show_default=True),
-        click.option("--out", "out_dir", type=click.Path(file_okay=False), default="runs", show_default=True),
-        click.option("--workers", type=click.IntRange(min=1), default=1, show_default=True,
-                     help="Episodes in parallel processes."),
-        executor_options,
+        *_placement("Episodes in parallel processes."),
         output_options(csv=False, json_help='Print {"population", "policy", "seed", "starts", "runs"}.'),
     ])
     return click.command(entry.name, context_settings=CONTEXT_SETTINGS)(decorated)

@@ -10,6 +10,7 @@ from tests.support import require_module
 os.environ.setdefault("MUJOCO_GL", "egl")
 require_module("mujoco", 'pip install "labrecord[sim]"')
 
+from labrecord.recorders.loop import EpisodeObserver  # noqa: E402
 from labrecord.recorders.policy import ActionChunk, Capabilities  # noqa: E402
 from labrecord.scorers.contracts import get_contract  # noqa: E402
 from labrecord.scorers.contracts.weighing import WeighingInstance  # noqa: E402
@@ -141,3 +142,56 @@ def test_a_chunk_answered_after_the_wall_deadline_is_not_executed(tmp_path):
 def test_the_sim_clock_ignores_inference_time(tmp_path):
     receipts = run_native(tmp_path, Slow(), deadline_s=0.01, deadline_clock="sim")
     assert receipts and not any(r["rejected"] for r in receipts)
+
+
+class Counting(EpisodeObserver):
+    """An episode observer that counts its hooks and reads the cursor at every step."""
+
+    def __init__(self, owner):
+        self.owner, self.calls, self.cursors = owner, {"before_observe": 0, "observed": 0, "before_query": 0,
+                                                       "after_step": 0}, []
+
+    def before_observe(self):
+        self.calls["before_observe"] += 1
+
+    def observed(self, observation):
+        self.calls["observed"] += observation is not None
+
+    def before_query(self, observation):
+        self.calls["before_query"] += 1
+
+    def after_step(self):
+        self.calls["after_step"] += 1
+        self.cursors.append(self.owner.cursor)
+
+
+def test_an_observer_sees_every_boundary_and_the_cursor_counts_them(tmp_path):
+    """1 s at 10 Hz and 500 Hz physics: 10 control periods of 50 steps.  The observer is
+    told of 10 boundaries and 10 steps; the first boundary settles the scene, so 9
+    observations reach the policy and each is answered (9 queries, 9 receipts); after
+    period k the cursor stands at step 50·k with k blocks and k actions applied."""
+    from labrecord.examples import example_manifest
+    from labrecord.recorders.loop import Cursor, StepOwner
+    from labrecord.recorders.online import ContractScorer
+    from labrecord.rundir import RunWriter
+
+    policy = NativeVla(channels=("robot",), kind="scripted")
+    env = WeighingEnv(policy.capabilities.action_spec, cameras=())
+    instance = WeighingInstance(target_g=180.0, sample_g=130.0, goal=frozenset({"w50"}), f_empty_n=env.calibrate_empty())
+    env.reset(Placement(130.0, frozenset(), Layout({w: i for i, w in enumerate(STANDARDS)}, {w: i for i, w in enumerate(STANDARDS)})))
+    scorer = ContractScorer(get_contract("weighing"), instance)
+    try:
+        with RunWriter.create(tmp_path, example_manifest("observed-0001")) as writer:
+            owner = StepOwner(env, policy, scorer, writer, instruction="Bring the balance to 180 g", max_time_s=1.0,
+                              video=False)
+            watch = Counting(owner)
+            owner.run_episode(0, watch)
+            owner.finish()
+    finally:
+        env.close()
+    receipts = (writer.dir / "observations.jsonl").read_text().splitlines()
+    assert watch.calls == {"before_observe": 10, "observed": 9, "before_query": 9, "after_step": 10}
+    assert len(receipts) == 9 and len(policy.seen) == 9
+    assert watch.cursors[0] == Cursor(episode=0, step=50, observations=0, actions=1, blocks=1)
+    assert watch.cursors[-1] == Cursor(episode=0, step=500, observations=9, actions=10, blocks=10)
+    assert owner.public_state()["display_reading"] == scorer.display()  # the scorer's readout, a declared channel
