@@ -69,9 +69,10 @@ class Family:
     optional_columns: dict[str, str] = field(default_factory=dict)
     #: episodes a ``labrecord sim`` command runs by default
     default_episodes: int = 8
-    #: the Oracle supports (site, mode) a study can deliver on this bench; a family
-    #: without any has no ``labrecord study`` commands
+    #: the Oracle supports (site, mode) a study can deliver on this bench
     supports: tuple[tuple[str, str], ...] = ()
+    #: the ``labrecord study`` commands built on this bench (``oracle`` needs ``supports``)
+    studies: tuple[str, ...] = ()
     #: conditions the studies draw their instances from
     study_condition: str = "basic"
     #: the policies ``labrecord demo`` simulates on the same instances, and how many episodes each
@@ -131,6 +132,8 @@ _WEIGHING_CHANNELS = ("robot", "display_reading", "object_poses")
 _DENOMINATION = PolicyOption("denomination", "Standard the fixed-preference policy always transfers (default w50).",
                              WEIGHING_STANDARDS)
 _TUBE_CHANNELS = ("front", "wrist", "robot", "object_poses")
+#: what the tube benches' scripted baselines consume: the commit hook (decision:replace)
+_TUBE_INPUTS = frozenset({("decision", "replace")})
 
 WEIGHING = Family(
     name="weighing", title="Feedback weighing: bring the balance reading to a target mass with labeled standards.",
@@ -154,6 +157,7 @@ WEIGHING = Family(
     demo_episodes=12,  # one full block of targets and answers
     supports=(("semantic", "assist"), ("decision", "assist"), ("decision", "replace"), ("skill", "replace"),
               ("geometry", "assist"), ("geometry", "replace")),
+    studies=("oracle", "pairs", "fixed-starts"),
 )
 
 CENTRIFUGE = Family(
@@ -161,19 +165,20 @@ CENTRIFUGE = Family(
     conditions={"basic": "one tube seated, one to place", "extended": "both tubes to place"},
     policies={
         "reference": Policy("reference", "pushes a shallow tube home, then loads the slot opposite the seated one",
-                            _TUBE_CHANNELS),
+                            _TUBE_CHANNELS, _TUBE_INPUTS),
         "fixed-preference": Policy("fixed-preference", "always its preferred local slot (the next free one when taken)",
-                                   _TUBE_CHANNELS, options=(PolicyOption(
+                                   _TUBE_CHANNELS, _TUBE_INPUTS, options=(PolicyOption(
                                        "slot", "Local slot the fixed-preference policy always chooses (default 0; "
                                        "the next free one when taken).", tuple(str(j) for j in range(12)),
                                        integer=True),)),
-        "random": Policy("random", "a uniformly drawn free slot", _TUBE_CHANNELS),
+        "random": Policy("random", "a uniformly drawn free slot", _TUBE_CHANNELS, _TUBE_INPUTS),
         "clumsy": Policy("clumsy", "the reference choices; its first insertion stops shallow, then it pushes home",
-                         _TUBE_CHANNELS),
+                         _TUBE_CHANNELS, _TUBE_INPUTS),
     },
     contract="labrecord.scorers.contracts.centrifuge:CentrifugeContract",
     bench="labrecord.sim.centrifuge.task:TASK",
     columns=_centrifuge_columns(),
+    supports=(("decision", "replace"),), studies=("oracle",),
 )
 
 RACK = Family(
@@ -182,19 +187,20 @@ RACK = Family(
                 "extended": "three same-cap distractors, rack moved and turned"},
     policies={
         "reference": Policy("reference", "places, remembers the settled slot, retrieves it in the rack's new frame",
-                            _TUBE_CHANNELS),
+                            _TUBE_CHANNELS, _TUBE_INPUTS),
         "fixed-preference": Policy("fixed-preference", "places into and retrieves from its preferred slot",
-                                   _TUBE_CHANNELS, options=(PolicyOption(
+                                   _TUBE_CHANNELS, _TUBE_INPUTS, options=(PolicyOption(
                                        "slot", "Slot the fixed-preference policy places into and retrieves from "
                                        "(default A1).", RACK_SLOTS),)),
         "random": Policy("random", "places into a drawn free slot, retrieves from a drawn occupied one",
-                         _TUBE_CHANNELS),
+                         _TUBE_CHANNELS, _TUBE_INPUTS),
         "clumsy": Policy("clumsy", "the reference choices; sets the sample down beside the region once, then fixes it",
-                         _TUBE_CHANNELS),
+                         _TUBE_CHANNELS, _TUBE_INPUTS),
     },
     contract="labrecord.scorers.contracts.rack:RackContract",
     bench="labrecord.sim.rack.task:TASK",
     columns=_rack_columns(),
+    supports=(("decision", "replace"),), studies=("oracle",),
 )
 
 #: every registered family, in the order ``labrecord demo --family all`` runs them
@@ -210,9 +216,9 @@ def family(name: str) -> Family:
     return FAMILIES[name]
 
 
-def with_supports() -> list[Family]:
-    """The families a study can run on (their entry declares supports)."""
-    return [f for f in FAMILIES.values() if f.supports]
+def with_study(study: str) -> list[Family]:
+    """The families whose entry declares ``study`` (``oracle``, ``pairs``, ``fixed-starts``)."""
+    return [f for f in FAMILIES.values() if study in f.studies]
 
 
 def load(target: str) -> object:

@@ -130,7 +130,10 @@ def capture(owner: Any, observation: Any, *, instance_id: str, engine: str) -> C
     if f is not None:
         handoff = {"state_ref": scorer.contract.state_ref(scorer.tracker.state, f),
                    "released": bool(getattr(f, "released", False)), "stable": bool(getattr(f, "stable", False)),
-                   "low_motion": bool(getattr(f, "low_motion", False)), "valid": bool(getattr(f, "valid", False))}
+                   "low_motion": bool(getattr(f, "low_motion", False)), "valid": bool(getattr(f, "valid", False)),
+                   # the contract's own test that this evidence makes a choice scorable
+                   # (weighing: a valid, stable reading; rack: frames not occluded)
+                   "ready": bool(scorer.contract.evidence_ready(scorer.tracker.state, f))}
     state = {
         "owner": owner.continuation(),
         "scorer": copy.deepcopy({name: getattr(scorer, name) for name in _SCORER_FIELDS}),
@@ -200,7 +203,7 @@ def verify(env: Any, scorer: Any, checkpoint: Checkpoint, actions: list[np.ndarr
     handoff = checkpoint.header.handoff
     return Verification(periods=len(actions), bitwise=not mismatched, tracker_equal=tracker_equal,
                         mismatched_columns=sorted(mismatched), first_mismatch_period=first,
-                        handoff_ready=bool(handoff.get("valid") and handoff.get("stable")))
+                        handoff_ready=bool(handoff.get("ready")))
 
 
 def _same_column(replayed: np.ndarray | None, original: np.ndarray, tolerance: float) -> bool:

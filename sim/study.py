@@ -89,7 +89,9 @@ IMPLEMENTED: dict[tuple[str, str], tuple[str, str]] = {
 }
 STUDIES_DIR = "studies"
 CONDITION = "basic"
-#: the bench the studies run on (the family whose registry entry declares the supports built here)
+#: the bench the answer-changing-pair and fixed-start studies run on (their partners and
+#: subgoals are the weighing contract's); Oracle studies run on every family whose
+#: registry entry declares supports
 FAMILY = "weighing"
 ORACLE_CHANNEL = "oracle"
 
@@ -98,12 +100,15 @@ Support = tuple[str, str]
 Branch = tuple[Support, ...]
 
 
-def check_family(family: str) -> None:
-    """Refuse a family whose bench has no study built (its registry entry declares no supports)."""
+def check_family(family: str, study: str) -> Any:
+    """The registry entry of ``family``, refused unless it declares ``study``."""
     from labrecord.families import family as entry
 
-    if not entry(family).supports or family != FAMILY:
-        raise LabrecordError(f"{family}: no study is built on this bench (its registry entry declares no supports)")
+    registered = entry(family)
+    if study not in registered.studies:
+        raise LabrecordError(f"{family}: no {study} study is built on this bench (its registry entry declares "
+                             f"{', '.join(registered.studies) or 'none'})")
+    return registered
 
 
 def parse_support(text: str) -> Support:
@@ -149,8 +154,8 @@ def joint_compatibility(policy: Any, branch: Branch) -> Any:
                          reason=refused[0].reason if refused else None)
 
 
-def population_of(policy: str, seed: int) -> str:
-    return f"oracle-weighing-{CONDITION}-{policy}-s{seed}"
+def population_of(family: str, condition: str, policy: str, seed: int) -> str:
+    return f"oracle-{family}-{condition}-{policy}-s{seed}"
 
 
 def branch_key(branch: Branch) -> str:
@@ -191,6 +196,8 @@ class StudyTask:
     branches: tuple[Branch, ...]
     policy_options: tuple[tuple[str, Any], ...] = ()
     verify_periods: int = 10
+    family: str = FAMILY
+    condition: str = CONDITION
 
 
 def run_oracle_study(out_dir: str | Path, policy: str, supports: list[Support], instances: int = 16,
@@ -205,13 +212,12 @@ def run_oracle_study(out_dir: str | Path, policy: str, supports: list[Support], 
         summary = run_oracle_study("runs", "fixed-preference", [("decision", "replace")], instances=4)
     """
     from labrecord.recorders.checkpoint import VERIFY_PERIODS
-    from labrecord.sim.episodes import instance_id_of, register_population
-    from labrecord.sim.weighing.policies import POLICIES, make_policy
-    from labrecord.sim.weighing.task import instances as draw, population_records
+    from labrecord.sim.episodes import bench_task, register_population
 
-    check_family(family)
-    if policy not in POLICIES:
-        raise LabrecordError(f"--policy {policy}: a study runs a scripted system ({', '.join(POLICIES)}); "
+    registered = check_family(family, "oracle")
+    bench = bench_task(family)
+    if policy not in registered.policies:
+        raise LabrecordError(f"--policy {policy}: a study runs a scripted system ({', '.join(registered.policies)}); "
                              "served policies are not checkpointable here yet")
     if not supports:
         raise LabrecordError("give at least one --support SITE:MODE")
@@ -219,33 +225,39 @@ def run_oracle_study(out_dir: str | Path, policy: str, supports: list[Support], 
         raise LabrecordError("a --support is given twice")
     for site, mode in supports:
         parse_support(f"{site}:{mode}")
-    probe = make_policy(policy, seed, **policy_options)
+        if (site, mode) not in registered.supports:
+            built = ", ".join(f"{s}:{m}" for s, m in registered.supports)
+            raise LabrecordError(f"support {site}:{mode}: not built on the {family} bench (built: {built})")
+    probe = bench.make_policy(policy, seed, **policy_options)
     branches = branches_of(supports)
     compat = [compatibility(probe, *b[0]) if len(b) == 1 else joint_compatibility(probe, b) for b in branches]
     usable = tuple(b for b, c in zip(branches, compat) if c.status == "compatible")
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    population = population_of(policy, seed)
-    drawn = draw(CONDITION, instances, seed)
+    condition = registered.study_condition
+    population = population_of(family, condition, policy, seed)
+    drawn, base_records = bench.population(condition, instances, seed)
     tasks = [StudyTask(str(out), policy, seed, i, inst, usable, tuple(sorted(policy_options.items())),
-                       verify_periods or VERIFY_PERIODS) for i, inst in enumerate(drawn)]
+                       verify_periods or VERIFY_PERIODS, family, condition) for i, inst in enumerate(drawn)]
     refuse_existing(out, (run_id for task in tasks for run_id in _run_ids(task)))
-    register_population(out, population, _population_records(drawn, usable, population_records, instance_id_of))
+    register_population(out, population, _population_records(drawn, usable, base_records))
     results = run_specs(tasks, run_instance, workers, progress, executor=executor, address=address)
-    summary = _summary(population, policy, seed, list(zip(branches, compat)), results)
+    summary = _summary(population, policy, seed, condition, list(zip(branches, compat)), results)
     folder = out / STUDIES_DIR
     folder.mkdir(parents=True, exist_ok=True)
     atomic_write_bytes(folder / f"{population}.json", dumps_pretty(summary))
     return summary
 
 
-def _population_records(drawn: list[Any], branches: tuple[Branch, ...], base_records: Any,
-                        instance_id_of: Any) -> list[Any]:
+def _population_records(drawn: list[Any], branches: tuple[Branch, ...], base_records: list[Any]) -> list[Any]:
+    """The family's population records (an instance and its checkpoint each, and any pairs
+    of the family's own), each instance and checkpoint again per supported branch, and an
+    Oracle pair per instance and branch."""
     from labrecord.models import Checkpoint, Instance, OraclePair
+    from labrecord.sim.episodes import instance_id_of
 
     records: list[Any] = []
-    base = base_records(CONDITION, 0, drawn)  # instance + d0 checkpoint per instance
-    for record in base:
+    for record in base_records:
         records.append(record)
         if isinstance(record, Checkpoint):
             for branch in branches:
@@ -266,7 +278,7 @@ def _population_records(drawn: list[Any], branches: tuple[Branch, ...], base_rec
 
 
 def _stem(task: StudyTask) -> str:
-    return f"oracle-weighing-{task.policy}-s{task.seed}-e{task.index:03d}"
+    return f"oracle-{task.family}-{task.policy}-s{task.seed}-e{task.index:03d}"
 
 
 def _run_id(task: StudyTask, branch: Branch) -> str:
@@ -291,10 +303,10 @@ def _spec(task: StudyTask, branch: Branch) -> Any:
         intervention = Intervention(supports=[SupportRecord(site=site, mode=mode, oracle=IMPLEMENTED[(site, mode)][0])  # type: ignore[arg-type]
                                               for site, mode in branch],
                                     pair_id=pair_id_of(base_id, branch), branch="supported")
-    return EpisodeSpec(task.out_dir, CONDITION, task.policy, task.index, task.seed, task.instance, cameras=False,
+    return EpisodeSpec(task.out_dir, task.condition, task.policy, task.index, task.seed, task.instance, cameras=False,
                        size=64, policy_options=task.policy_options, run_id=_run_id(task, branch),
-                       population=population_of(task.policy, task.seed), instance_id=instance_id,
-                       intervention=intervention, family=FAMILY)
+                       population=population_of(task.family, task.condition, task.policy, task.seed),
+                       instance_id=instance_id, intervention=intervention, family=task.family)
 
 
 class _AtDecision(EpisodeObserver):
@@ -303,9 +315,10 @@ class _AtDecision(EpisodeObserver):
     before every query (the Oracle context goes in there) and ``after_step()`` after every
     control period."""
 
-    def __init__(self, owner: Any, on_open: Callable[[Any], None], after_step: Callable[[], None] | None = None,
-                 before_act: Callable[[Any], None] | None = None) -> None:
-        self.owner, self.on_open, self._after_step, self._before_act = owner, on_open, after_step, before_act
+    def __init__(self, owner: Any, decision: str, on_open: Callable[[Any], None],
+                 after_step: Callable[[], None] | None = None, before_act: Callable[[Any], None] | None = None) -> None:
+        self.owner, self.decision, self.on_open = owner, decision, on_open
+        self._after_step, self._before_act = after_step, before_act
         self.fired = False
         self.before: Any = None
 
@@ -313,11 +326,9 @@ class _AtDecision(EpisodeObserver):
         self.before = self.owner.scorer.tracker.current
 
     def observed(self, observation: Any) -> None:
-        from labrecord.sim.weighing.task import CHECKPOINT_DECISION
-
         current = self.owner.scorer.tracker.current
         if (observation is not None and not self.fired and current is not None and current is not self.before
-                and current.decision == CHECKPOINT_DECISION):
+                and current.decision == self.decision):
             self.fired = True
             self.on_open(observation)
 
@@ -333,12 +344,13 @@ class _AtDecision(EpisodeObserver):
 def run_instance(task: StudyTask) -> dict[str, Any]:
     """Base branch + checkpoint + verification + supported branches of one instance."""
     from labrecord.recorders.checkpoint import CHECKPOINTS_DIR, capture, verify, write_checkpoint
-    from labrecord.sim.episodes import instance_id_of, open_episode, policy_seed as seed_of
-    from labrecord.sim.weighing.policies import make_policy
+    from labrecord.sim.episodes import bench_task, instance_id_of, open_episode, policy_seed as seed_of
 
+    bench = bench_task(task.family)
     base_spec = _spec(task, ())
     policy_seed = seed_of(task.seed, task.index)
-    episode = open_episode(base_spec, make_policy(task.policy, policy_seed, **dict(task.policy_options)))
+    episode = open_episode(base_spec, bench.make_policy(task.policy, policy_seed, task.instance,
+                                                        **dict(task.policy_options)))
     import mujoco  # after open_episode chose the offscreen renderer
 
     engine = f"mujoco-{mujoco.__version__}"
@@ -354,7 +366,7 @@ def run_instance(task: StudyTask) -> dict[str, Any]:
             taken["tracker_after"] = copy.deepcopy(owner.scorer.tracker.state)
 
     try:
-        owner.run_episode(0, _AtDecision(owner, on_open, after_step))
+        owner.run_episode(0, _AtDecision(owner, bench.checkpoint_decision, on_open, after_step))
     except BaseException:
         episode.abort()
         raise
@@ -363,7 +375,7 @@ def run_instance(task: StudyTask) -> dict[str, Any]:
                               "checkpoint": None, "verified": False, "branches": {}}
     checkpoint = taken.get("checkpoint")
     if checkpoint is None:
-        result["reason"] = "the registered decision d0 never opened in the base branch"
+        result["reason"] = f"the registered decision {bench.checkpoint_decision} never opened in the base branch"
         return result
     k0, a0 = taken["blocks0"], taken["actions0"]
     recorded = owner.blocks[k0:k0 + task.verify_periods]
@@ -557,10 +569,10 @@ def _operation(text: str) -> Any:
 
 def _supported_branch(task: StudyTask, branch: Branch, checkpoint: Any, policy_seed: int) -> dict[str, Any]:
     from labrecord.recorders.checkpoint import restore_physics
-    from labrecord.sim.episodes import open_episode
-    from labrecord.sim.weighing.policies import make_policy
+    from labrecord.sim.episodes import bench_task, open_episode
 
-    policy = make_policy(task.policy, policy_seed, **dict(task.policy_options))
+    bench = bench_task(task.family)
+    policy = bench.make_policy(task.policy, policy_seed, task.instance, **dict(task.policy_options))
     episode = open_episode(_spec(task, branch), policy)
     owner = episode.owner
     records = episode.writer.document.manifest.intervention.supports
@@ -577,7 +589,7 @@ def _supported_branch(task: StudyTask, branch: Branch, checkpoint: Any, policy_s
         delivery.start()
 
     try:
-        owner.run_episode(0, _AtDecision(owner, on_open, before_act=delivery.before_act))
+        owner.run_episode(0, _AtDecision(owner, bench.checkpoint_decision, on_open, before_act=delivery.before_act))
     except _BranchRefused:
         episode.abort()
         return outcome
@@ -616,7 +628,7 @@ def _start_mismatch(owner: Any, checkpoint: Any) -> str | None:
     return None
 
 
-def _summary(population: str, policy: str, seed: int, branches: list[tuple[Branch, Any]],
+def _summary(population: str, policy: str, seed: int, condition: str, branches: list[tuple[Branch, Any]],
              results: list[dict[str, Any]]) -> dict[str, Any]:
     """Compatibility, delivery, agreement and substitution per support (sec. 6.3): agreement
     under decision:assist, substitution share under replace (agreement null there).  The
@@ -647,7 +659,7 @@ def _summary(population: str, policy: str, seed: int, branches: list[tuple[Branc
                 agreed = sum(1 for r in records if r.get("first_choice") == r.get("payload"))
                 entry.update(agreed=agreed, agreement=agreed / len(records) if records else None)
         supports[key] = entry
-    return {"population": population, "policy": policy, "seed": seed, "condition": CONDITION,
+    return {"population": population, "policy": policy, "seed": seed, "condition": condition,
             "compatibility": [msgspec.to_builtins(c) for _, c in branches], "supports": supports,
             "checkpoints_verified": sum(1 for r in results if r["verified"]), "instances": len(results),
             "results": results}
@@ -695,7 +707,7 @@ def run_pairs_study(out_dir: str | Path, policy: str, pairs: int = 8, seed: int 
     from labrecord.sim.weighing.policies import POLICIES
     from labrecord.sim.weighing.task import instances as draw
 
-    check_family(family)
+    check_family(family, "pairs")
     if policy not in POLICIES:
         raise LabrecordError(f"--policy {policy}: expected one of {', '.join(POLICIES)}")
     out = Path(out_dir)
@@ -776,7 +788,7 @@ def run_fixed_starts_study(out_dir: str | Path, policy: str, starts: int = 8, se
     from labrecord.sim.weighing.policies import POLICIES
     from labrecord.sim.weighing.task import instances as draw
 
-    check_family(family)
+    check_family(family, "fixed-starts")
     if policy not in POLICIES:
         raise LabrecordError(f"--policy {policy}: a fixed-start study needs a system with a commit hook "
                              f"({', '.join(POLICIES)})")

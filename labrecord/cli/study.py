@@ -1,7 +1,7 @@
 """``labrecord study``: diagnostic studies run in the embedded simulator.
 
-One command per study and registered family whose entry declares Oracle supports
-(:func:`labrecord.families.with_supports`), built from that entry: its scripted policies,
+One command per study and registered family whose entry declares that study
+(:func:`labrecord.families.with_study`), built from that entry: its scripted policies,
 their options and the supports built on its bench.
 """
 from __future__ import annotations
@@ -12,7 +12,7 @@ from typing import Any
 import click
 
 from labrecord.cli.common import CONTEXT_SETTINGS, echo_json, echo_table, output_options, progress
-from labrecord.families import Family, with_supports
+from labrecord.families import Family, with_study
 
 
 def executor_options(func: Any) -> Any:
@@ -206,16 +206,18 @@ def _fixed_starts_command(entry: Family) -> click.Command:
     return click.command(entry.name, context_settings=CONTEXT_SETTINGS)(decorated)
 
 
-for _entry in with_supports():
+for _entry in with_study("oracle"):
     oracle.add_command(_oracle_command(_entry))
+for _entry in with_study("pairs"):
     pairs.add_command(_pairs_command(_entry))
+for _entry in with_study("fixed-starts"):
     fixed_starts.add_command(_fixed_starts_command(_entry))
 
-_families = with_supports()
-study.help = f"{study.help}" + _examples([_oracle_example(entry) for entry in _families])
-oracle.help = f"{oracle.help}" + _examples([_oracle_example(entry) for entry in _families])
+study.help = f"{study.help}" + _examples([_oracle_example(entry) for entry in with_study("oracle")])
+oracle.help = f"{oracle.help}" + _examples([_oracle_example(entry) for entry in with_study("oracle")])
 pairs.help = f"{pairs.help}" + _examples(
-    [f"labrecord study pairs {entry.name} --policy {_optioned(entry)} --pairs 8 --seed 0 --out runs/" for entry in _families])
+    [f"labrecord study pairs {entry.name} --policy {_optioned(entry)} --pairs 8 --seed 0 --out runs/"
+     for entry in with_study("pairs")])
 fixed_starts.help = f"{fixed_starts.help}" + _examples(
     [f"labrecord study fixed-starts {entry.name} --policy {_first(entry)} --starts 8 --seed 0 --out runs/"
-     for entry in _families])
+     for entry in with_study("fixed-starts")])

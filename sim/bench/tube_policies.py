@@ -5,6 +5,7 @@ previous one has run."""
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -90,6 +91,11 @@ class TubePolicy(ScriptedPolicy):
 
     channels = CHANNELS
     first_wait_s = SETTLE_S
+    #: the commit hook (a decision-site *replace* support): called with every operation this
+    #: policy commits to and the observation it chose on; returns the operation carried out
+    commit_hook: Callable[[Operation, Observation], Operation] | None = None
+    #: the Oracle supports (site, mode) this system consumes (its capability preflight)
+    oracle_inputs: frozenset[tuple[str, str]] = frozenset({("decision", "replace")})
 
     def reset(self, episode: int) -> None:
         super().reset(episode)
@@ -119,6 +125,8 @@ class TubePolicy(ScriptedPolicy):
         if self.stopped or observation.t < self.wait_until:
             return self._hold(robot)
         op = self.choose(poses)
+        if op is not None and self.commit_hook is not None:
+            op = self.commit_hook(op, observation)
         if op is None or op.kind in ("stop", "wait"):
             return self._decline(robot, op)
         self.operations += 1

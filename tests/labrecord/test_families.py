@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from labrecord.errors import LabrecordError
-from labrecord.families import FAMILIES, SERVED_POLICIES, PolicyOption, family, load, with_supports
+from labrecord.families import FAMILIES, SERVED_POLICIES, PolicyOption, family, load, with_study
 from labrecord.measurements import FAMILY_COLUMNS, OPTIONAL_COLUMNS
 
 CLI = Path(__file__).resolve().parents[2] / "labrecord" / "cli"
@@ -43,12 +43,14 @@ def test_an_integer_option_converts_its_spelling():
     assert PolicyOption("slot", "", ("A1", "C4")).convert("C4") == "C4"
 
 
-def test_studies_exist_for_the_families_that_declare_supports():
-    assert [f.name for f in with_supports()] == [f.name for f in FAMILIES.values() if f.supports]
+def test_studies_exist_for_the_families_that_declare_them():
+    """Every family has an Oracle study (each declares supports); the pair and fixed-start
+    studies are the weighing bench's."""
     from labrecord.cli.study import fixed_starts, oracle, pairs
 
-    for group in (oracle, pairs, fixed_starts):
-        assert sorted(group.commands) == sorted(f.name for f in with_supports())
+    assert all(f.supports for f in with_study("oracle"))
+    assert sorted(oracle.commands) == sorted(FAMILIES)
+    assert sorted(pairs.commands) == sorted(fixed_starts.commands) == ["weighing"]
 
 
 def test_every_family_has_a_sim_command_with_its_conditions_and_policies():

@@ -233,3 +233,18 @@ def test_openpi_droid_episode_executes_joint_velocity_chunks(servers, tmp_path) 
     spec = read_manifest(run).manifest.system.action_spec
     assert (spec.representation, spec.mode, spec.dim, spec.max_chunk, spec.control_hz) == ("joint", "delta", 8, 8, 15.0)
     assert [r["chunk_len"] for r in receipts(run)] == [8, 8]
+
+
+def test_an_agent_works_the_rack_bench_through_the_same_pipeline(servers, tmp_path) -> None:
+    """An http agent on placement recall: it sees the rack bench's two cameras and
+    proprioception, is offered the four report tools (no reference executor there), and
+    the run validates and audits as the rack family's."""
+    srv = servers(HttpAgentStandIn, lambda i, request: (200, json.dumps({"type": "wait", "seconds": 0.5}).encode()))
+    (run,) = run_episodes("rack", tmp_path, "basic", "http", episodes=1, seed=0, size=32, max_time_s=2.0, url=srv.url)
+    check_run(run)
+    assert sorted(srv.requests[0]["images"]) == ["front", "wrist"]
+    assert all(sorted(r["state"]) == ["robot"] for r in srv.requests)
+    manifest = read_manifest(run).manifest
+    assert manifest.run_id == "rack-basic-http-s0-e000" and manifest.task.family == "rack"
+    assert "call_skill" not in manifest.system.tools and manifest.intervention.mode == "none"
+    assert (tmp_path / "populations" / "rack-basic-s0.jsonl").is_file()

@@ -236,3 +236,32 @@ def test_skill_replace_executes_the_selected_operation_with_the_reference_execut
     assert (groups[None]["completion.clean"]["value"], groups["skill"]["completion.clean"]["value"]) == (0, 1)
     assert groups["skill"]["delivery"]["value"] == 1 and "substitution_share" not in groups["skill"]
     assert not validate_folder(tmp_path).errors
+
+
+def test_a_centrifuge_oracle_study_replaces_the_slot_choice(tmp_path):
+    """decision:replace on centrifuge loading, the two basic instances of seed 0 (an
+    answer-changing pair: tube_a seated in local slot 9, then in slot 1) with the
+    fixed-preference policy (always local slot 0).  The legal slot is the one opposite the
+    seated tube, 3 and 7, never 0: the base branch is wrong at both d0 checkpoints and the
+    supported branch, handed the contract's legal slot, right at both — gain.correct =
+    2/2 − 0/2 = 1, substitution share 2/2."""
+    summary = run_oracle_study(tmp_path, "fixed-preference", [("decision", "replace")], 2, 0, family="centrifuge")
+    assert summary["population"] == "oracle-centrifuge-basic-fixed-preference-s0"
+    assert summary["checkpoints_verified"] == 2
+    entry = summary["supports"]["decision:replace"]
+    assert entry["started"] == entry["delivered"] == 2 and entry["substitution_share"] == 1
+    assert not validate_folder(tmp_path).errors
+    group = _group(score_corpus(tmp_path, resamples=0), "replace")
+    assert group["metrics"]["gain.correct"]["value"] == 1
+    for result in summary["results"]:
+        header = read_header(result["checkpoint"])
+        assert header.decision == "d0" and header.handoff["ready"]
+
+
+def test_a_family_refuses_a_support_its_bench_does_not_deliver(tmp_path):
+    with pytest.raises(LabrecordError, match="support semantic:assist: not built on the rack bench"):
+        run_oracle_study(tmp_path, "reference", [("semantic", "assist")], 1, 0, family="rack")
+    with pytest.raises(LabrecordError, match="rack: no pairs study"):
+        from labrecord.sim.study import run_pairs_study
+
+        run_pairs_study(tmp_path, "reference", 1, 0, family="rack")
