@@ -136,11 +136,10 @@ class BenchTask:
 
         return (*COMMON_COLUMNS, *FAMILY_COLUMNS[self.name])
 
-    def skill(self, op: Any, state: dict[str, Any]) -> Any:
-        """The reference executor for an agent's ``call_skill`` (None: the bench has none)."""
+    def reference_executor(self) -> Callable[[Any, dict[str, Any]], Any] | None:
+        """What starts the reference executor on an operation for an agent's ``call_skill``
+        (``(op, state) -> SkillRun``), or None: the bench has none."""
         return None
-
-    has_skill = False
 
 
 def bench_task(family: str) -> BenchTask:
@@ -204,7 +203,7 @@ def run_episodes(family: str, out_dir: str | os.PathLike[str], condition: str = 
             raise LabrecordError(f"--policy {policy}: a served policy runs its episodes in turn over one connection; "
                                  "use --workers 1 and the local executor")
         # the capability preflight, before anything is written
-        served = connect(policy, cameras=task.cameras, skill=task.skill if task.has_skill else None, **policy_options)
+        served = connect(policy, cameras=task.cameras, skill=task.reference_executor(), **policy_options)
         size = size or served.render_size
     else:
         registered.policy(policy)

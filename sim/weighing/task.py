@@ -9,7 +9,7 @@ readout the contract's display chain gives the scorer.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Hashable
+from collections.abc import Callable, Hashable
 from typing import Any
 
 import numpy as np
@@ -75,7 +75,6 @@ class WeighingTask(BenchTask):
     name = "weighing"
     cameras = ("front", "wrist", "display")
     checkpoint_decision = CHECKPOINT_DECISION
-    has_skill = True
 
     def population(self, condition: str, episodes: int, seed: int) -> tuple[list[Any], list[Any]]:
         drawn = instances(condition, episodes, seed)
@@ -123,10 +122,11 @@ class WeighingTask(BenchTask):
                 *(f"{w}_{name}" for w in WEIGHING_STANDARDS for name in ("over_pan", "on_table", "z")), "arm_speed",
                 "robot_balance_force_n")
 
-    def skill(self, op: Any, state: dict[str, Any]) -> Any:
+    def reference_executor(self) -> Callable[[Any, dict[str, Any]], Any] | None:
+        """The weighing reference executor: a pick-and-place of a standard onto or off the pan."""
         from labrecord.sim.weighing.executor import SkillRun
 
-        return SkillRun(op, state)
+        return SkillRun
 
 
 TASK = WeighingTask()

@@ -192,7 +192,8 @@ def test_call_skill_needs_the_end_effector_convention() -> None:
     from labrecord.sim.weighing.task import TASK
 
     with pytest.raises(LabrecordError, match="call_skill"):
-        connect("http", cameras=TASK.cameras, skill=TASK.skill, url="http://127.0.0.1:1/act", convention="joint_pos")
+        connect("http", cameras=TASK.cameras, skill=TASK.reference_executor(), url="http://127.0.0.1:1/act",
+                convention="joint_pos")
 
 
 def test_call_skill_needs_a_bench_with_a_reference_executor() -> None:
