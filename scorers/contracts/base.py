@@ -588,7 +588,22 @@ def bulk_features(kernel: FeatureKernel, table: Any, thresholds: Any, instance: 
     return kernel(get, thresholds, instance, BulkTimers(get("t")))
 
 
-class KernelStepper:
+class BlockStepper:
+    """What every family's stepper is: :meth:`push_block` turns consecutive blocks of rows
+    into feature arrays, continuing from the rows pushed before, and :meth:`push` is a
+    block of one row (no scalar twin to keep in step)."""
+
+    features_type: Any
+
+    def push_block(self, columns: Mapping[str, Any]) -> dict[str, np.ndarray]:
+        raise NotImplementedError
+
+    def push(self, row: Mapping[str, Any]) -> Any:
+        f = self.push_block({name: [value] for name, value in row.items()})
+        return self.features_type(*[f[name].item(0) for name in self.features_type._fields])
+
+
+class KernelStepper(BlockStepper):
     """``kernel`` over consecutive blocks of rows (the online scorer), its timers carried
     from block to block: :meth:`push_block` gives the same arrays as :func:`bulk_features`
     over the concatenated blocks, and :meth:`push` is a block of one row."""
@@ -604,7 +619,3 @@ class KernelStepper:
 
         self.timers.t = get("t")
         return self.kernel(get, self.thresholds, self.instance, self.timers)
-
-    def push(self, row: Mapping[str, Any]) -> Any:
-        f = self.push_block({name: [value] for name, value in row.items()})
-        return self.features_type(*[f[name].item(0) for name in self.features_type._fields])

@@ -37,7 +37,7 @@ from labrecord.errors import LabrecordError
 from labrecord.families import WEIGHING_STANDARDS
 from labrecord.models import Operation, Task
 from labrecord.scorers.contracts.base import (
-    ContractEvent, HoldTimer, TaskContract, TaskState, bool_of, float_of, hold_flags, sorted_ops,
+    BlockStepper, ContractEvent, HoldTimer, TaskContract, TaskState, hold_flags, sorted_ops,
 )
 from labrecord.scorers.contracts.windows import SlidingRange
 
@@ -218,23 +218,6 @@ class DropDetector:
         self.z_ref = np.full(k, np.nan)
         self.latched = np.zeros(k, dtype=bool)
 
-    def push(self, grasped: int, free: int, z: list[float]) -> int:
-        """One row: bit masks of grasped and free standards and their heights; the
-        scalar twin of :meth:`block`."""
-        dropped = 0
-        for i, w in enumerate(STANDARDS):
-            g = bool(grasped & BIT[w])
-            if g and not self.grasped[i]:
-                self.armed[i], self.z_ref[i], self.latched[i] = False, z[i], False
-            elif not g and self.grasped[i] and free & BIT[w]:
-                self.armed[i], self.z_ref[i], self.latched[i] = True, z[i], False
-            self.grasped[i] = g
-            if self.armed[i] and z[i] < self.z_ref[i] - self.height:
-                self.latched[i] = True
-            if self.armed[i] and self.latched[i]:
-                dropped |= BIT[w]
-        return dropped
-
     def block(self, grasped: np.ndarray, free: np.ndarray, z: np.ndarray) -> np.ndarray:
         """Rows (4, n): grasped and free flags and heights; returns the dropped bit masks (n,)."""
         n = grasped.shape[1]
@@ -261,13 +244,15 @@ class DropDetector:
         return _BITS @ dropped
 
 
-class WeighingStepper:
+class WeighingStepper(BlockStepper):
     """Features of consecutive measurement rows, continuing across calls.
 
     :meth:`push_block` is the contract's kernel (numpy over a block, the display filter
     row by row); the bulk replay runs it over a whole episode, the online recorder over
-    each control period, and :meth:`push` over one row.
+    each control period, and ``push`` over one row (a block of one).
     """
+
+    features_type = WeighingFeatures
 
     def __init__(self, thresholds: WeighingThresholds, instance: WeighingInstance) -> None:
         self.th = thresholds
@@ -280,60 +265,6 @@ class WeighingStepper:
         self.mask: int | None = None
         self.mask_since = 0.0
         self.pressing_g = thresholds.safety_force_n * self.scale
-
-    def push(self, row: Mapping[str, Any]) -> WeighingFeatures:
-        """Features of one row (column -> value), equal to :meth:`push_block` at that row.
-
-        The display filter runs through the same kernel (a block of one row); the
-        memoryless features, timers and drop and pressing flags are their scalar twins.
-        """
-        th = self.th
-        t, step = float(row["t"]), int(row["step"])
-        force = float_of(row, "pan_force_n")
-        valid = bool_of(row, "sensor_ok") and math.isfinite(force)
-        raw = self.scale * (force - self.instance.f_empty_n)
-        m_bar, stable_flag = self.filter.block([t], [raw], [valid])
-        m, stable = float(m_bar[0]), bool(stable_flag[0])
-        supported = grasped = over = on_pan = table = 0
-        touched = bool_of(row, "hand_pan_contact")
-        low = float_of(row, "pan_speed") <= th.low_motion_m_s
-        z: list[float] = []
-        for w in STANDARDS:
-            contact = bool_of(row, f"{w}_contact")
-            touched = touched or contact
-            if bool_of(row, f"{w}_on_pan"):
-                on_pan |= BIT[w]
-                if not contact:
-                    supported |= BIT[w]
-            if bool_of(row, f"{w}_grasped"):
-                grasped |= BIT[w]
-            if row.get(f"{w}_over_pan") in (None, True):  # unknown counts as over the pan
-                over |= BIT[w]
-            if bool_of(row, f"{w}_on_table"):
-                table |= BIT[w]
-            z.append(float_of(row, f"{w}_z"))
-            low = low and float_of(row, f"{w}_speed") <= th.low_motion_m_s
-        released = not touched
-        if supported != self.mask:
-            self.mask, self.mask_since = supported, t
-        settled = stable and released and low and t - self.mask_since >= th.stable_window_s
-        success = (valid and abs(quantize(m, th.quantum_g) - self.instance.target_g) <= th.success_tol_g
-                   and supported == self.instance.goal_mask and released and low)
-        held = self.dwell.push(success, t)
-        dropped = 0
-        if all(f"{w}_z" in row and f"{w}_on_table" in row for w in STANDARDS):
-            dropped = self.drops.push(grasped, ~(on_pan | table), z)
-        load = m if valid else raw
-        expected = self.instance.sample_g + sum(MASS_G[w] for w in names_of(supported))
-        pressing = (touched and load - expected > self.pressing_g) or float_of(row, "robot_balance_force_n") > th.safety_force_n
-        stopped = False
-        if "arm_speed" in row:  # a null speed is not still
-            idle = float_of(row, "arm_speed") <= th.idle_speed_rad_s and released and not grasped and stable
-            stopped = self.idle.push(idle, t)
-        else:
-            self.idle.start = None
-        return WeighingFeatures(step, t, valid, m, stable, supported, grasped, over, released, low, settled, success,
-                                held, dropped, bool(pressing), stopped)
 
     def push_block(self, columns: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
         """Features of a block of consecutive rows (column -> (n,) array), continuing

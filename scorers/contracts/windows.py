@@ -11,14 +11,6 @@ from collections import deque
 import numpy as np
 
 
-def run_starts(flag: np.ndarray) -> np.ndarray:
-    """Index (n,) where the current run of true ``flag`` values began (-1 where false)."""
-    n = len(flag)
-    starts = flag & ~np.concatenate(([False], flag[:-1]))
-    last = np.maximum.accumulate(np.where(starts, np.arange(n), -1)) if n else np.zeros(0, dtype=np.int64)
-    return np.where(flag, last, -1)
-
-
 def window_left(t: np.ndarray, width: float) -> np.ndarray:
     """First index j (n,) with ``t[k] - t[j] <= width`` for each k (t non-decreasing)."""
     n = len(t)

@@ -5,13 +5,15 @@ from __future__ import annotations
 import math
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from labrecord.scorers.contracts import get_contract
 from labrecord.scorers.contracts.centrifuge import CentrifugeInstance
 from labrecord.scorers.contracts.rack import RackInstance
-from labrecord.scorers.contracts.streams import CentrifugeStream, RackStream, rows_table
+from labrecord.scorers.contracts.streams import CentrifugeStream, RackStream, WeighingStream, rows_table
+from labrecord.scorers.contracts.weighing import WeighingInstance
 
 START = (0.5, 0.2, 0.05, 0.0)
 
@@ -33,7 +35,16 @@ def centrifuge_rows() -> tuple[CentrifugeInstance, list[dict]]:
     return instance, s.rows
 
 
-STREAMS = {"rack": rack_rows(), "centrifuge": centrifuge_rows()}
+def weighing_rows() -> tuple[WeighingInstance, list[dict]]:
+    """A grasp, a landing on the pan, a release, then the reading settling (and a drop-free
+    free-air phase: z and on_table columns present)."""
+    instance = WeighingInstance(target_g=180.0, sample_g=130.0, goal=frozenset({"w50"}), f_empty_n=2.0)
+    s = WeighingStream(instance).hold(1.5).set(grasped={"w50"}, speed=0.1).hold(0.5)
+    s.set(on_pan={"w50"}).hold(0.1).set(grasped=set(), speed=0.0).hold(3.0)
+    return instance, s.rows
+
+
+STREAMS = {"rack": rack_rows(), "centrifuge": centrifuge_rows(), "weighing": weighing_rows()}
 
 
 def blocks_of(rows: list[dict], cuts: list[int]) -> list[dict[str, np.ndarray]]:
@@ -58,9 +69,12 @@ def test_blocks_of_any_size_give_the_bulk_features(family: str, cuts: list[int])
         assert same(np.concatenate([p[name] for p in parts]), bulk[name]), name
 
 
-def test_a_row_is_a_block_of_one() -> None:
-    contract = get_contract("rack")
-    instance, rows = STREAMS["rack"]
+@pytest.mark.parametrize("family", sorted(STREAMS))
+def test_a_row_is_a_block_of_one(family: str) -> None:
+    """Every family's stepper pushes a row as a block of one (no scalar twin): its
+    features equal the bulk kernel's at every row."""
+    contract = get_contract(family)
+    instance, rows = STREAMS[family]
     bulk = contract.features_bulk(rows_table(rows), instance)
     stepper = contract.stepper(instance)
     pushed = [stepper.push(row) for row in rows[:400]]

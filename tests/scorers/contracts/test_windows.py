@@ -6,7 +6,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from labrecord.scorers.contracts.base import HoldTimer, KeyHold, hold_flags, hold_key
-from labrecord.scorers.contracts.windows import SlidingRange, range_of, run_starts, window_left
+from labrecord.scorers.contracts.windows import SlidingRange, range_of, window_left
 
 times = st.lists(st.floats(0.0, 0.5), min_size=1, max_size=80).map(lambda d: np.cumsum(np.asarray(d)))
 
@@ -17,7 +17,6 @@ def test_window_and_range_by_hand() -> None:
     left = window_left(t, 1.0)
     assert left.tolist() == [0, 0, 0, 1, 2]
     assert range_of(m, left).tolist() == [0.0, 2.0, 2.0, 1.0, 0.5]
-    assert run_starts(np.array([True, True, False, True])).tolist() == [0, 0, -1, 3]
 
 
 def test_hold_timers_by_hand() -> None:
