@@ -18,7 +18,7 @@ from labrecord.chemdata.scoring import ProfileInputs
 from labrecord.chemdata.stats import claim, gold_components, molecule_forms, readings, reliability, stored_documents
 from labrecord.chemdata.store import ingest_documents
 from labrecord.errors import LabrecordError
-from labrecord.scorers.reaction import expand_profiles, prf
+from labrecord.scorers.reaction import parse_profile, prf
 from labrecord.store import connect
 
 #: bootstrap resamples and interval level of the macro-F1 difference
@@ -149,9 +149,9 @@ def diff_systems(gold: str, a: str, b: str, *, profile: str = "strict", seed: in
 
     from labrecord.scorers.reaction import coverage, figure_counts, profile_summary
 
-    (chosen,) = expand_profiles([profile]) if profile != "all" else [None]  # type: ignore[list-item]
-    if chosen is None:
+    if profile.strip() == "all":
         raise LabrecordError("rxn diff compares under one profile; give one name, not 'all'")
+    chosen = parse_profile(profile)
     if top < 0:
         raise LabrecordError(f"--top must be at least 0, got {top}")
     gold_docs = load_source(gold, gold=True)

@@ -6,6 +6,9 @@ median, max, and bands with doubling upper bounds); parse rates of molecule stri
 provenance shares of reactant and product occurrences; field coverage (share of reactions
 carrying a yield, selectivity, conditions, condition roles, identifiers, outcome, step).
 All numbers come from SQL over the reaction tables.
+
+Calibration (:func:`reliability`): where a system's molecules carry the recognition
+confidence of their reader, how often the readings of each confidence bin are right.
 """
 from __future__ import annotations
 

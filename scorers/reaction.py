@@ -20,6 +20,14 @@ Both a strict (isomeric) and a stereo-blind variant are reported.
 
 SQL computes the integer counts; :func:`summarize` turns counts into fractions in Python,
 in figure order, so the SQL path and :func:`reference_counts` agree byte for byte.
+
+Scoring profiles (:class:`Profile`, docs/reactions.md "Scoring profiles") score the same
+pair under other matching rules over the same gold figures: ``strict`` and ``stereo-blind``
+are the two SQL variants; ``inchi`` and ``roles-lenient`` pair reactions by exact keys in
+Python (:func:`exact_pairs`); ``tanimoto:T`` pairs them by a maximum one-to-one matching
+over fingerprint similarity (:func:`similarity_pairs`, :func:`max_matching`).  The summary
+carries the :func:`coverage` of the gold figures, and :func:`profile_summary` an
+answered-only number only under its own key.
 """
 from __future__ import annotations
 
