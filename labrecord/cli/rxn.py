@@ -125,6 +125,10 @@ def score_cmd(gold: str, preds: tuple[str, ...], db: str | None, by: str | None,
     _print_scores(results, by, as_json, as_csv)
 
 
+#: sections of a system's score computed over all gold figures (never per layout group)
+OVERALL_SECTIONS = ("profiles", "rows", "calibration")
+
+
 def _coverage_text(coverage: dict[str, int]) -> str:
     return (f"{coverage['answered']} answered / {coverage['refused']} refused / {coverage['timed_out']} timed out / "
             f"{coverage['failed']} failed of {coverage['figures']}")
@@ -150,7 +154,12 @@ def _print_scores(results: dict[str, dict[str, Any]], by: str | None, as_json: b
     groups = [(system, name, s) for system, r in results.items()
               for name, s in (r.get("groups", {}).items() if by == "layout" else [(system, r)])]
     if as_json:
-        echo_json({"by": by, "groups": [{"system": system, "group": name, **s} for system, name, s in groups]})
+        document: dict[str, Any] = {"by": by, "groups": [{"system": system, "group": name, **s}
+                                                         for system, name, s in groups]}
+        if by == "layout":  # the sections scored over all gold figures, beside the layout groups
+            document["overall"] = {system: {k: r[k] for k in ("coverage", *OVERALL_SECTIONS) if k in r}
+                                   for system, r in results.items()}
+        echo_json(document)
         return
     columns = ["system", by, "figures", "F1 strict", "F1 nonstereo", "coverage", "P strict", "R strict",
                "mol F1 strict", "mol F1 nonstereo"]

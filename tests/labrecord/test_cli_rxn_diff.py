@@ -70,3 +70,13 @@ def test_diff_json_table_and_report(capsys, folders, tmp_path: Path) -> None:
     assert "data:image/png;base64," in text and "reliability diagram of x" in text
     code, _, err = run(capsys, "rxn", "diff", a, b, "--gold", g, "--profile", "tanimoto:2")
     assert code == 1 and "tanimoto needs a threshold" in err
+
+
+def test_by_layout_keeps_the_whole_set_sections(capsys, folders) -> None:
+    g, a, _ = folders
+    code, out, _ = run(capsys, "rxn", "score", "--gold", g, "--pred", a, "--by", "layout", "--profile", "stereo-blind",
+                       "--json")
+    assert code == 0
+    overall = json.loads(out)["overall"]["x"]
+    assert overall["profiles"]["stereo-blind"]["macro"]["f1"] == pytest.approx(2 / 3)
+    assert overall["coverage"]["figures"] == 3
