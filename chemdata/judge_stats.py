@@ -168,7 +168,7 @@ def judge_stats(con: Any, system: str | None = None) -> dict[str, Any]:
                        for (s, m, v), rows in groups.items()]}
 
 
-def stats_for_path(path: str | os.PathLike[str], db: str | None = None, system: str | None = None) -> dict[str, Any]:
+def stats_for_path(path: str | os.PathLike[str] | None, db: str | None = None, system: str | None = None) -> dict[str, Any]:
     """Ingest the judgment records under ``path`` (into ``db``, or in memory) and summarize."""
     from labrecord.store import connect
 

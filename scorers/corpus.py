@@ -248,7 +248,7 @@ class CorpusScorer:
 
     def checkpoints(self, group: Group, missing: list[tuple[str, str]]) -> dict[str, Members]:
         rows = self._registered(group, missing, "checkpoint", self.units["checkpoint"], "decision",
-                                lambda *key: CheckpointUnit(*key, False, False))
+                                lambda run_id, population, instance, key: CheckpointUnit(run_id, population, instance, key, False, False))
         if not rows:
             return {}
         group.coverage["checkpoints"] = len(rows)
@@ -285,7 +285,7 @@ class CorpusScorer:
 
     def fixed(self, group: Group, missing: list[tuple[str, str]]) -> dict[str, Members]:
         rows = self._registered(group, missing, "fixed_start", self.units["fixed"], "subgoal",
-                                lambda *key: FixedUnit(*key, False))
+                                lambda run_id, population, instance, key: FixedUnit(run_id, population, instance, key, False))
         return fixed_metrics(rows) if rows else {}
 
     def pairs(self, group: Group) -> dict[str, Members]:
@@ -304,7 +304,7 @@ class CorpusScorer:
                     run = runs[0] if runs else None
                     resolved = run is not None and self.resolved(run)
                     members.append(scored.get(run["run_id"], MemberUnit(run["run_id"], pair["population"], instance, False, None))
-                                   if resolved else None)  # type: ignore[index]
+                                   if resolved and run is not None else None)
                 cluster = f"pair:{pair['population']}/{pair['pair_id']}"
                 ids[cluster] = pair
                 pairs.append((cluster, members))
@@ -422,7 +422,7 @@ class CorpusScorer:
         open_runs = [r for r in group.runs if not self.resolved(r)]
         group.coverage.update({
             "runs": len(group.runs), "valid_runs": len(group.runs) - len(open_runs),
-            "invalid_runs": sorted(r["run_id"] or r.get("run_dir") for r in open_runs),
+            "invalid_runs": sorted(r["run_id"] or r.get("run_dir") for r in open_runs),  # type: ignore[type-var]
             "missing": [{"population": p, "instance_id": i} for p, i in missing],
             "unresolved_runs": [{"run_id": r["run_id"], "reason": r["reason"]} for r in open_runs],
         })

@@ -87,7 +87,7 @@ def is_valid_vector(vec: list[float | None] | None, length: int) -> bool:
         return False
     if any(x is None or not math.isfinite(x) for x in vec):
         return False
-    return math.sqrt(sum(x * x for x in vec)) >= MIN_NORM  # type: ignore[operator]
+    return math.sqrt(sum(x * x for x in vec if x is not None)) >= MIN_NORM
 
 
 def axis_error(v_hat: list[float], v_ref: list[float]) -> float:

@@ -387,7 +387,7 @@ def contrast_unit(cluster: str, outcome: str, coefficients: dict[str, float], va
     if all(resolved.values()):
         if any(v is None for v in values.values()):
             return None
-        return Unit(cluster, oracle.OUTCOMES[outcome] * sum(coefficients[k] * float(v) for k, v in values.items()), 1.0)  # type: ignore[arg-type]
+        return Unit(cluster, oracle.OUTCOMES[outcome] * sum(coefficients[k] * float(v) for k, v in values.items() if v is not None), 1.0)
     known = {k: (v if resolved[k] else None) for k, v in values.items()}
     span = oracle.contrast_range(outcome, coefficients, known)
     return interval_unit(cluster, None, *(span or (None, None)))

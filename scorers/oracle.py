@@ -143,8 +143,8 @@ def run_outcomes_reference(corpus: RefCorpus) -> list[OutcomeUnit]:
         completion.setdefault(run_id, []).append(float(valid))
     errors: dict[str, list[float]] = {}
     for unit in geometry_units_reference(corpus):
-        if unit[3]:
-            errors.setdefault(unit[0], []).append(unit[4])
+        if unit.p_valid and unit.e_p is not None:
+            errors.setdefault(unit[0], []).append(unit.e_p)
     scored = scored_choices_reference(corpus)
     units = []
     for run in corpus.runs:
@@ -185,7 +185,7 @@ def contrast_range(outcome: str, coefficients: Mapping[str, float], known: Mappi
     unknown = [k for k in coefficients if known.get(k) is None]
     if unknown and outcome not in BOUNDED:
         return None
-    fixed = sum(coefficients[k] * float(known[k]) for k in coefficients if known.get(k) is not None)  # type: ignore[arg-type]
+    fixed = sum(coefficients[k] * float(value) for k in coefficients if (value := known.get(k)) is not None)
     low = fixed + sum(min(0.0, coefficients[k]) for k in unknown)
     high = fixed + sum(max(0.0, coefficients[k]) for k in unknown)
     return (sign * low, sign * high) if sign > 0 else (sign * high, sign * low)

@@ -224,7 +224,7 @@ ReactionForms = tuple[Sequence[CanonicalLike], Sequence[CanonicalLike]]
 
 
 def _signature(reaction: ReactionForms, variant: str) -> tuple[str, ...] | None:
-    keys = []
+    keys: list[str] = []
     for role, forms in (("reactant", reaction[0]), ("product", reaction[1])):
         for form in forms:
             if form.reason is not None:
@@ -234,7 +234,7 @@ def _signature(reaction: ReactionForms, variant: str) -> tuple[str, ...] | None:
 
 
 def _occurrences(reactions: Iterable[ReactionForms], variant: str) -> tuple[int, Counter[str]]:
-    total, keys = 0, Counter()
+    total, keys = 0, Counter[str]()
     for reactants, products in reactions:
         for form in (*reactants, *products):
             if form.reason is not None:
@@ -260,7 +260,7 @@ def reference_counts(gold: Mapping[str, Sequence[ReactionForms]],
     for figure_id in sorted(gold):
         g_rxns = gold[figure_id]
         status, p_rxns = pred.get(figure_id, ("missing", []))
-        values: dict[str, int] = {}
+        values: dict[str, Any] = {}
         for variant in VARIANTS:
             gs = Counter(_signature(r, variant) for r in g_rxns)
             ps = Counter(_signature(r, variant) for r in p_rxns)
