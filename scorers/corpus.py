@@ -22,7 +22,7 @@ import os
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from labrecord.errors import LabrecordError
 from labrecord.scorers import oracle
@@ -39,6 +39,9 @@ from labrecord.scorers.metrics import (
 )
 from labrecord.scorers.pairs import MemberUnit
 from labrecord.scorers.reference import RefCorpus, load_reference, unresolved_reason
+
+if TYPE_CHECKING:
+    from duckdb import DuckDBPyConnection
 
 RUN_COLUMNS = ("run_id", *IDENTITY_FIELDS, "population_name", "instance_id", "status", "family")
 REGISTERED_TYPES = ("instance", "checkpoint", "fixed_start")
@@ -62,7 +65,7 @@ _EMPTY_AUDITS = "(SELECT NULL::VARCHAR AS run_id, NULL::VARCHAR AS content_hash,
 class SqlSource:
     """Units from the SQL of the registry over a corpus connection."""
 
-    def __init__(self, con: Any) -> None:
+    def __init__(self, con: DuckDBPyConnection) -> None:
         self.con = con
         self.tables = {row[0] for row in con.execute(
             "SELECT table_name FROM duckdb_tables() UNION ALL SELECT view_name FROM duckdb_views()").fetchall()}
@@ -97,7 +100,7 @@ class SqlSource:
 
     def _has_column(self, table: str, column: str) -> bool:
         return bool(self.con.execute("SELECT count(*) FROM (DESCRIBE SELECT * FROM " + table + ") WHERE column_name = ?",
-                                     [column]).fetchone()[0])
+                                     [column]).fetchall()[0][0])
 
 
 class ReferenceSource:
@@ -558,7 +561,7 @@ def audit_verdict(run_id: str, digest: str, audit: Any) -> dict[str, Any]:
             "findings": len(audit.findings)}
 
 
-def audit_corpus(con: Any, advance: Any = None) -> list[dict[str, Any]]:
+def audit_corpus(con: DuckDBPyConnection, advance: Any = None) -> list[dict[str, Any]]:
     """Replay-audit every run of the corpus without a verdict for its current content and
     store the verdicts (``audits`` table); returns them.  A run that disagrees is then an
     unresolved member with the first disagreement as its reason."""

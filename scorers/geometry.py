@@ -17,10 +17,13 @@ mean over valid reports and ``p_valid`` is valid/all reports.
 from __future__ import annotations
 
 import math
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 from labrecord.models import Geometry
 from labrecord.scorers.reference import RefCorpus
+
+if TYPE_CHECKING:
+    from duckdb import DuckDBPyConnection
 
 
 
@@ -77,7 +80,7 @@ FROM u
 """
 
 
-def geometry_units(con: Any) -> list[GeometryUnit]:
+def geometry_units(con: DuckDBPyConnection) -> list[GeometryUnit]:
     return [GeometryUnit(*row) for row in con.execute(GEOMETRY_UNITS_SQL).fetchall()]
 
 

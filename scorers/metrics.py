@@ -29,10 +29,13 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from labrecord.scorers import choice, completion, geometry, oracle, pairs
 from labrecord.scorers.reference import RefCorpus
+
+if TYPE_CHECKING:
+    from duckdb import DuckDBPyConnection
 
 # -- units of evidence -----------------------------------------------------------------------
 
@@ -46,7 +49,7 @@ class UnitKind:
     sql: str
     reference: Callable[[RefCorpus], list[Any]]
 
-    def from_sql(self, con: Any) -> list[Any]:
+    def from_sql(self, con: DuckDBPyConnection) -> list[Any]:
         return [self.row(*r) for r in con.execute(self.sql).fetchall()]
 
 

@@ -40,13 +40,16 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from statistics import fmean
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from labrecord.models import Choice, InterventionEvent, Operation
 from labrecord.scorers.completion import EPISODE_UNITS_SQL, episode_units_reference
 from labrecord.scorers.geometry import GEOMETRY_UNITS_SQL, geometry_units_reference
 from labrecord.scorers.pairs import SCORED_CHOICE_SQL, scored_choices_reference
 from labrecord.scorers.reference import RefCorpus
+
+if TYPE_CHECKING:
+    from duckdb import DuckDBPyConnection
 
 
 
@@ -133,7 +136,7 @@ def support_units_reference(corpus: RefCorpus) -> list[SupportUnit]:
     return sorted(units)
 
 
-def run_outcomes(con: Any) -> list[OutcomeUnit]:
+def run_outcomes(con: DuckDBPyConnection) -> list[OutcomeUnit]:
     return [OutcomeUnit(*row) for row in con.execute(RUN_OUTCOMES_SQL).fetchall()]
 
 

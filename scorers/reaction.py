@@ -26,10 +26,13 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from labrecord.errors import LabrecordError
 from labrecord.safeio import excerpt
+
+if TYPE_CHECKING:
+    from duckdb import DuckDBPyConnection
 
 VARIANTS = ("strict", "nonstereo")
 
@@ -157,7 +160,7 @@ ORDER BY gf.figure_id
 """
 
 
-def figure_counts(con: Any, gold: str, pred: str, *, allow_empty: bool = False) -> list[FigureCounts]:
+def figure_counts(con: DuckDBPyConnection, gold: str, pred: str, *, allow_empty: bool = False) -> list[FigureCounts]:
     """Per gold figure counts of system ``pred`` against gold set ``gold``, from the corpus.
 
     Predictions whose figure status is not ``ok`` keep their reaction counts but get no
@@ -181,7 +184,7 @@ def figure_counts(con: Any, gold: str, pred: str, *, allow_empty: bool = False) 
     return counts
 
 
-def _require_system(con: Any, system: str) -> None:
+def _require_system(con: DuckDBPyConnection, system: str) -> None:
     found = con.execute("SELECT count(*) FROM rxn_figures WHERE system = ?", [system]).fetchall()[0][0]
     if not found:
         names = [r[0] for r in con.execute("SELECT DISTINCT system FROM rxn_figures ORDER BY 1").fetchall()]
@@ -196,7 +199,7 @@ def _require_gold_reactions(counts: Sequence[FigureCounts], gold: str) -> None:
                                  "recall is undefined — remove it from the gold set or annotate it")
 
 
-def score_db(con: Any, gold: str, pred: str, by: str | None = None, *, allow_empty: bool = False) -> dict[str, Any]:
+def score_db(con: DuckDBPyConnection, gold: str, pred: str, by: str | None = None, *, allow_empty: bool = False) -> dict[str, Any]:
     """Score system ``pred`` against gold set ``gold`` stored in the corpus ``con``.
 
     ``by="layout"`` returns ``{"groups": {layout: summary}}`` next to the overall summary.
@@ -277,14 +280,14 @@ def reference_counts(gold: Mapping[str, Sequence[ReactionForms]],
 
 # --------------------------------------------------------------------------- diagnostics
 
-def extra_figures(con: Any, gold: str, pred: str) -> list[str]:
+def extra_figures(con: DuckDBPyConnection, gold: str, pred: str) -> list[str]:
     """Figures system ``pred`` produced that are not in the gold manifest (never scored)."""
     return [r[0] for r in con.execute(
         "SELECT figure_id FROM rxn_figures WHERE system = ? EXCEPT SELECT figure_id FROM rxn_figures WHERE system = ? "
         "ORDER BY 1", [pred, gold]).fetchall()]
 
 
-def unmatchable_gold(con: Any, gold: str) -> list[str]:
+def unmatchable_gold(con: DuckDBPyConnection, gold: str) -> list[str]:
     """One line per gold reaction no prediction can ever match: a reactant or product that
     is unparsable, a wildcard (``*``) or an R-group placeholder (``[Rf]``, ``R1``)."""
     rows = con.execute(

@@ -1,11 +1,12 @@
 """Lay the installed ``labrecord`` package out as one folder tree of links.
 
-setup.py installs the wing folders under the ``labrecord`` namespace (``scorers/`` is
-``labrecord.scorers`` ...).  mypy and import-linter name modules after folders, so they are
-run on a tree where ``labrecord/scorers`` is a link to ``scorers/``.  The mapping is read from
-setup.py's ``WINGS`` table, the one place it is written.
+setup.py installs the wing folders under the ``labrecord`` namespace (``scorers/`` becomes
+``labrecord.scorers`` ...).  mypy and import-linter name a module after the folders it sits
+in and cannot read an editable install's mapping, so scripts/lint.sh runs them on a scratch
+tree where ``labrecord/scorers`` links to ``scorers/``.  The mapping is read from setup.py's
+``WINGS`` table (without running setup.py), the one place it is written.
 
-Usage: python3 scripts/package_tree.py DEST   (DEST must be an empty or missing folder)
+Usage: python3 scripts/package_tree.py DEST    (DEST: a missing or empty folder)
 """
 from __future__ import annotations
 
@@ -16,29 +17,29 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def wings(setup_py: Path = ROOT / "setup.py") -> dict[str, str]:
-    """The folder -> dotted package table ``WINGS`` of setup.py, read without running it."""
+def wings(setup_py: Path) -> dict[str, str]:
+    """setup.py's ``WINGS``: source folder -> dotted package it installs as."""
     for node in ast.parse(setup_py.read_text()).body:
         if (isinstance(node, ast.Assign) and len(node.targets) == 1
                 and isinstance(node.targets[0], ast.Name) and node.targets[0].id == "WINGS"):
             table = ast.literal_eval(node.value)
             if isinstance(table, dict):
-                return {str(k): str(v) for k, v in table.items()}
+                return {str(folder): str(dotted) for folder, dotted in table.items()}
     raise SystemExit(f"Error: {setup_py}: no WINGS table")
 
 
 def build(dest: Path, root: Path = ROOT) -> None:
-    """Links under ``dest`` so that ``dest/labrecord/<wing>`` is the wing's folder."""
+    """``dest/labrecord/...``: the core folder's entries, then each wing linked under its name."""
     table = wings(root / "setup.py")
-    top = dest / "labrecord"
-    top.mkdir(parents=True)
-    for entry in sorted((root / table.pop("labrecord") if "labrecord" in table else root).iterdir()):
-        (top / entry.name).symlink_to(entry)
+    core = next(folder for folder, dotted in table.items() if "." not in dotted)
+    top = dest / table[core]
+    top.mkdir(parents=True, exist_ok=True)
+    for entry in sorted((root / core).iterdir()):
+        if entry.name != "__pycache__":
+            (top / entry.name).symlink_to(entry)
     for folder, dotted in table.items():
-        link = dest.joinpath(*dotted.split("."))
-        if link.exists() or link.is_symlink():
-            link.unlink()
-        link.symlink_to(root / folder)
+        if folder != core:
+            dest.joinpath(*dotted.split(".")).symlink_to(root / folder)
 
 
 if __name__ == "__main__":
