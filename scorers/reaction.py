@@ -1,4 +1,4 @@
-"""Reaction F1 (RxnMiner protocol, DESIGN.md "Reaction records"), computed in DuckDB.
+"""Reaction F1 (RxnMiner protocol, docs/design.md "Reaction records"), computed in DuckDB.
 
 Inputs are the reaction tables of the corpus (declared in :mod:`labrecord.store.schema`,
 filled by ``labrecord.chemdata``); this module only reads them from a connection: concrete

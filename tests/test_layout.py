@@ -1,4 +1,4 @@
-"""The package layout of DESIGN.md: wings install under labrecord, the core stays light."""
+"""The package layout of docs/design.md: wings install under labrecord, the core stays light."""
 from __future__ import annotations
 
 import importlib

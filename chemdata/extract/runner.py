@@ -93,7 +93,7 @@ class FigureResult:
 
 
 def figure_id_of(path: Path) -> str:
-    """The file stem: ``X.png`` and ``X.jpg`` name one figure (DESIGN.md)."""
+    """The file stem: ``X.png`` and ``X.jpg`` name one figure (docs/design.md)."""
     return path.stem
 
 
