@@ -47,15 +47,20 @@ class Corpus:
     """
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
+        import duckdb
+
         from labrecord.store.readonly import open_read_only
 
         self.path = Path(path)
-        if self.path.is_dir():
-            self.kind = "parquet"
-            self._con: DuckDBPyConnection | None = open_read_only(parquet_dir=self.path)
-        else:
-            self.kind = "db"
-            self._con = open_read_only(db=self.path)
+        self.kind = "parquet" if self.path.is_dir() else "db"
+        try:
+            self._con: DuckDBPyConnection | None = (
+                open_read_only(parquet_dir=self.path) if self.kind == "parquet" else open_read_only(db=self.path))
+        except duckdb.Error as error:
+            # e.g. a folder whose runs/ holds run directories rather than a snapshot's partitions
+            raise LabrecordError(f"{self.path}: not a readable labrecord snapshot "
+                                 f"({str(error).splitlines()[0]}); a runs folder is ingested first: "
+                                 f"labrecord ingest RUNS_DIR --db corpus.duckdb") from error
 
     # -- connection --------------------------------------------------------------------
     @property

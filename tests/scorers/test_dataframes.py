@@ -117,6 +117,9 @@ def test_bad_paths_are_one_clear_error(tmp_path: Path) -> None:
         Corpus(tmp_path / "missing.duckdb")
     with pytest.raises(LabrecordError, match="not a labrecord Parquet snapshot"):
         Corpus(tmp_path)
+    write_example_run(tmp_path / "parent" / "runs", "r1")  # run directories, not a snapshot's partitions
+    with pytest.raises(LabrecordError, match="parent: not a readable labrecord snapshot"):
+        Corpus(tmp_path / "parent")
     garbage = tmp_path / "garbage.duckdb"
     garbage.write_bytes(b"not a database")
     with pytest.raises(LabrecordError, match="garbage.duckdb"):
