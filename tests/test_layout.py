@@ -92,3 +92,18 @@ def test_the_checked_tree_is_the_installed_layout(tmp_path) -> None:
         assert installed == (root / folder).resolve()
         assert tmp_path.joinpath(*dotted.split("."), "__init__.py").resolve() == installed / "__init__.py"
     assert (tmp_path / "labrecord" / "rundir.py").resolve() == (root / "labrecord" / "rundir.py").resolve()
+
+
+def test_the_design_lives_in_the_repository() -> None:
+    """docs/design.md is the design document; nothing points to one kept outside the clone."""
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    assert (root / "docs" / "design.md").is_file()
+    outside = ("DESIGN" + ".md", "../" + "shared")
+    folders = ("labrecord", "scorers", "recorders", "sim", "exporters", "chemdata", "docs", "tests", "scripts",
+               "benchmarks", "examples")
+    files = [root / name for name in ("README.md", "CONTRIBUTING.md", "setup.py", "pyproject.toml")]
+    files += [p for folder in folders for p in (root / folder).rglob("*") if p.suffix in (".py", ".md", ".sh", ".toml")]
+    found = [f"{p.relative_to(root)}: {word}" for p in files for word in outside if word in p.read_text(errors="replace")]
+    assert found == []
