@@ -12,27 +12,16 @@ points are reachable from here all the same; each loads its module on first use:
 from __future__ import annotations
 
 import importlib
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from labrecord.errors import LabrecordError
 from labrecord.models import RUN_SCHEMA, Operation
 
-if TYPE_CHECKING:
-    from labrecord.chemdata import load_documents
-    from labrecord.exporters.hdf5 import export_hdf5
-    from labrecord.exporters.lerobot import export_lerobot
-    from labrecord.exporters.parquet import export_parquet
-    from labrecord.rundir import RunWriter, read_events, read_manifest
-    from labrecord.scorers.contracts import get_contract
-    from labrecord.scorers.corpus import audit_corpus, score_corpus
-    from labrecord.scorers.dataframes import Corpus
-    from labrecord.sim import run_centrifuge, run_rack, run_weighing
-    from labrecord.store import connect, ingest_runs, open_snapshot, write_snapshot
-    from labrecord.validation import validate_folder, validate_run
-
 __version__ = "0.1.0"
 
-#: public name -> the module that defines it, imported on first attribute access
+#: public name -> the module that defines it, imported on first attribute access.  The
+#: names are not imported here even for type checkers: the import graph would then run from
+#: the core through this package into every wing.  Typed code imports from the module.
 LAZY: dict[str, str] = {
     # run directories (core)
     "RunWriter": "labrecord.rundir", "read_manifest": "labrecord.rundir", "read_events": "labrecord.rundir",

@@ -31,3 +31,16 @@ def test_import_loads_no_wing_until_a_name_is_used() -> None:
             " any(m.startswith('labrecord.sim') for m in after))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.split() == ["[]", "True", "False"]
+
+
+def test_the_package_imports_only_the_core_statically() -> None:
+    """The root may be imported by any core module (``from labrecord import LabrecordError``);
+    a static import of a wing here, even under TYPE_CHECKING, would make every such module
+    import the wings in the import-linter graph."""
+    import ast
+    from pathlib import Path
+
+    tree = ast.parse(Path(labrecord.__file__).read_text())
+    imported = {node.module for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)}
+    imported |= {alias.name for node in ast.walk(tree) if isinstance(node, ast.Import) for alias in node.names}
+    assert {m for m in imported if m and m.startswith("labrecord")} <= {"labrecord.errors", "labrecord.models"}
