@@ -156,7 +156,7 @@ def diff_systems(gold: str, a: str, b: str, *, profile: str = "strict", seed: in
         raise LabrecordError(f"--top must be at least 0, got {top}")
     gold_docs = load_source(gold, gold=True)
     gold_name = _one_system(gold_docs, gold)
-    sides = []
+    sides: list[tuple[str, list[Any]]] = []
     for text in (a, b):
         docs = load_source(text)
         name = _one_system(docs, text)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from labrecord.errors import LabrecordError
 from labrecord.chemdata.stats import reliability, stored_documents
@@ -21,13 +21,16 @@ from labrecord.scorers.reaction import (
 )
 from labrecord.store import connect
 
+if TYPE_CHECKING:
+    from duckdb import DuckDBPyConnection
+
 #: Morgan fingerprint of the ``tanimoto`` profile
 MORGAN_RADIUS = 2
 MORGAN_BITS = 2048
 
 
 def score_documents(gold: Sequence[Any], pred: Sequence[Any], *, by: str | None = None,
-                    con: Any = None, profiles: Sequence[str] = (), answered_only: bool = False,
+                    con: DuckDBPyConnection | None = None, profiles: Sequence[str] = (), answered_only: bool = False,
                     rows: str | None = None) -> dict[str, Any]:
     """Score figure documents (``labrecord.models.rxn.FigureDocument``) end to end.
 
@@ -110,7 +113,7 @@ def score_paths(gold: str, preds: Sequence[str], *, db: str | None = None, by: s
         con.close()
 
 
-def _resolve_gold(con: Any, gold: str, db: str | None) -> str:
+def _resolve_gold(con: DuckDBPyConnection, gold: str, db: str | None) -> str:
     from labrecord.chemdata.adapters import load_documents
 
     if Path(gold).exists():
@@ -125,7 +128,7 @@ def _resolve_gold(con: Any, gold: str, db: str | None) -> str:
     return gold
 
 
-def _resolve_pred(con: Any, pred: str, db: str | None) -> dict[str, bool]:
+def _resolve_pred(con: DuckDBPyConnection, pred: str, db: str | None) -> dict[str, bool]:
     """``{system name: has no documents}`` for one ``--pred`` value."""
     from labrecord.chemdata.adapters import load_documents
 
@@ -153,9 +156,9 @@ def strict_keys(con: Any, systems: Sequence[str]) -> list[str]:
 def inchi_keys(keys: Sequence[str]) -> dict[str, str | None]:
     """Standard InChI of each canonical component (``None`` where RDKit's InChI writer gives
     none: such a component never matches under ``inchi``)."""
-    from rdkit import Chem, RDLogger
+    from rdkit import Chem, rdBase
 
-    RDLogger.DisableLog("rdApp.*")
+    rdBase.DisableLog("rdApp.*")
     out: dict[str, str | None] = {}
     for key in keys:
         mol = Chem.MolFromSmiles(key)
@@ -168,10 +171,10 @@ def morgan_fingerprints(keys: Sequence[str]) -> dict[str, Any]:
     """Morgan fingerprint (radius 2, 2048 bits, no chirality) of each canonical component as
     a 0/1 ``uint8`` row."""
     import numpy as np
-    from rdkit import Chem, RDLogger
+    from rdkit import Chem, rdBase
     from rdkit.Chem import rdFingerprintGenerator
 
-    RDLogger.DisableLog("rdApp.*")
+    rdBase.DisableLog("rdApp.*")
     generator = rdFingerprintGenerator.GetMorganGenerator(radius=MORGAN_RADIUS, fpSize=MORGAN_BITS)
     out = {}
     for key in keys:

@@ -15,7 +15,10 @@ from __future__ import annotations
 import os
 from collections import Counter
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from duckdb import DuckDBPyConnection
 
 #: records-per-figure bands: (label, low, high) inclusive
 BANDS: tuple[tuple[str, int, int], ...] = (
@@ -31,7 +34,7 @@ def _share(num: int, den: int) -> float | None:
     return num / den if den else None
 
 
-def _systems(con: Any, system: str | None) -> list[str]:
+def _systems(con: DuckDBPyConnection, system: str | None) -> list[str]:
     if system is not None:
         found = con.execute("SELECT count(*) FROM rxn_figures WHERE system = ?", [system]).fetchall()[0][0]
         if not found:
@@ -42,7 +45,7 @@ def _systems(con: Any, system: str | None) -> list[str]:
     return [r[0] for r in con.execute("SELECT DISTINCT system FROM rxn_figures ORDER BY 1").fetchall()]
 
 
-def _figures(con: Any, system: str) -> tuple[dict[str, Any], dict[str, Any], int, int]:
+def _figures(con: DuckDBPyConnection, system: str) -> tuple[dict[str, Any], dict[str, Any], int, int]:
     status = dict(con.execute("SELECT status, count(*) FROM rxn_figures WHERE system = ? GROUP BY 1 ORDER BY 1",
                               [system]).fetchall())
     total, reactions, templates, mean, median, top = con.execute(
@@ -57,7 +60,7 @@ def _figures(con: Any, system: str) -> tuple[dict[str, Any], dict[str, Any], int
     return {"total": total, "status": status}, per_figure, int(reactions or 0), int(templates or 0)
 
 
-def _parse(con: Any, system: str) -> dict[str, Any]:
+def _parse(con: DuckDBPyConnection, system: str) -> dict[str, Any]:
     total, ok, distinct = con.execute(
         "SELECT count(*), count(*) FILTER (WHERE s.status = 'ok'), count(DISTINCT m.smiles) "
         "FROM rxn_molecules m JOIN rxn_smiles s USING (smiles) WHERE m.system = ?", [system]).fetchall()[0]
@@ -67,7 +70,7 @@ def _parse(con: Any, system: str) -> dict[str, Any]:
     return {"total": total, "ok": ok, "rate": _share(ok, total), "distinct": distinct, "reasons": reasons}
 
 
-def _provenance(con: Any, system: str) -> dict[str, float | None]:
+def _provenance(con: DuckDBPyConnection, system: str) -> dict[str, float | None]:
     rows = con.execute(
         "SELECT coalesce(origin, 'unrecorded'), count(*) FROM rxn_molecules "
         "WHERE system = ? AND role IN ('reactant', 'product') GROUP BY 1 ORDER BY 1", [system]).fetchall()
@@ -75,7 +78,7 @@ def _provenance(con: Any, system: str) -> dict[str, float | None]:
     return {origin: _share(n, total) for origin, n in rows}
 
 
-def _coverage(con: Any, system: str, reactions: int) -> dict[str, float | None]:
+def _coverage(con: DuckDBPyConnection, system: str, reactions: int) -> dict[str, float | None]:
     row = con.execute(
         "SELECT count(*) FILTER (WHERE yield IS NOT NULL), count(*) FILTER (WHERE selectivity IS NOT NULL), "
         "count(*) FILTER (WHERE n_conditions > 0), count(*) FILTER (WHERE len(identifiers) > 0), "
@@ -89,13 +92,13 @@ def _coverage(con: Any, system: str, reactions: int) -> dict[str, float | None]:
     return coverage
 
 
-def _role_count(con: Any, system: str, role: str) -> int:
+def _role_count(con: DuckDBPyConnection, system: str, role: str) -> int:
     """Reactions with at least one condition of ``role``."""
     return con.execute("SELECT count(*) FROM rxn_reactions WHERE system = ? AND list_contains(condition_roles, ?)",
                        [system, role]).fetchall()[0][0]
 
 
-def corpus_stats(con: Any, system: str | None = None) -> dict[str, dict[str, Any]]:
+def corpus_stats(con: DuckDBPyConnection, system: str | None = None) -> dict[str, dict[str, Any]]:
     """``{system: statistics}`` for every system in the corpus ``con`` (opened with
     :func:`labrecord.store.connect`), or just ``system``."""
     result = {}
@@ -209,15 +212,17 @@ def reliability(con: Any, gold: str, pred: str, bins: int = CALIBRATION_BINS) ->
             (prov.confidence, claim(forms.get(mol.smiles), pools[figure_id])))
     readers = {}
     for reader, items in sorted(scored.items()):
-        table = []
+        table: list[dict[str, Any]] = []
+        total, ece = len(items), 0.0
         for b in range(bins):
             low, high = b / bins, (b + 1) / bins
             inside = [(c, ok) for c, ok in items if low <= c < high or (b == bins - 1 and c == 1.0)]
             n, correct = len(inside), sum(ok for _, ok in inside)
-            table.append({"low": low, "high": high, "n": n, "correct": correct,
-                          "precision": correct / n if n else None, "interval": wilson(correct, n),
-                          "mean_confidence": sum(c for c, _ in inside) / n if n else None})
-        total = len(items)
-        ece = sum(r["n"] / total * abs(r["precision"] - r["mean_confidence"]) for r in table if r["n"])
+            precision = correct / n if n else None
+            mean = sum(c for c, _ in inside) / n if n else None
+            if precision is not None and mean is not None:
+                ece += n / total * abs(precision - mean)
+            table.append({"low": low, "high": high, "n": n, "correct": correct, "precision": precision,
+                          "interval": wilson(correct, n), "mean_confidence": mean})
         readers[reader] = {"readings": total, "correct": sum(ok for _, ok in items), "ece": ece, "bins": table}
     return {"readers": readers, "without_confidence": without}
