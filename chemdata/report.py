@@ -150,6 +150,10 @@ def diff_page(result: dict[str, Any]) -> bytes:
                 ["reader A", "reader B", "regions read by both", "same molecule", "share"],
                 [[p["reader_a"], p["reader_b"], p["regions"], p["same"], p["share"]]
                  for p in result["agreement"]["pairs"]]),
+            "<h3>Molecules per structure reader</h3>" + table(
+                ["system", "reader", "molecules", "gold molecules", "share"],
+                [[system, reader, r["molecules"], r["gold"], r["share"]]
+                 for system, readers in result["agreement"]["readers"].items() for reader, r in readers.items()]),
             "<h2>Per-figure F1</h2>" + table(
                 ["figure", "F1 A", "F1 B", "A − B", "status A", "status B"],
                 [[r["figure_id"], r["f1_a"], r["f1_b"], r["delta"], r["status_a"], r["status_b"]]
