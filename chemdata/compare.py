@@ -10,7 +10,7 @@ the same figure region and how often each reader's molecules are gold molecules.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 
@@ -20,6 +20,9 @@ from labrecord.chemdata.store import ingest_documents
 from labrecord.errors import LabrecordError
 from labrecord.scorers.reaction import parse_profile, prf
 from labrecord.store import connect
+
+if TYPE_CHECKING:
+    from duckdb import DuckDBPyConnection
 
 #: bootstrap resamples and interval level of the macro-F1 difference
 RESAMPLES = 2000
@@ -92,7 +95,7 @@ def _reader(mol: Any) -> str:
     return (mol.provenance.reader if mol.provenance is not None else None) or "unrecorded"
 
 
-def reader_agreement(con: Any, gold: str, a: str, b: str) -> dict[str, Any]:
+def reader_agreement(con: DuckDBPyConnection, gold: str, a: str, b: str) -> dict[str, Any]:
     """Per-molecule agreement between the systems' recognition backends.
 
     ``pairs``: per (reader of A, reader of B), the figure regions both systems read

@@ -146,7 +146,7 @@ def _resolve_pred(con: DuckDBPyConnection, pred: str, db: str | None) -> dict[st
 
 # --------------------------------------------------------------------------- profiles
 
-def strict_keys(con: Any, systems: Sequence[str]) -> list[str]:
+def strict_keys(con: DuckDBPyConnection, systems: Sequence[str]) -> list[str]:
     """Distinct strict component keys of the molecules (conditions included) of ``systems``."""
     rows = con.execute("SELECT DISTINCT unnest(s.strict) FROM rxn_molecules m JOIN rxn_smiles s USING (smiles) "
                        "WHERE m.system IN (SELECT unnest(?)) AND s.reason IS NULL", [list(systems)]).fetchall()
@@ -189,7 +189,7 @@ class ProfileInputs:
     per-figure counts of the SQL path, the figures' reactions as keys per profile family, the
     InChI map and fingerprints."""
 
-    def __init__(self, con: Any, gold: str, pred: str, *, allow_empty: bool = False,
+    def __init__(self, con: DuckDBPyConnection, gold: str, pred: str, *, allow_empty: bool = False,
                  base: list[FigureCounts] | None = None) -> None:
         self.con, self.gold, self.pred = con, gold, pred
         self.base = base if base is not None else figure_counts(con, gold, pred, allow_empty=allow_empty)
@@ -228,7 +228,7 @@ class ProfileInputs:
         return count_profile(self.base, sides[self.gold], sides[self.pred], profile, fingerprints)
 
 
-def score_profiles(con: Any, gold: str, pred: str, names: Sequence[str], *, allow_empty: bool = False,
+def score_profiles(con: DuckDBPyConnection, gold: str, pred: str, names: Sequence[str], *, allow_empty: bool = False,
                    answered_only: bool = False, inputs: ProfileInputs | None = None) -> dict[str, Any]:
     """``{profile name: {"macro", "micro", "molecule"[, "answered_only"]}}`` of system
     ``pred`` against ``gold``, every profile over the same gold figures."""
@@ -253,7 +253,7 @@ def reaction_smiles(reaction: Any) -> str:
     return ".".join(m.smiles for m in reaction.reactants) + ">>" + ".".join(m.smiles for m in reaction.products)
 
 
-def template_rows(con: Any, gold: str, pred: str, profile_name: str = "strict", *, allow_empty: bool = False,
+def template_rows(con: DuckDBPyConnection, gold: str, pred: str, profile_name: str = "strict", *, allow_empty: bool = False,
                   inputs: ProfileInputs | None = None) -> dict[str, Any]:
     """R-group tables row by row: in each gold figure with a template, every concrete reaction
     (one R-group assignment) is a row; rows pair one-to-one under ``profile_name``.

@@ -131,7 +131,7 @@ def stats_for_path(path: str | os.PathLike[str], system: str | None = None) -> d
 CALIBRATION_BINS = 10
 
 
-def stored_documents(con: Any, system: str, figure_ids: Sequence[str] | None = None) -> dict[str, Any]:
+def stored_documents(con: DuckDBPyConnection, system: str, figure_ids: Sequence[str] | None = None) -> dict[str, Any]:
     """Stored documents of ``system`` by figure id (``labrecord.models.rxn.FigureDocument``)."""
     import msgspec
 
@@ -143,7 +143,7 @@ def stored_documents(con: Any, system: str, figure_ids: Sequence[str] | None = N
     return {f: msgspec.json.decode(d, type=FigureDocument) for f, d in rows if wanted is None or f in wanted}
 
 
-def molecule_forms(con: Any, systems: list[str]) -> dict[str, tuple[str, ...] | None]:
+def molecule_forms(con: DuckDBPyConnection, systems: list[str]) -> dict[str, tuple[str, ...] | None]:
     """SMILES string -> its strict components, or ``None`` when it can never match."""
     rows = con.execute("SELECT DISTINCT s.smiles, s.reason, s.strict FROM rxn_molecules m JOIN rxn_smiles s USING (smiles) "
                        "WHERE m.system IN (SELECT unnest(?))", [systems]).fetchall()
@@ -176,7 +176,7 @@ def readings(docs: dict[str, Any]) -> list[tuple[str, Any]]:
             for rxn in doc.reactions for mol in (*rxn.reactants, *rxn.products)]
 
 
-def reliability(con: Any, gold: str, pred: str, bins: int = CALIBRATION_BINS) -> dict[str, Any]:
+def reliability(con: DuckDBPyConnection, gold: str, pred: str, bins: int = CALIBRATION_BINS) -> dict[str, Any]:
     """Reliability table of the recognition confidences ``pred`` records (``Provenance.confidence``).
 
     Per reader (``Provenance.reader``, ``unrecorded`` when absent) and confidence bin (equal

@@ -634,7 +634,7 @@ ORDER BY m.system, m.figure_id, m.reaction_index, m.role, m.position
 """
 
 
-def side_reactions(con: Any, gold: str, pred: str, profile: Profile,
+def side_reactions(con: DuckDBPyConnection, gold: str, pred: str, profile: Profile,
                    key_map: Mapping[str, str | None] | None = None) -> dict[str, dict[str, list[SideReaction]]]:
     """``{system: {figure id: reactions}}`` of both systems as component keys of ``profile``.
 
