@@ -401,7 +401,7 @@ class WeighingContract(TaskContract[WeighingState, WeighingInstance, WeighingFea
     failure_reasons: ClassVar[frozenset[str]] = frozenset({"miss", "drop"})
     #: the displayed reading and its stability indicator (what the display shows)
     semantic_fields: ClassVar[frozenset[str]] = frozenset({"reading_g", "stable"})
-    #: the transfers the reference executor (sim/executor.py transfer_plan) carries out
+    #: the transfers the reference executor (sim/weighing/executor.py transfer_plan) carries out
     executor_kinds: ClassVar[frozenset[str]] = frozenset({"add", "remove"})
     #: the candidate frames a Geometry Oracle may supply: the four labeled standards the
     #: task authorizes and the pan (the destination); never the sample box or the arm
