@@ -22,6 +22,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import os
+from abc import ABC, abstractmethod
 from collections.abc import Callable, Hashable
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -79,7 +80,7 @@ def run_id_of(spec: EpisodeSpec) -> str:
     return f"{spec.family}-{spec.condition}-{spec.policy}-s{spec.seed}-e{spec.index:03d}"
 
 
-class BenchTask:
+class BenchTask(ABC):
     """A family's bench as the pipeline uses it (``sim/<family>/task.py`` defines one,
     named by the family's registry entry).  Subclasses fill in the instance draw, the
     bench, its reset, the scorer and the instruction."""
@@ -91,26 +92,26 @@ class BenchTask:
     #: the decision a population's checkpoints are registered at
     checkpoint_decision = "d0"
 
+    @abstractmethod
     def population(self, condition: str, episodes: int, seed: int) -> tuple[list[Any], list[Any]]:
         """``episodes`` drawn instances and the records registered for them (episode ``i``
         of a seed is the same instance for any episode count)."""
-        raise NotImplementedError
 
+    @abstractmethod
     def max_time_s(self, condition: str, policy: str) -> float:
         """The simulated-time budget of one episode (s)."""
-        raise NotImplementedError
 
+    @abstractmethod
     def make_policy(self, name: str, seed: int, instance: Any = None, **options: Any) -> Any:
         """The scripted baseline ``name`` seeded ``seed`` (for ``instance``, when it reads one)."""
-        raise NotImplementedError
 
     def bench_key(self, instance: Any) -> Hashable:
         """What the bench model depends on besides its action spec, cameras and size."""
         return None
 
+    @abstractmethod
     def make_bench(self, instance: Any, action_spec: Any, cameras: tuple[str, ...], size: int) -> Any:
         """A new calibrated bench for ``instance``'s configuration."""
-        raise NotImplementedError
 
     def prepare(self, env: Any, instance: Any) -> Any:
         """Reset ``env`` to ``instance``; the instance as it is scored (with what the bench
@@ -123,12 +124,13 @@ class BenchTask:
 
         return ContractScorer(contract, instance, columns=columns, window_s=window_s)
 
+    @abstractmethod
     def instruction(self, instance: Any) -> str:
-        raise NotImplementedError
+        """The natural-language instruction of ``instance``."""
 
+    @abstractmethod
     def layout_text(self, instance: Any) -> str:
         """The instance's layout written out (its hash goes into ``run.json``)."""
-        raise NotImplementedError
 
     def columns(self) -> tuple[str, ...]:
         """The measurement columns the contract reads (and the optional ones this bench writes)."""

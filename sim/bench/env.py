@@ -11,6 +11,7 @@ scorer declares (:meth:`BenchEnv.show`).
 from __future__ import annotations
 
 import functools
+from abc import ABC, abstractmethod
 from typing import Any
 
 import numpy as np
@@ -23,7 +24,7 @@ DEFAULT_SIZE = 224
 RAMP_STEPS = 10
 
 
-class BenchEnv:
+class BenchEnv(ABC):
     """A bench ``scene`` as the step owner drives it; ``bodies`` are the scene's free
     bodies (declared consecutively) whose state rows the measurement columns read."""
 
@@ -127,9 +128,9 @@ class BenchEnv:
         self._k += steps
         self._ramp = None
 
+    @abstractmethod
     def end_block(self) -> dict[str, np.ndarray]:
         """The family's measurement columns for the steps since the last call (n rows)."""
-        raise NotImplementedError(f"{type(self).__name__} measures no columns")
 
     def _block_steps(self) -> tuple[int, dict[str, np.ndarray]]:
         """``(n, {step, t})``: the rows kept since the last block and their common columns;
@@ -195,7 +196,9 @@ class BenchEnv:
 
     def show(self, readouts: dict[str, Any]) -> None:
         """Put the scorer's public readouts of this boundary into the scene before it is
-        rendered (a bench with nothing to show ignores them)."""
+        rendered; a bench without a display has nothing to light (the readouts still reach
+        the policy as the scorer's channels)."""
+        return None
 
     def render(self, camera: str) -> np.ndarray:
         return self.scene.render(camera)

@@ -12,6 +12,7 @@ import importlib.resources
 import math
 import os
 import warnings
+from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from typing import Any
 
@@ -84,7 +85,7 @@ def ring(center: np.ndarray, rot: np.ndarray, name: str, length: float, cls: str
     return lines
 
 
-class BenchScene:
+class BenchScene(ABC):
     """One MuJoCo model + data of a bench with the Panda arm.
 
     ``step()`` advances physics; ``apply`` holds a joint-space command: seven joint
@@ -119,9 +120,9 @@ class BenchScene:
         self.tcp_site = int(m.site(f"{ARM}tcp").id)
 
     # -- instance ---------------------------------------------------------------------
+    @abstractmethod
     def reset(self, instance: Any) -> None:
         """Put ``instance`` into the model (a family's objects), the arm at :data:`HOME_Q`."""
-        raise NotImplementedError(f"{type(self).__name__} places no instance")
 
     def home_arm(self) -> None:
         """The arm at :data:`HOME_Q` with open fingers, commanded to stay there; the rest of
@@ -176,9 +177,9 @@ class BenchScene:
                 "gripper_qpos": values[2 * arm:2 * arm + fingers], "eef_pos": values[2 * arm + fingers:2 * arm + fingers + 3],
                 "eef_quat": values[2 * arm + fingers + 3:]}
 
+    @abstractmethod
     def object_poses(self) -> dict[str, Any]:
         """The evaluator-state channel ``object_poses`` (what the cameras show of the objects)."""
-        raise NotImplementedError(f"{type(self).__name__} reports no object poses")
 
     # -- rendering --------------------------------------------------------------------
     def _make_renderer(self) -> Any:

@@ -5,6 +5,7 @@ previous one has run."""
 from __future__ import annotations
 
 import math
+from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -85,7 +86,7 @@ def sample_steps(start: np.ndarray, steps: list[Step], control_hz: float) -> np.
     return np.asarray(rows)
 
 
-class TubePolicy(ScriptedPolicy):
+class TubePolicy(ScriptedPolicy, ABC):
     """Wait until settled, choose an operation (:meth:`choose`), execute its legs
     (:meth:`phases_for`: plan builders, each called when the previous leg has run)."""
 
@@ -104,13 +105,13 @@ class TubePolicy(ScriptedPolicy):
         self.operations = 0
         self.rng = np.random.default_rng([self.seed, episode])
 
+    @abstractmethod
     def choose(self, poses: dict[str, Any]) -> Operation | None:
         """The operation this policy commits to in the observed state."""
-        raise NotImplementedError
 
+    @abstractmethod
     def phases_for(self, op: Operation, poses: dict[str, Any]) -> list[Any]:
         """Plan builders ``(robot, poses) -> [Step, …]`` for ``op``, in order."""
-        raise NotImplementedError
 
     # -- acting -----------------------------------------------------------------------
     def act(self, observation: Observation) -> ActionChunk:

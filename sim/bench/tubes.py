@@ -3,8 +3,6 @@ round holes built of wall boxes, placing a tube by its tip and axis, and reading
 tube's tip and axis back from its simulated pose."""
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 
 from labrecord.sim.bench.scene import BenchScene, quat, ring
@@ -56,6 +54,3 @@ class TubeScene(BenchScene):
         rot = self.data.xmat[body].reshape(3, 3)
         axis = -rot[:, 2]
         return self.data.xpos[body] + axis * TUBE_HALF, axis.copy()
-
-    def object_poses(self) -> dict[str, Any]:
-        raise NotImplementedError(f"{type(self).__name__} reports no object poses")
