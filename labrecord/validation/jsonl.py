@@ -8,7 +8,7 @@ import msgspec
 
 from labrecord.errors import TruncatedLogError
 from labrecord.fileio import Line, LineProblem, decode_error_message, iter_lines
-from labrecord.safeio import depth_problem, excerpt
+from labrecord.safeio import RecordProblem, decode_record, excerpt
 from labrecord.validation.findings import Report
 
 #: line-level findings listed per file; the rest are counted in one closing finding, so
@@ -17,11 +17,14 @@ MAX_LINE_FINDINGS = 10
 
 
 def decode_jsonl(path: str, data: bytes, decoder: msgspec.json.Decoder[Any], report: Report, *,
-                 interrupted: bool = False) -> Iterator[tuple[int, Any]]:
+                 interrupted: bool = False, keep: list[bytes] | None = None) -> Iterator[tuple[int, Any]]:
     """Yield ``(line, record)`` for every line that decodes; report the others.
 
     ``interrupted``: the run's writer never closed it, so a cut last line is the expected
     trace of the crash (a warning, the line is ignored) rather than damage (an error).
+    ``keep``: receives the canonical text of every record yielded (see
+    :func:`labrecord.safeio.decode_record`), which is what the store loads: a line that
+    was ignored or refused here is never loaded.
     """
     if not data.strip():
         report.error(path, None, "", "empty file")
@@ -41,12 +44,11 @@ def decode_jsonl(path: str, data: bytes, decoder: msgspec.json.Decoder[Any], rep
             problem(blank, "", "blank line (every line of a JSONL log holds one record)")
         expected = number + 1
         if isinstance(item, Line):
-            depth = depth_problem(item.raw)
-            if depth is not None:
-                problem(item.number, "", depth)
-                continue
             try:
-                yield item.number, decoder.decode(item.raw)
+                record, canonical = decode_record(item.raw, decoder)
+            except RecordProblem as error:
+                problem(item.number, "", str(error))
+                continue
             except (msgspec.DecodeError, msgspec.ValidationError) as error:
                 field, message = decode_error_message(error, item.raw)
                 text, quoted, _ = message.rpartition(" (line: ")
@@ -57,6 +59,10 @@ def decode_jsonl(path: str, data: bytes, decoder: msgspec.json.Decoder[Any], rep
                 problem(item.number, field, message)
             except RecursionError:
                 problem(item.number, "", "JSON nested too deeply to decode")
+            else:
+                if keep is not None:
+                    keep.append(canonical)
+                yield item.number, record
         elif isinstance(item, TruncatedLogError):
             expected = number
             if interrupted:
