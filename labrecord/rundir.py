@@ -196,10 +196,6 @@ def utc_now() -> str:
     return _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
-#: the lock file of a run folder: held (``flock``, exclusive) by the one writer of the run
-LOCK_FILE = ".writer.lock"
-
-
 class _WriteState:
     """Shared by the logs of one writer: the first failed write stops all of them."""
 
@@ -302,19 +298,20 @@ class _JsonlAppender:
 
 
 def _lock(run_dir: Path) -> int:
-    """Hold the run folder's :data:`LOCK_FILE` (exclusive, never waiting); the descriptor."""
+    """Hold the run folder's lock: an exclusive ``flock`` on the folder itself, never
+    waiting (no lock file; the kernel drops it when the writer's process ends).  Returns
+    the folder's descriptor, which holds the lock until closed."""
     import fcntl
 
-    path = run_dir / LOCK_FILE
     try:
-        fd = os.open(path, os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0), 0o666)
+        fd = os.open(run_dir, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_NOFOLLOW", 0))
     except OSError as error:
-        raise LabrecordError(f"{path}: cannot open the run's lock file: {error.strerror}") from error
+        raise LabrecordError(f"{run_dir}: cannot open the run directory: {error.strerror}") from error
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except OSError as error:
         os.close(fd)
-        raise LabrecordError(f"{run_dir}: another writer has this run open (it holds {LOCK_FILE}); refused") from error
+        raise LabrecordError(f"{run_dir}: another writer has this run open; refused (one writer per run)") from error
     return fd
 
 
@@ -385,7 +382,7 @@ class RunWriter:
         self.document = document
         self._last_seq = last_seq
         self._last_t = last_t
-        #: the held lock of the run folder (see :data:`LOCK_FILE`), taken here when not given
+        #: the held lock of the run folder (see :func:`_lock`), taken here when not given
         self._lock = lock if lock is not None else _lock(run_dir)
         self._state = _WriteState(run_dir)
         self._observations = _JsonlAppender(run_dir / OBSERVATIONS_FILE, self._state)

@@ -47,6 +47,14 @@ class CommandLine(LazyGroup):
             # an output that cannot be written (a missing folder, /proc, a full disk)
             where = f"{error.filename}: " if error.filename else ""
             raise click.ClickException(f"{where}{error.strerror or error}") from error
+        except Exception as error:
+            from labrecord.store.corpus import machine_failure
+
+            if not machine_failure(error):
+                raise
+            # DuckDB's own disk and memory failures (a full disk while committing or closing)
+            lines = str(error).splitlines() or [type(error).__name__]
+            raise click.ClickException(f"the corpus could not be written: {lines[0]}") from error
 
 
 @click.group(cls=CommandLine, lazy=COMMANDS, context_settings=CONTEXT_SETTINGS)

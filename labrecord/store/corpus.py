@@ -42,8 +42,34 @@ def connect(db_path: str | os.PathLike[str] | None = None, *, read_only: bool = 
         con = duckdb.connect(":memory:" if db_path is None else str(db_path))
     except duckdb.Error as error:  # locked by another process, not a DuckDB file, …
         raise LabrecordError(f"{db_path}: cannot open DuckDB corpus: {_first_line(error)}") from error
-    create_schema(con)
+    try:
+        create_schema(con)
+    except Exception as error:
+        if machine_failure(error):
+            raise LabrecordError(f"{db_path}: cannot set up the corpus: {_first_line(error)}") from error
+        raise
     return con
+
+
+#: DuckDB error kinds that say the machine failed (disk, memory), not the data
+_MACHINE_ERRORS = ("IOException", "OutOfMemoryException", "FatalException", "InternalException")
+
+
+class StoreFailure(LabrecordError):
+    """The store could not take a write for a reason of the machine (a full disk, no memory)."""
+
+
+def machine_failure(error: BaseException) -> bool:
+    """Whether ``error`` comes from the machine (a full disk, no memory) rather than the data."""
+    return isinstance(error, (OSError, MemoryError, StoreFailure)) or type(error).__name__ in _MACHINE_ERRORS
+
+
+def rollback(con: Any) -> None:
+    """Roll back the open transaction; a connection the failure already closed is left as it is."""
+    try:
+        con.execute("ROLLBACK")
+    except Exception:  # noqa: BLE001 - the failure being reported is the one that matters
+        pass
 
 
 def _first_line(error: BaseException) -> str:
@@ -105,7 +131,18 @@ def write_snapshot(con: Any, out_dir: str | os.PathLike[str]) -> dict[str, int]:
         raise LabrecordError(f"{out}: snapshot folder exists and is not empty; choose a new folder")
     out.parent.mkdir(parents=True, exist_ok=True)
     counts: dict[str, int] = {}
-    # written beside ``out`` and renamed into place: a crash leaves no half snapshot
+    # written beside ``out`` and renamed into place: a crash (or a full disk) leaves no half snapshot
+    try:
+        _write_snapshot(con, out, counts)
+    except Exception as error:
+        if machine_failure(error) and not isinstance(error, LabrecordError):
+            raise StoreFailure(f"{out}: snapshot could not be written, nothing of it was kept: "
+                               f"{_first_line(error)}") from error
+        raise
+    return counts
+
+
+def _write_snapshot(con: Any, out: Path, counts: dict[str, int]) -> None:
     with atomic_path(out, folder=True) as tmp:
         (tmp / "_empty").mkdir()
         root = str(tmp.resolve()).replace("'", "''")
@@ -122,7 +159,6 @@ def write_snapshot(con: Any, out_dir: str | os.PathLike[str]) -> dict[str, int]:
                 con.execute(f"COPY ({select}) TO '{target}' (FORMAT parquet, PARTITION_BY (family, system_name), OVERWRITE_OR_IGNORE)")
             else:
                 con.execute(f"COPY {table.name} TO '{target}.parquet' (FORMAT parquet)")
-    return counts
 
 
 def schema_rows(con: Any) -> list[tuple[str, str, str, str, str]]:

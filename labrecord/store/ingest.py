@@ -35,7 +35,7 @@ from labrecord.rundir import (
 from labrecord.safeio import (
     MAX_BINARY_BYTES, MAX_DOCUMENT_BYTES, check_file, decode_json, excerpt, link_problem, read_bounded,
 )
-from labrecord.store.corpus import connect
+from labrecord.store.corpus import StoreFailure, connect, machine_failure, rollback
 from labrecord.store.schema import (
     AUDITS, EVENTS, INVALID_RUNS, OBSERVATIONS, ONLINE_SCORES, POPULATIONS, RUNS, TableSpec, json_columns,
 )
@@ -292,28 +292,6 @@ def _load_scores(con: Any, pending: Sequence[_Pending]) -> None:
 
 
 _RUN_TABLES = ("events", "observations", "online_scores", "final_scores", "measurements", "runs")
-
-
-#: DuckDB error kinds that say the machine failed (disk, memory), not the data: the ingest
-#: stops with one error instead of refusing the runs
-_MACHINE_ERRORS = ("IOException", "OutOfMemoryException", "FatalException", "InternalException")
-
-
-class StoreFailure(LabrecordError):
-    """The store could not take a write for a reason of the machine (a full disk, no memory)."""
-
-
-def machine_failure(error: BaseException) -> bool:
-    """Whether ``error`` comes from the machine (disk full, out of memory) rather than the data."""
-    return isinstance(error, (OSError, MemoryError, StoreFailure)) or type(error).__name__ in _MACHINE_ERRORS
-
-
-def rollback(con: Any) -> None:
-    """Roll back the open transaction; a connection the failure already closed is left as it is."""
-    try:
-        con.execute("ROLLBACK")
-    except Exception:  # noqa: BLE001 - the failure being reported is the one that matters
-        pass
 
 
 def load_batch(con: Any, pending: Sequence[_Pending]) -> None:
