@@ -487,7 +487,7 @@ class RunWriter:
                         physical_complete=False, valid_complete=False)
         return writer
 
-    def _atomic(self, path: Path, write: Callable[[Path], None]) -> None:
+    def _atomic(self, path: Path, write: Callable[[Path], object]) -> None:
         """Write a whole file through :func:`atomic_path`; a failure (a full disk) keeps the
         old file and stops the writer like a failed log write."""
         self._state.check()
