@@ -209,7 +209,8 @@ def decode_record(raw: bytes, decoder: msgspec.json.Decoder[Any]) -> tuple[Any, 
     record = decoder.decode(raw)
     canonical = _canonical_encoder.encode(record)
     # the screens of strict_problem, inline: almost every line passes them
-    if b"\\u" in raw or raw.count(b":") != canonical.count(b":") or _LONG_RUN in canonical.translate(_DIGITS_ONLY):
+    # (a backslash, rare in logs, is looked for as one byte: far faster than the two of an escape)
+    if b"\\" in raw or raw.count(b":") != canonical.count(b":") or _LONG_RUN in canonical.translate(_DIGITS_ONLY):
         problem = strict_problem(raw, record, canonical)
         if problem is not None:
             raise RecordProblem(problem)

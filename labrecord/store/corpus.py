@@ -59,9 +59,18 @@ class StoreFailure(LabrecordError):
     """The store could not take a write for a reason of the machine (a full disk, no memory)."""
 
 
+#: words of a DuckDB error of another kind (a commit that could not write its log) that
+#: still name the machine
+_MACHINE_WORDS = ("No space left", "Disk quota", "Failed to commit", "Could not write file", "out of memory",
+                  "database has been invalidated", "Read-only file system")
+
+
 def machine_failure(error: BaseException) -> bool:
     """Whether ``error`` comes from the machine (a full disk, no memory) rather than the data."""
-    return isinstance(error, (OSError, MemoryError, StoreFailure)) or type(error).__name__ in _MACHINE_ERRORS
+    if isinstance(error, (OSError, MemoryError, StoreFailure)) or type(error).__name__ in _MACHINE_ERRORS:
+        return True
+    text = str(error)
+    return "duckdb" in type(error).__module__ and any(word in text for word in _MACHINE_WORDS)
 
 
 def rollback(con: Any) -> None:
