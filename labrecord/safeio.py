@@ -23,6 +23,7 @@ from typing import Any
 import msgspec
 
 from labrecord.errors import LabrecordError
+from labrecord.fileio import dumps
 
 #: JSON documents (run.json, scores.json, judge files) larger than this are refused unread
 MAX_DOCUMENT_BYTES = 64 << 20
@@ -47,9 +48,9 @@ EXCERPT_CHARS = 80
 STORED_INT_MIN, STORED_INT_MAX = -(1 << 63), (1 << 63) - 1
 #: a run of this many digits may be an integer outside the stored range (shorter never is):
 #: found by mapping every digit to "0" and everything else to " " (``bytes.translate``)
-_LONG_RUN = b"0" * 19
-_DIGITS_ONLY = bytes(0x30 if 0x30 <= c <= 0x39 else 0x20 for c in range(256))
-_canonical_encoder = msgspec.json.Encoder()
+LONG_DIGIT_RUN = b"0" * 19
+DIGITS_ONLY = bytes(0x30 if 0x30 <= c <= 0x39 else 0x20 for c in range(256))
+_compact_encoder = msgspec.json.Encoder()
 
 _ENV = "LABRECORD_FOLLOW_SYMLINKS"
 
@@ -177,7 +178,7 @@ def decode_json(raw: bytes, where: str, **options: Any) -> Any:
         raise LabrecordError(f"{where}: {problem}")
     try:
         value = msgspec.json.decode(raw, **options)
-        problem = strict_problem(raw, value)
+        problem = strict_problem(raw)
         if problem is not None:
             raise LabrecordError(f"{where}: {problem}")
         return value
@@ -197,34 +198,37 @@ def decode_record(raw: bytes, decoder: msgspec.json.Decoder[Any]) -> tuple[Any, 
     """Decode one JSONL record strictly: ``(typed record, canonical JSON text)``.
 
     The one line decoder of every reader (validation, the replay audit, the writer
-    resuming a log), so they all see the same record; the canonical text (the typed
-    record encoded again) is what the store loads.  Raises :class:`RecordProblem`
-    (message only, no path) for nesting past :data:`MAX_JSON_DEPTH` or a
-    :func:`strict_problem`, and msgspec's own errors for text that does not decode to the
-    record type.
+    resuming a log), so they all see the same record.  The canonical text is the typed
+    record encoded again as the writer encodes it (sorted keys, defaults left out), which
+    is what the store loads; a line the writer wrote is its own canonical text, which
+    proves at once that it repeats no key.  Raises :class:`RecordProblem` (message only,
+    no path) for nesting past :data:`MAX_JSON_DEPTH` or a :func:`strict_problem`, and
+    msgspec's own errors for text that does not decode to the record type.
+
+    (:func:`labrecord.validation.jsonl.decode_jsonl` does the same checks a chunk of lines
+    at a time, which is much cheaper.)
     """
     problem = depth_problem(raw)
     if problem is not None:
         raise RecordProblem(problem)
     record = decoder.decode(raw)
-    canonical = _canonical_encoder.encode(record)
-    # the screens of strict_problem, inline: almost every line passes them
-    # (a backslash, rare in logs, is looked for as one byte: far faster than the two of an escape)
-    if b"\\" in raw or raw.count(b":") != canonical.count(b":") or _LONG_RUN in canonical.translate(_DIGITS_ONLY):
-        problem = strict_problem(raw, record, canonical)
+    canonical = dumps(record)
+    if raw != canonical or LONG_DIGIT_RUN in raw.translate(DIGITS_ONLY):
+        problem = strict_problem(raw)
         if problem is not None:
             raise RecordProblem(problem)
     return record, canonical
 
 
 def canonical_json(value: Any) -> bytes:
-    """The compact JSON text of a decoded value: what every later reader (the DuckDB load)
-    parses instead of the input bytes, so no reader can see a value the checks did not."""
-    return _canonical_encoder.encode(value)
+    """The canonical JSON text of a decoded value (:func:`labrecord.fileio.dumps`): what
+    every later reader (the DuckDB load) parses instead of the input bytes, so no reader
+    can see a value the checks did not."""
+    return dumps(value)
 
 
-def strict_problem(raw: bytes, value: Any, canonical: bytes | None = None) -> str | None:
-    """Why JSON text that decodes (to ``value``, typed or not) may still not be stored, else None.
+def strict_problem(raw: bytes) -> str | None:
+    """Why JSON text that decodes may still not be stored, else None.
 
     * A key repeated in one object: decoders disagree on which copy wins (msgspec and
       Python keep the last, DuckDB the first), so a record could mean one thing to the
@@ -232,22 +236,21 @@ def strict_problem(raw: bytes, value: Any, canonical: bytes | None = None) -> st
     * An integer outside the stored 64-bit range (:data:`STORED_INT_MIN` ..
       :data:`STORED_INT_MAX`).
 
-    The repeated-key test is exact and costs two counts on almost every line.  Each
-    member of an object is written with one colon, and a string holds a colon only
-    literally or as a ``\\u`` escape.  ``canonical`` (``value`` encoded again, computed
-    when not given) keeps at most the members of the input, with the same strings, so
-    when the input has no ``\\u`` escape and as many colons as ``canonical``, no member
-    was lost to a repeat.  Otherwise (an escape, a default spelled out, an unknown key)
-    the input is checked member by member.
+    The repeated-key test is exact and needs two counts for most text.  Each member of an
+    object is written with one colon, and a string holds a colon only literally or as a
+    ``\\u`` escape.  The untyped decoding keeps every distinct key with the same
+    strings, so when the text has no backslash and as many colons as that decoding
+    encoded again, no member was lost to a repeat; otherwise the text is read member by
+    member.
     """
-    if canonical is None:
-        canonical = canonical_json(value)
-    if b"\\u" in raw or raw.count(b":") != canonical.count(b":"):
+    plain = msgspec.json.decode(raw)
+    again = _compact_encoder.encode(plain)
+    if b"\\" in raw or raw.count(b":") != again.count(b":"):
         repeated = _repeated_key(raw)
         if repeated is not None:
             return repeated
-    if _LONG_RUN in canonical.translate(_DIGITS_ONLY):
-        return _int_out_of_range(msgspec.to_builtins(value))
+    if LONG_DIGIT_RUN in again.translate(DIGITS_ONLY):
+        return _int_out_of_range(plain)
     return None
 
 

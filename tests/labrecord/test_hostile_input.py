@@ -185,7 +185,7 @@ def test_a_repeated_key_is_a_finding_and_never_loaded(tmp_path: Path) -> None:
     _, bad = two_runs(tmp_path)
     _forge_episode_end(bad)
     found = errors_of(bad)
-    assert len(found) == 1 and "appears more than once" in found[0] and "events.jsonl:7" in found[0], found
+    assert len(found) == 1 and "appears more than once" in found[0] and "events.jsonl:7:" in found[0], found
     con = connect(None)
     summary = ingest_runs(tmp_path, con)
     assert summary.added == ["good"] and list(summary.skipped) == [str(bad)]
@@ -230,8 +230,12 @@ def test_an_episode_outside_64_bits_is_a_finding(tmp_path: Path) -> None:
         if event["type"] == "episode_end":
             event["episode"] = 2**64 - 1
     _write_events(bad, [json.dumps(e).encode() for e in events])
-    assert_isolated(tmp_path, bad, "outside the stored 64-bit range")
-    assert "`episode`" in errors_of(bad)[0]
+    found = errors_of(bad)
+    assert any("events.jsonl:7: integer 18446744073709551615 at `episode` is outside the stored 64-bit range" in f
+               for f in found), found
+    summary = ingest_runs(tmp_path, connect(None))
+    assert summary.added == ["good"] and list(summary.skipped) == [str(bad)]
+    assert [f.check for f in audit_run(bad).findings] == ["read"]
 
 
 def test_a_cut_last_line_that_validation_ignores_is_not_loaded(tmp_path: Path) -> None:
@@ -490,3 +494,23 @@ def test_a_full_disk_in_the_store_is_one_error_line(tmp_path: Path, monkeypatch:
     assert result.exit_code == 1 and not isinstance(result.exception, duckdb.Error), result.output
     assert result.output.strip().splitlines()[-1] == (
         "Error: the corpus could not be written: Could not write to the WAL: No space left on device")
+
+
+def test_a_commit_that_cannot_write_its_log_stops_the_ingest(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """DuckDB reports a full disk at commit as a transaction error: that is the machine, not
+    the runs, so no run is refused for it (they were all once marked invalid)."""
+    import duckdb
+
+    from labrecord.errors import LabrecordError
+
+    for run_id in ("r0", "r1"):
+        write_example_run(tmp_path, run_id)
+    con = connect(None)
+
+    def full(con_, pending):
+        raise duckdb.TransactionException('Failed to commit: Could not write file "c.duckdb.wal": No space left on device')
+
+    monkeypatch.setattr(ingest_module, "_load_scores", full)
+    with pytest.raises(LabrecordError, match="could not be stored, nothing of it was kept .*No space left"):
+        ingest_runs(tmp_path, con)
+    assert con.execute("SELECT count(*) FROM invalid_runs").fetchone() == (0,)
