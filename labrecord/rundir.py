@@ -9,7 +9,10 @@ Crash safety: logs are written in whole lines, and no event reaches the file bef
 delivery receipt written before it is durable (the events log syncs the receipts log
 first), so a writer killed at any point leaves a valid prefix: complete records, a run
 still marked ``running``, at most one cut last line per log.  :meth:`RunWriter.open`
-resumes such a run (docs/run-directory.md, "Crash safety").
+resumes such a run (docs/run-directory.md, "Crash safety").  One writer at a time: a
+writer holds an exclusive lock on its run folder until it is closed.  A write that fails
+(a full disk) cuts the log back to its last whole write and stops the writer, so nothing
+is written twice and the run stays a resumable valid prefix.
 """
 from __future__ import annotations
 
@@ -31,7 +34,7 @@ from labrecord.models import (
 )
 from labrecord.safeio import (
     MAX_DOCUMENT_BYTES, MAX_LOG_BYTES, MAX_MEASUREMENTS_BYTES, RecordProblem, decode_json, decode_record, link_problem,
-    read_bounded,
+    read_bounded, symlinks_allowed,
 )
 
 RUN_FILE = "run.json"
@@ -256,7 +259,7 @@ class _JsonlAppender:
         data = bytes(self._pending)
         try:
             if self._fd is None:
-                self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0), 0o666)
+                self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | _no_follow(), 0o666)
                 self._size = os.fstat(self._fd).st_size
             view = memoryview(data)
             while view:
@@ -297,6 +300,11 @@ class _JsonlAppender:
             self._fd = None
 
 
+def _no_follow() -> int:
+    """``O_NOFOLLOW`` unless symbolic links are allowed (``--follow-symlinks``)."""
+    return 0 if symlinks_allowed() else getattr(os, "O_NOFOLLOW", 0)
+
+
 def _lock(run_dir: Path) -> int:
     """Hold the run folder's lock: an exclusive ``flock`` on the folder itself, never
     waiting (no lock file; the kernel drops it when the writer's process ends).  Returns
@@ -304,7 +312,7 @@ def _lock(run_dir: Path) -> int:
     import fcntl
 
     try:
-        fd = os.open(run_dir, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_NOFOLLOW", 0))
+        fd = os.open(run_dir, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | _no_follow())
     except OSError as error:
         raise LabrecordError(f"{run_dir}: cannot open the run directory: {error.strerror}") from error
     try:
