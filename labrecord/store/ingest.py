@@ -22,7 +22,7 @@ import os
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 
@@ -39,6 +39,9 @@ from labrecord.store.corpus import StoreFailure, connect, machine_failure, rollb
 from labrecord.store.schema import (
     AUDITS, EVENTS, INVALID_RUNS, OBSERVATIONS, ONLINE_SCORES, POPULATIONS, RUNS, TableSpec, json_columns,
 )
+
+if TYPE_CHECKING:
+    from duckdb import DuckDBPyConnection
 
 @dataclass
 class IngestSummary:
@@ -202,7 +205,7 @@ def _structure(spec: TableSpec) -> str:
     return "{" + fields + "}"
 
 
-def _load_jsonl(con: Any, table: str, lines: Any, spec: TableSpec) -> None:
+def _load_jsonl(con: DuckDBPyConnection, table: str, lines: Any, spec: TableSpec) -> None:
     """Load the decoded records of one log kind (``(run_id, json)`` rows) into ``table``.
 
     Each JSON text is parsed in one vectorized ``json_transform`` into the corpus column
@@ -256,7 +259,7 @@ def _measurement_table(pending: Sequence[_Pending]) -> Any:
         raise LabrecordError(f"measurement columns disagree in type between runs: {excerpt(str(error), 200)}") from error
 
 
-def _load_measurements(con: Any, pending: Sequence[_Pending]) -> None:
+def _load_measurements(con: DuckDBPyConnection, pending: Sequence[_Pending]) -> None:
     table = _measurement_table(pending)
     if table is None:
         return
@@ -278,7 +281,7 @@ def _load_measurements(con: Any, pending: Sequence[_Pending]) -> None:
         con.unregister("_m")
 
 
-def _load_scores(con: Any, pending: Sequence[_Pending]) -> None:
+def _load_scores(con: DuckDBPyConnection, pending: Sequence[_Pending]) -> None:
     lines = _lines(pending, SCORES_FILE)
     if not lines.num_rows:
         return
@@ -294,7 +297,7 @@ def _load_scores(con: Any, pending: Sequence[_Pending]) -> None:
 _RUN_TABLES = ("events", "observations", "online_scores", "final_scores", "measurements", "runs")
 
 
-def load_batch(con: Any, pending: Sequence[_Pending]) -> None:
+def load_batch(con: DuckDBPyConnection, pending: Sequence[_Pending]) -> None:
     """Replace the listed runs in one transaction; on any error nothing of the batch stays.
 
     Raises :class:`StoreFailure` when the machine failed (a full disk), else
@@ -332,7 +335,7 @@ def load_batch(con: Any, pending: Sequence[_Pending]) -> None:
         raise LabrecordError(f"{where}: {what} failed to load, nothing of it was kept: {message}") from error
 
 
-def load_isolated(con: Any, pending: Sequence[_Pending], summary: IngestSummary) -> None:
+def load_isolated(con: DuckDBPyConnection, pending: Sequence[_Pending], summary: IngestSummary) -> None:
     """:func:`load_batch`, and when the batch fails on its data, each run on its own: only
     the runs that still fail are refused, each with its reason (an ``invalid_runs`` row)."""
     try:
@@ -361,7 +364,7 @@ class _Document:
     raw: dict[str, Any]
 
 
-def ingest_populations(con: Any, root: Path, summary: IngestSummary) -> None:
+def ingest_populations(con: DuckDBPyConnection, root: Path, summary: IngestSummary) -> None:
     """Load ``root/populations/*.jsonl``; an invalid registry is skipped with its findings.
 
     Each registry is read once: validated, hashed and loaded from the same bytes (the
@@ -542,7 +545,7 @@ def invalid_run_row(run_dir: Path, reason: str, document: Any, digest: str, inge
     return row
 
 
-def record_invalid_runs(con: Any, examined: Sequence[Path], rows: Sequence[dict[str, Any]]) -> None:
+def record_invalid_runs(con: DuckDBPyConnection, examined: Sequence[Path], rows: Sequence[dict[str, Any]]) -> None:
     """Replace the ``invalid_runs`` rows of the ``examined`` run directories by ``rows``, and
     drop every earlier table row of the run ids now invalid (never left stale)."""
     import pyarrow as pa
@@ -571,7 +574,7 @@ def record_invalid_runs(con: Any, examined: Sequence[Path], rows: Sequence[dict[
                              f"{excerpt(str(error), 200)}") from error
 
 
-def runs_to_audit(con: Any) -> list[tuple[str, str, str]]:
+def runs_to_audit(con: DuckDBPyConnection) -> list[tuple[str, str, str]]:
     """``(run_id, run_dir, content_hash)`` of every run without a verdict for its current content."""
     return con.execute("SELECT r.run_id, r.run_dir, r.content_hash FROM runs r LEFT JOIN audits a USING (run_id) "
                        "WHERE a.content_hash IS DISTINCT FROM r.content_hash ORDER BY r.run_id").fetchall()
@@ -582,7 +585,7 @@ def runs_to_audit(con: Any) -> list[tuple[str, str, str]]:
 UNREAD_CHECKS = ("unreadable",)
 
 
-def record_audits(con: Any, verdicts: Sequence[dict[str, Any]]) -> None:
+def record_audits(con: DuckDBPyConnection, verdicts: Sequence[dict[str, Any]]) -> None:
     """Store replay-audit verdicts (one ``audits`` row each, replacing an earlier one).
 
     A verdict that failed only because the files could not be read (check
