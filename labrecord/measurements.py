@@ -199,6 +199,29 @@ def column_name_problems(names: Sequence[str]) -> list[tuple[str, str]]:
     return problems
 
 
+def _nested_columns(schema: Any) -> list[tuple[str, str]]:
+    """Columns of a record type (struct, map, union, at any list depth): measurements hold
+    scalars or lists of scalars, and a record's field names would reach the store's SQL."""
+    import pyarrow as pa
+
+    problems = []
+    for field in schema:
+        kind = field.type
+        while pa.types.is_list(kind) or pa.types.is_large_list(kind) or pa.types.is_fixed_size_list(kind):
+            kind = kind.value_type
+        if pa.types.is_dictionary(kind):
+            kind = kind.value_type
+        if pa.types.is_struct(kind) or pa.types.is_map(kind) or pa.types.is_union(kind):
+            problems.append((field.name, f"column {field.name!r} is of a record type ({excerpt_type(field.type)}); "
+                                         "measurement columns hold scalars or lists of scalars"))
+    return problems
+
+
+def excerpt_type(arrow_type: Any) -> str:
+    text = str(arrow_type)
+    return text if len(text) <= 60 else text[:60] + "…"
+
+
 def open_measurements(data: bytes, where: str) -> Any:
     """A ``pyarrow.parquet.ParquetFile`` over the bytes of a measurements file, after its
     footer has been checked against the row, cell and size limits (nothing of a column is
@@ -230,7 +253,7 @@ def open_measurements(data: bytes, where: str) -> Any:
     if unpacked > MAX_MEASUREMENT_UNCOMPRESSED_BYTES:
         raise LabrecordError(f"{where}: declares {unpacked} uncompressed bytes, over the "
                              f"{MAX_MEASUREMENT_UNCOMPRESSED_BYTES}-byte limit; refused unread")
-    problems = column_name_problems(names)
+    problems = column_name_problems(names) + _nested_columns(parquet.schema_arrow)
     if problems:
         raise LabrecordError(f"{where}: {problems[0][1]}" + (f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""))
     return parquet

@@ -240,6 +240,12 @@ _WIDENS = {"TINYINT": {"SMALLINT", "INTEGER", "BIGINT", "DOUBLE"}, "SMALLINT": {
            "USMALLINT": {"INTEGER", "BIGINT", "DOUBLE"}, "UINTEGER": {"BIGINT", "DOUBLE"}, "FLOAT": {"DOUBLE"}}
 
 
+def quote_identifier(name: str) -> str:
+    """``name`` as a DuckDB identifier: a column name read from a file can hold quotes,
+    semicolons or anything else, and is never spliced into SQL unquoted."""
+    return '"' + name.replace('"', '""') + '"'
+
+
 def _measurement_table(pending: Sequence[_Pending]) -> Any:
     """The checked measurement bytes of the batch, decoded once, with their run ids."""
     import pyarrow as pa
@@ -272,7 +278,7 @@ def _load_measurements(con: DuckDBPyConnection, pending: Sequence[_Pending]) -> 
             stored = have_folded.get(name.casefold())
             if stored is None:
                 # families carry different columns; the table grows to their union
-                con.execute(f'ALTER TABLE measurements ADD COLUMN "{name}" {type_}')
+                con.execute(f"ALTER TABLE measurements ADD COLUMN {quote_identifier(name)} {type_}")
             elif name != "run_id" and type_ != have[stored] and have[stored] not in _WIDENS.get(type_, ()):
                 raise LabrecordError(f"measurement column {name!r} is {type_}, but the corpus stores it as "
                                      f"{have[stored]}; refused")

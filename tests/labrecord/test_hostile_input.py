@@ -514,3 +514,22 @@ def test_a_commit_that_cannot_write_its_log_stops_the_ingest(tmp_path: Path, mon
     with pytest.raises(LabrecordError, match="could not be stored, nothing of it was kept .*No space left"):
         ingest_runs(tmp_path, con)
     assert con.execute("SELECT count(*) FROM invalid_runs").fetchone() == (0,)
+
+
+def test_a_measurement_column_name_is_never_sql(tmp_path: Path) -> None:
+    """A column name read from a Parquet file is quoted as an identifier, whatever it holds."""
+    name = 'x" DOUBLE; DROP TABLE runs; --'
+    _measured_run(tmp_path, "a", **{name: [1.0, 2.0]})
+    con = connect(None)
+    assert ingest_runs(tmp_path, con).added == ["a"]
+    assert con.execute("SELECT count(*) FROM runs").fetchone() == (1,)
+    assert con.execute(f'SELECT "{name.replace(chr(34), chr(34) * 2)}" FROM measurements ORDER BY step').fetchall() == [(1.0,), (2.0,)]
+
+
+def test_a_measurement_column_of_records_is_a_finding(tmp_path: Path) -> None:
+    """A struct's field names would reach the SQL of the load through its type: refused."""
+    import pyarrow as pa
+
+    bad = _measured_run(tmp_path, "bad", rec=pa.array([{'a" INTEGER); DROP TABLE runs; --': 1}] * 2))
+    found = errors_of(bad)
+    assert len(found) == 1 and "column 'rec' is of a record type" in found[0], found
