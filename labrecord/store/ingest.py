@@ -487,6 +487,11 @@ def ingest_runs(runs_dir: str | os.PathLike[str], db: Any = None, *, batch_size:
 def _consider(run_dir: Path, peeked: str | None, errors: list[str], validated: Validated, existing: dict[str, str],
               seen: dict[str, Path], pending: list[_Pending], summary: IngestSummary) -> None:
     document = validated.document
+    if not errors and document is not None and document.manifest.run_id != run_dir.name:
+        # the identity checks read run.json before validation did: it changed in between
+        errors = [f"{run_dir / RUN_FILE} run_id: {document.manifest.run_id!r} differs from the folder name "
+                  f"{run_dir.name!r} (run.json changed while it was read); nothing is stored under an id its "
+                  "folder does not carry"]
     if not errors and document is not None and document.manifest.run_id in seen:
         errors = [f"{run_dir / RUN_FILE} run_id: run_id {document.manifest.run_id!r} also used by {seen[document.manifest.run_id]}"]
     if errors or document is None:

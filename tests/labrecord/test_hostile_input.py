@@ -533,3 +533,26 @@ def test_a_measurement_column_of_records_is_a_finding(tmp_path: Path) -> None:
     bad = _measured_run(tmp_path, "bad", rec=pa.array([{'a" INTEGER); DROP TABLE runs; --': 1}] * 2))
     found = errors_of(bad)
     assert len(found) == 1 and "column 'rec' is of a record type" in found[0], found
+
+
+def test_a_run_json_swapped_after_the_identity_check_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The folder-name check reads run.json before validation does: a run.json swapped in
+    between (claiming another run's id) is refused, never stored under that id."""
+    import labrecord.validation as validation
+
+    write_example_run(tmp_path, "victim")
+    intruder = write_example_run(tmp_path, "intruder")
+    real = validation.validate_run
+
+    def swap_first(run_dir, report=None):
+        if Path(run_dir).name == "intruder":
+            raw = json.loads((intruder / "run.json").read_text())
+            raw["run_id"] = "victim"
+            (intruder / "run.json").write_text(json.dumps(raw))
+        return real(run_dir, report)
+
+    monkeypatch.setattr(validation, "validate_run", swap_first)
+    con = connect(None)
+    summary = ingest_runs(tmp_path, con)
+    assert summary.added == ["victim"] and "differs from the folder name" in summary.skipped[str(intruder)][0]
+    assert con.execute("SELECT run_id, run_dir FROM runs").fetchall() == [("victim", str(tmp_path / "victim"))]
