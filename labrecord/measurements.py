@@ -232,7 +232,9 @@ def open_measurements(data: bytes, where: str) -> Any:
     import pyarrow.parquet as pq
 
     from labrecord.errors import LabrecordError
-    from labrecord.safeio import MAX_MEASUREMENT_CELLS, MAX_MEASUREMENT_ROWS, MAX_MEASUREMENT_UNCOMPRESSED_BYTES
+    from labrecord.safeio import (
+        MAX_MEASUREMENT_CELLS, MAX_MEASUREMENT_COLUMNS, MAX_MEASUREMENT_ROWS, MAX_MEASUREMENT_UNCOMPRESSED_BYTES,
+    )
 
     try:
         parquet = pq.ParquetFile(pa.BufferReader(data))
@@ -245,6 +247,8 @@ def open_measurements(data: bytes, where: str) -> Any:
         raise LabrecordError(f"{where}: not a readable Parquet file: {error}") from error
     if rows != declared or rows < 0:
         raise LabrecordError(f"{where}: footer declares {rows} rows but its row groups {declared}; refused")
+    if columns > MAX_MEASUREMENT_COLUMNS:
+        raise LabrecordError(f"{where}: {columns} columns, over the {MAX_MEASUREMENT_COLUMNS}-column limit; refused unread")
     if rows > MAX_MEASUREMENT_ROWS:
         raise LabrecordError(f"{where}: declares {rows} rows, over the {MAX_MEASUREMENT_ROWS}-row limit; refused unread")
     if rows * max(columns, 1) > MAX_MEASUREMENT_CELLS:

@@ -359,7 +359,12 @@ def set_aside_cut_line(path: Path) -> bytes | None:
     if not data or data.endswith(b"\n"):
         return None
     start = data.rfind(b"\n") + 1
-    with open(path.parent / f".{path.name}.cut", "ab") as fh:
+    aside = path.parent / f".{path.name}.cut"
+    try:
+        fd = os.open(aside, os.O_WRONLY | os.O_APPEND | os.O_CREAT | _no_follow(), 0o666)
+    except OSError as error:
+        raise LabrecordError(f"{aside}: cannot set the cut last line aside: {error.strerror}") from error
+    with os.fdopen(fd, "ab") as fh:
         fh.write(data[start:] + b"\n")
         fh.flush()
         os.fsync(fh.fileno())

@@ -38,6 +38,8 @@ MAX_MEASUREMENTS_BYTES = 1 << 30
 #: uncompressed bytes than this in its footer is refused before any column is read
 MAX_MEASUREMENT_ROWS = 10_000_000
 MAX_MEASUREMENT_CELLS = 200_000_000
+#: each column of a measurements file may become a corpus column: more are refused
+MAX_MEASUREMENT_COLUMNS = 1024
 MAX_MEASUREMENT_UNCOMPRESSED_BYTES = 4 << 30
 #: deeper JSON nesting is refused (the formats need fewer than ten levels)
 MAX_JSON_DEPTH = 64

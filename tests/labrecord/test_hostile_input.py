@@ -556,3 +556,36 @@ def test_a_run_json_swapped_after_the_identity_check_is_refused(tmp_path: Path, 
     summary = ingest_runs(tmp_path, con)
     assert summary.added == ["victim"] and "differs from the folder name" in summary.skipped[str(intruder)][0]
     assert con.execute("SELECT run_id, run_dir FROM runs").fetchall() == [("victim", str(tmp_path / "victim"))]
+
+
+def test_a_parquet_file_with_thousands_of_columns_is_refused_unread(tmp_path: Path) -> None:
+    """Each column could become a corpus column: a file of 5,000 is one finding."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    _, bad = two_runs(tmp_path)
+    pq.write_table(pa.table({f"c{i}": [0.0] for i in range(5000)}), bad / "measurements.parquet")
+    found = errors_of(bad)
+    assert len(found) == 1 and "5000 columns, over the 1024-column limit" in found[0], found
+
+
+def test_resuming_never_writes_through_a_planted_link(tmp_path: Path) -> None:
+    """The cut last line is set aside in ``.<log>.cut``; a link planted under that name
+    is not followed (the line would land in the link's target)."""
+    from labrecord.errors import LabrecordError
+    from labrecord.rundir import RunWriter
+
+    run = write_example_run(tmp_path, "r")
+    raw = json.loads((run / "run.json").read_text())
+    raw["status"] = "running"
+    (run / "run.json").write_text(json.dumps(raw))
+    with open(run / "events.jsonl", "ab") as fh:
+        fh.write(b'{"seq": 50, "t"')
+    target = tmp_path / "target.txt"
+    target.write_text("keep\n")
+    os.symlink(target, run / ".events.jsonl.cut")
+    with pytest.raises(LabrecordError, match="cannot set the cut last line aside"):
+        RunWriter.open(run)
+    assert target.read_text() == "keep\n"
+    # the run itself is unchanged: the cut line is still in place
+    assert (run / "events.jsonl").read_bytes().endswith(b'{"seq": 50, "t"')
