@@ -51,7 +51,7 @@ def score_paths(gold: str, preds: Sequence[str], *, db: str | None = None, by: s
     ``warn`` receives a line for each system with figures outside the gold manifest
     (usually a figure-id mismatch; those figures are not scored).
     """
-    con = connect(db)
+    con = connect(db, locked=True)
     try:
         gold_name = _resolve_gold(con, gold, db)
         systems: dict[str, bool] = {}

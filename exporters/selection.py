@@ -23,7 +23,7 @@ from labrecord.demos import DemoReader, split_names
 from labrecord.errors import LabrecordError
 from labrecord.models import ActionSpec, RunManifest
 from labrecord.rundir import DEMO_FILE, find_run_dirs
-from labrecord.safeio import check_writable, excerpt
+from labrecord.safeio import check_apart, check_writable, excerpt
 
 #: columns a SQL acceptance rule may use, with their meaning
 ATTEMPT_COLUMNS: dict[str, str] = {
@@ -284,11 +284,13 @@ def select(runs_dir: str | os.PathLike[str], rule: str = "success", *, valid_rat
     return selection
 
 
-def check_output(path: str | os.PathLike[str], overwrite: bool) -> Path:
-    """Refuse to replace an existing output unless ``overwrite``, or one that cannot be
-    written.  Missing folders on the way are made when the export writes (``--out
-    datasets/weighing`` in a fresh folder), so the nearest one that exists must be writable."""
-    path = Path(path)
+def check_output(path: str | os.PathLike[str], overwrite: bool, runs_dir: str | os.PathLike[str]) -> Path:
+    """Refuse to replace an existing output unless ``overwrite``, one that cannot be
+    written, and, with or without ``overwrite``, one that is, holds or lies inside the
+    runs folder read (:func:`labrecord.safeio.check_apart`).  Missing folders on the way
+    are made when the export writes (``--out datasets/weighing`` in a fresh folder), so
+    the nearest one that exists must be writable."""
+    path = check_apart(path, [runs_dir], what="--out")
     existing = path.parent
     while not existing.exists() and existing != existing.parent:
         existing = existing.parent

@@ -36,6 +36,10 @@ def ingest(runs_dir: str, db: str, batch_size: int, strict: bool, no_audit: bool
     from labrecord.rundir import find_run_dirs
     from pathlib import Path
 
+    from labrecord.safeio import check_apart
+    from labrecord.store.source import input_paths
+
+    check_apart(db, input_paths(runs_dir), what="--db")
     total = len(find_run_dirs(Path(runs_dir)))
     con = connect(db)
     with progress(total, "ingest") as advance:

@@ -55,8 +55,11 @@ def ingest_cmd(path: str, db: str, system: str | None, gold: bool, as_json: bool
     from labrecord.chemdata.store import ingest_documents
     from labrecord.store import connect
 
+    from labrecord.safeio import check_apart
+
+    check_apart(db, [path], what="--db")
     docs = load_documents(path, system=system, gold=gold)
-    con = connect(db)
+    con = connect(db, locked=True)
     try:
         counts = ingest_documents(con, docs, gold=gold)
     finally:
@@ -93,7 +96,13 @@ def score_cmd(gold: str, preds: tuple[str, ...], db: str | None, by: str | None,
       labrecord rxn score --gold gold --pred rxnminer --pred chemeagle --db corpus.duckdb --by system
       labrecord rxn score --gold gold/ --pred out.jsonl --by layout --json
     """
+    from pathlib import Path
+
     from labrecord.chemdata.scoring import score_paths
+    from labrecord.safeio import check_apart
+
+    if db is not None:
+        check_apart(db, [p for p in (gold, *preds) if Path(p).exists()], what="--db")
 
     results = score_paths(gold, list(preds), db=db, by=by, warn=lambda line: click.echo(f"warning: {line}", err=True))
     _print_scores(results, by, as_json, as_csv)
@@ -164,7 +173,7 @@ def stats_cmd(path: str | None, db: str | None, system: str | None, as_json: boo
     if db is not None:
         from labrecord.store import connect
 
-        con = connect(db)
+        con = connect(db, locked=True)
         try:
             result = corpus_stats(con, system)
         finally:

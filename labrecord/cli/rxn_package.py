@@ -31,6 +31,9 @@ def package(figures_dir: str, gold: str, out_dir: str, agent_timeout_s: float, v
       labrecord rxn score --gold figures/ --pred answers/
     """
     from labrecord.chemdata.benchmark_tasks import package_tasks
+    from labrecord.safeio import check_apart
+
+    check_apart(out_dir, [figures_dir, gold], what="--out")
 
     summary = package_tasks(figures_dir, gold, out_dir, agent_timeout_s=agent_timeout_s,
                             verifier_timeout_s=verifier_timeout_s, cpus=cpus, memory_mb=memory_mb)
@@ -62,6 +65,9 @@ def collect(tasks_dir: str, out_dir: str, system: str, as_json: bool) -> None:
           --model-endpoint http://127.0.0.1:8000/v1 --model judge-vl
     """
     from labrecord.chemdata.benchmark_tasks import collect_answers
+    from labrecord.safeio import check_apart
+
+    check_apart(out_dir, [tasks_dir], what="--out")
 
     summary = collect_answers(tasks_dir, out_dir, system=system)
     if as_json:

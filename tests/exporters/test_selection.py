@@ -76,5 +76,5 @@ def test_output_folders_are_made_but_an_unwritable_output_is_refused(demo_runs: 
     (tmp_path / "taken").write_text("")
     with pytest.raises(LabrecordError, match="taken is a file, not a folder"):
         export_parquet(demo_runs, tmp_path / "taken" / "deeper" / "flat")
-    assert check_output(tmp_path / "new" / "deeper" / "flat", overwrite=False) == tmp_path / "new" / "deeper" / "flat"
+    assert check_output(tmp_path / "new" / "deeper" / "flat", overwrite=False, runs_dir=demo_runs) == tmp_path / "new" / "deeper" / "flat"
     assert not (tmp_path / "new").exists()  # checking makes nothing
