@@ -13,6 +13,7 @@ from __future__ import annotations
 import http.client
 import socket
 import ssl
+import threading
 import time
 import urllib.parse
 from collections.abc import Mapping
@@ -66,10 +67,28 @@ def post(url: str, data: bytes, headers: Mapping[str, str], *, timeout_s: float,
     path = parts.path or "/"
     if parts.query:
         path += "?" + parts.query
+    expired = threading.Event()
+
+    def cut_off() -> None:
+        # headers trickled byte by byte would pass every per-read timeout: at the deadline
+        # the socket is shut, which ends whatever read or write is waiting on it
+        expired.set()
+        sock = connection.sock
+        if sock is not None:
+            try:
+                sock.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+
+    watchdog: threading.Timer | None = None
     try:
+        connection.connect()
+        watchdog = threading.Timer(remaining(), cut_off)
+        watchdog.daemon = True
+        watchdog.start()
+        connection.sock.settimeout(remaining())
         connection.request("POST", path, body=data, headers=dict(headers))
-        if connection.sock is not None:
-            connection.sock.settimeout(remaining())
+        connection.sock.settimeout(remaining())
         response = connection.getresponse()
         status = response.status
         if 300 <= status < 400:
@@ -84,6 +103,8 @@ def post(url: str, data: bytes, headers: Mapping[str, str], *, timeout_s: float,
             if connection.sock is not None:
                 connection.sock.settimeout(remaining())
             chunk = response.read1(_CHUNK)
+            if expired.is_set():
+                raise late
             if not chunk:
                 break
             size += len(chunk)
@@ -101,8 +122,10 @@ def post(url: str, data: bytes, headers: Mapping[str, str], *, timeout_s: float,
     except EndpointError:
         raise
     except (OSError, http.client.HTTPException) as error:
-        if time.monotonic() >= deadline:
+        if expired.is_set() or time.monotonic() >= deadline:
             raise late from error
         raise EndpointError(f"cannot reach {url}: {type(error).__name__}: {error}") from error
     finally:
+        if watchdog is not None:
+            watchdog.cancel()
         connection.close()

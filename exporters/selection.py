@@ -24,7 +24,7 @@ from labrecord.demos import DemoReader, split_names
 from labrecord.errors import LabrecordError
 from labrecord.models import ActionSpec, RunManifest
 from labrecord.rundir import DEMO_FILE, find_run_dirs
-from labrecord.safeio import check_apart, check_writable, excerpt
+from labrecord.safeio import check_apart, check_writable, depth_problem, excerpt
 
 #: columns a SQL acceptance rule may use, with their meaning
 ATTEMPT_COLUMNS: dict[str, str] = {
@@ -189,8 +189,6 @@ def check_rule(where: str) -> str:
     that is run, so text that closes the parenthesis early, adds a statement, a
     subquery, a table function or a parameter is refused before anything runs.
     """
-    import json
-
     import duckdb
 
     query = _RULE_QUERY.format(where)
@@ -206,11 +204,14 @@ def check_rule(where: str) -> str:
         try:
             if len(duckdb.extract_statements(query)) != 1:
                 raise refuse("more than one statement")
-            tree = json.loads(con.execute("SELECT json_serialize_sql(?)", [query]).fetchone()[0])
+            raw = con.execute("SELECT json_serialize_sql(?)", [query]).fetchone()[0].encode()
         except duckdb.Error as error:
             raise refuse(f"not an expression: {str(error).splitlines()[0]}") from error
     finally:
         con.close()
+    if depth_problem(raw) is not None:  # the parse tree of a rule this deep is no acceptance rule
+        raise refuse("nested too deeply")
+    tree = msgspec.json.decode(raw)
     if tree.get("error"):
         raise refuse(f"not an expression: {excerpt(str(tree.get('error_message', '')).splitlines()[0])}")
     statements = tree.get("statements", [])

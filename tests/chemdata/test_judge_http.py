@@ -220,3 +220,20 @@ def test_the_runner_keeps_its_deadline_against_a_trickle(tmp_path: Path) -> None
         assert got[figure]["status"] == "failed"
         assert got[figure]["attempts"][0]["error"] == "no answer within 0.5s"
     assert counter["sent"] < 3 * 200
+
+
+def test_headers_trickled_byte_by_byte_meet_the_deadline() -> None:
+    """Each header byte arrives well inside any per-read timeout; the whole request still ends at the deadline."""
+    sent = {"n": 0}
+
+    def trickle(h: BaseHTTPRequestHandler) -> None:
+        for byte in b"HTTP/1.1 200 OK\r\nX-Slow: " + b"a" * 400:
+            h.wfile.write(bytes([byte]))
+            h.wfile.flush()
+            sent["n"] += 1
+            time.sleep(0.02)
+
+    with serve(trickle) as (url, _):
+        with pytest.raises(EndpointError, match=r"no answer within 0\.4s"):
+            post(url, b"{}", {}, timeout_s=0.4)
+    assert sent["n"] < 400

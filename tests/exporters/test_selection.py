@@ -98,6 +98,8 @@ HOSTILE_RULES = [
     ("true) UNION SELECT (1", "not a single expression"),
     ("", "empty rule"),
     ("num_samples", "a BIGINT expression, not a boolean one"),
+    ("NOT " * 995 + "success", "nested too deeply"),
+    ("lower(" * 600 + "family" + ")" * 600 + " = 'x'", "nested too deeply"),
 ]
 
 
