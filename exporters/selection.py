@@ -389,11 +389,14 @@ def select(runs_dir: str | os.PathLike[str], rule: str = "success", *, valid_rat
 
 def check_output(path: str | os.PathLike[str], overwrite: bool, runs_dir: str | os.PathLike[str]) -> Path:
     """Refuse to replace an existing output unless ``overwrite``, one that cannot be
-    written, and, with or without ``overwrite``, one that is, holds or lies inside the
-    runs folder read (:func:`labrecord.safeio.check_apart`).  Missing folders on the way
+    written, and, with or without ``overwrite``, one that is, holds or lies inside a run
+    folder or the population registries read (:func:`labrecord.safeio.check_apart`; the
+    runs folder itself and any folder above it hold them).  Missing folders on the way
     are made when the export writes (``--out datasets/weighing`` in a fresh folder), so
     the nearest one that exists must be writable."""
-    path = check_apart(path, [runs_dir], what="--out")
+    from labrecord.store.source import input_paths
+
+    path = check_apart(path, input_paths(runs_dir), what="--out")
     existing = path.parent
     while not existing.exists() and existing != existing.parent:
         existing = existing.parent

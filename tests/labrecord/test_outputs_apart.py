@@ -40,7 +40,7 @@ CASES = [
     ["export", "parquet", "{w}/runs", "--out", "{w}", "--overwrite", "--accept", "all"],
     ["export", "parquet", "{w}/runs", "--out", "{run}/flat", "--overwrite", "--accept", "all"],
     ["export", "hdf5", "{w}/runs", "--out", "{run}/demo.hdf5", "--overwrite", "--accept", "all"],
-    ["export", "hdf5", "{w}/runs", "--out", "{w}/runs/new.hdf5", "--accept", "all"],
+    ["export", "hdf5", "{w}/runs", "--out", "{w}/runs/populations", "--accept", "all", "--overwrite"],
     ["export", "lerobot", "{w}/runs", "--out", "{w}/runs", "--overwrite", "--accept", "all"],
     ["score", "{w}/runs", "--out", "{run}/events.jsonl", "--resamples", "0"],
     ["score", "{w}/c.duckdb", "--out", "{w}/c.duckdb", "--resamples", "0"],
