@@ -218,3 +218,21 @@ def test_lock_is_idempotent_on_a_shared_instance(corpus: dict[str, Path]) -> Non
     assert lock(second) is second
     first.close()
     second.close()
+
+
+def test_ingest_into_a_foreign_corpus_cannot_read_other_files(corpus: dict[str, Path]) -> None:
+    """Views of an existing corpus may read the runs being ingested, nothing else."""
+    db = foreign(corpus, "ingest", ATTACKS["read_text"])
+    result = CliRunner().invoke(cli, ["ingest", str(corpus["root"] / "runs"), "--db", str(db), "--no-audit"])
+    assert SECRET not in result.output
+    assert result.exit_code == 1 and "disabled by configuration" in result.output, result.output
+    con = duckdb.connect(str(db), read_only=True, config={"enable_external_access": False})
+    with pytest.raises(duckdb.Error, match="disabled by configuration"):
+        con.execute("SELECT system_name FROM runs").fetchall()
+    tables = [r[0] for r in con.execute("SELECT table_name FROM duckdb_tables()").fetchall()]
+    stored = " ".join(str(con.execute(f'SELECT * FROM "{t}"').fetchall()) for t in tables)
+    con.close()
+    assert SECRET not in stored
+    clean = corpus["root"] / "fresh.duckdb"
+    result = CliRunner().invoke(cli, ["ingest", str(corpus["root"] / "runs"), "--db", str(clean)])
+    assert result.exit_code == 0, result.output
