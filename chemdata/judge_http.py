@@ -61,9 +61,12 @@ def post(url: str, data: bytes, headers: Mapping[str, str], *, timeout_s: float,
             raise late
         return left
 
-    kind = http.client.HTTPSConnection if parts.scheme == "https" else http.client.HTTPConnection
-    options = {"context": ssl.create_default_context()} if parts.scheme == "https" else {}
-    connection = kind(parts.hostname, parts.port, timeout=remaining(), **options)  # type: ignore[arg-type]
+    connection: http.client.HTTPConnection
+    if parts.scheme == "https":
+        connection = http.client.HTTPSConnection(parts.hostname, parts.port, timeout=remaining(),
+                                                 context=ssl.create_default_context())
+    else:
+        connection = http.client.HTTPConnection(parts.hostname, parts.port, timeout=remaining())
     path = parts.path or "/"
     if parts.query:
         path += "?" + parts.query

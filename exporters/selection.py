@@ -104,7 +104,7 @@ class Selection:
 
 def _run_rows(source: RunSource) -> list[AttemptRow]:
     m = source.manifest
-    common = dict(status=m.status, family=m.task.family, task_id=m.task.task_id, condition=m.task.condition,
+    common: dict[str, Any] = dict(status=m.status, family=m.task.family, task_id=m.task.task_id, condition=m.task.condition,
                   system=m.system.name, system_kind=m.system.kind, intervention=m.intervention.mode,
                   branch=m.intervention.branch)
     if source.demo_path is None:
@@ -204,7 +204,7 @@ def check_rule(where: str) -> str:
         try:
             if len(duckdb.extract_statements(query)) != 1:
                 raise refuse("more than one statement")
-            raw = con.execute("SELECT json_serialize_sql(?)", [query]).fetchone()[0].encode()
+            raw = str(con.execute("SELECT json_serialize_sql(?)", [query]).fetchall()[0][0]).encode()
         except duckdb.Error as error:
             raise refuse(f"not an expression: {str(error).splitlines()[0]}") from error
     finally:
@@ -216,7 +216,7 @@ def check_rule(where: str) -> str:
         raise refuse(f"not an expression: {excerpt(str(tree.get('error_message', '')).splitlines()[0])}")
     statements = tree.get("statements", [])
     node = statements[0].get("node", {}) if len(statements) == 1 else {}
-    expected = {"type": "SELECT_NODE", "modifiers": [], "group_expressions": [], "group_sets": [], "having": None,
+    expected: dict[str, Any] = {"type": "SELECT_NODE", "modifiers": [], "group_expressions": [], "group_sets": [], "having": None,
                 "qualify": None, "sample": None}
     select_list = node.get("select_list", [])
     source = node.get("from_table", {})
@@ -353,7 +353,7 @@ def check_same_obs(selection: Selection) -> dict[str, tuple[tuple[int, ...], Any
     for row in selection.accepted:
         source = selection.runs[row.run_id]
         with DemoReader(source.demo_path) as reader:  # type: ignore[arg-type]
-            shapes = reader.obs_shapes(row.demo)  # type: ignore[arg-type]
+            shapes: dict[str, tuple[tuple[int, ...], Any]] = reader.obs_shapes(row.demo)  # type: ignore[arg-type]
             shapes["__actions__"] = (reader.action_shape(row.demo), None)  # type: ignore[arg-type]
         name = f"{row.run_id}/{row.demo}"
         if reference is None:

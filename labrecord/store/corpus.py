@@ -8,19 +8,22 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from labrecord.errors import LabrecordError
 from labrecord.fileio import atomic_path
 from labrecord.store.readonly import first_line, lock
 from labrecord.store.schema import TABLES, create_schema, create_views, missing_tables, stale_views
 
+if TYPE_CHECKING:
+    from duckdb import DuckDBPyConnection
+
 #: tables written to a snapshot partitioned by task family and system
 PARTITIONED = ("runs", "events", "observations", "online_scores", "final_scores", "measurements")
 
 
 def connect(db_path: str | os.PathLike[str] | None = None, *, read_only: bool = False, locked: bool = False,
-            allowed: Iterable[str | os.PathLike[str]] = ()) -> Any:
+            allowed: Iterable[str | os.PathLike[str]] = ()) -> DuckDBPyConnection:
     """Open (creating if needed) a corpus file with every registered table; ``None`` gives
     an in-memory corpus.
 
@@ -64,7 +67,7 @@ def connect(db_path: str | os.PathLike[str] | None = None, *, read_only: bool = 
     return con
 
 
-def open_snapshot(parquet_dir: str | os.PathLike[str]) -> Any:
+def open_snapshot(parquet_dir: str | os.PathLike[str]) -> DuckDBPyConnection:
     """An in-memory connection whose tables are views over a Parquet snapshot.
 
     The scorers run on it unchanged: every table name of the corpus is a view with the
@@ -92,7 +95,9 @@ def open_snapshot(parquet_dir: str | os.PathLike[str]) -> Any:
         create_views(con)
     except duckdb.Error as error:
         con.close()
-        raise LabrecordError(f"{root}: not a readable labrecord Parquet snapshot: {first_line(error)}") from error
+        # e.g. a folder whose runs/ holds run directories rather than a snapshot's partitions
+        raise LabrecordError(f"{root}: not a readable labrecord snapshot ({first_line(error)}); a runs folder is "
+                             "ingested first: labrecord ingest RUNS_DIR --db corpus.duckdb") from error
     return con
 
 
@@ -121,14 +126,14 @@ def _snapshot_source(root: Path, name: str) -> str:
     return f"read_parquet('{path}.parquet')"
 
 
-def _snapshot_columns(con: Any, source: str, table: str) -> list[str]:
+def _snapshot_columns(con: DuckDBPyConnection, source: str, table: str) -> list[str]:
     columns = [row[0] for row in con.execute(f"DESCRIBE SELECT * FROM {source}").fetchall()]
     own = {c.name for spec in TABLES if spec.name == table for c in spec.columns}
     # partition columns come back from the folder names; keep them only where they belong
     return [c for c in columns if c not in ("family", "system_name") or c in own]
 
 
-def write_snapshot(con: Any, out_dir: str | os.PathLike[str]) -> dict[str, int]:
+def write_snapshot(con: DuckDBPyConnection | str | os.PathLike[str], out_dir: str | os.PathLike[str]) -> dict[str, int]:
     """Write every corpus table as Parquet under ``out_dir``; run tables Hive-partitioned by
     ``family`` and ``system_name``.  Returns rows written per table.
 
@@ -144,23 +149,25 @@ def write_snapshot(con: Any, out_dir: str | os.PathLike[str]) -> dict[str, int]:
     counts: dict[str, int] = {}
     # written beside ``out`` and renamed into place: a crash leaves no half snapshot
     with atomic_path(out, folder=True) as tmp:
-        opened = None if hasattr(con, "execute") else connect(con, read_only=True, allowed=[tmp])
-        try:
-            _write_tables(opened or con, tmp, counts)
-        finally:
-            if opened is not None:
+        if isinstance(con, (str, os.PathLike)):
+            opened = connect(con, read_only=True, allowed=[tmp])
+            try:
+                _write_tables(opened, tmp, counts)
+            finally:
                 opened.close()
+        else:
+            _write_tables(con, tmp, counts)
     return counts
 
 
-def _write_tables(con: Any, tmp: Path, counts: dict[str, int]) -> None:
+def _write_tables(con: DuckDBPyConnection, tmp: Path, counts: dict[str, int]) -> None:
     import duckdb
 
     (tmp / "_empty").mkdir()
     root = str(tmp.resolve()).replace("'", "''")
     for table in TABLES:
         try:
-            counts[table.name] = con.execute(f"SELECT count(*) FROM {table.name}").fetchone()[0]
+            counts[table.name] = con.execute(f"SELECT count(*) FROM {table.name}").fetchall()[0][0]
             target = f"{root}/{table.name}"
             if table.name in PARTITIONED:
                 # empty tables still leave a typed file so the snapshot reopens with all columns
@@ -176,7 +183,7 @@ def _write_tables(con: Any, tmp: Path, counts: dict[str, int]) -> None:
             raise LabrecordError(f"table {table.name}: cannot write to the snapshot: {first_line(error)}") from error
 
 
-def schema_rows(con: Any) -> list[tuple[str, str, str, str, str]]:
+def schema_rows(con: DuckDBPyConnection) -> list[tuple[str, str, str, str, str]]:
     """``(kind, relation, column, type, comment)`` for every user table and view present."""
     return con.execute(
         "SELECT CASE WHEN v.view_name IS NULL THEN 'table' ELSE 'view' END, c.table_name, c.column_name, c.data_type, "

@@ -33,9 +33,12 @@ import tempfile
 import threading
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from labrecord.errors import LabrecordError
+
+if TYPE_CHECKING:
+    from duckdb import DuckDBPyConnection
 
 #: statement types that only read
 READ_TYPES = ("SELECT",)
@@ -63,11 +66,11 @@ def _sql_text(value: str) -> str:
     return "'" + value.replace("'", "''") + "'"
 
 
-def _setting(con: Any, name: str) -> Any:
-    return con.execute(f"SELECT current_setting('{name}')").fetchone()[0]
+def _setting(con: DuckDBPyConnection, name: str) -> Any:
+    return con.execute(f"SELECT current_setting('{name}')").fetchall()[0][0]
 
 
-def lock(con: Any, allowed: Iterable[str | os.PathLike[str]] = ()) -> Any:
+def lock(con: DuckDBPyConnection, allowed: Iterable[str | os.PathLike[str]] = ()) -> DuckDBPyConnection:
     """Lock ``con``: external access off except under ``allowed`` folders, a private
     temporary folder, no automatic extensions, configuration locked.  Returns ``con``.
 
@@ -122,7 +125,7 @@ def _statements(query: str) -> list[tuple[str, str]]:
         raise LabrecordError(f"query failed: {first_line(error)}") from error
 
 
-def run_read_only(con: Any, query: str, *, timeout_s: float | None = DEFAULT_TIMEOUT_S,
+def run_read_only(con: DuckDBPyConnection, query: str, *, timeout_s: float | None = DEFAULT_TIMEOUT_S,
                   max_rows: int | None = DEFAULT_MAX_ROWS) -> tuple[list[str], list[tuple[Any, ...]]]:
     """Run the read statements of ``query``; returns the columns and rows of the last one.
 
