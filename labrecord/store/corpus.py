@@ -6,13 +6,15 @@ table (:mod:`labrecord.store.schema`), run and reaction tables alike.
 from __future__ import annotations
 
 import os
+import shutil
+import tempfile
 from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from labrecord.errors import LabrecordError
 from labrecord.fileio import atomic_path
-from labrecord.store.readonly import first_line, lock
+from labrecord.store.readonly import first_line, lock, setting
 from labrecord.store.schema import TABLES, create_schema, create_views, missing_tables, stale_views
 
 if TYPE_CHECKING:
@@ -140,7 +142,9 @@ def write_snapshot(con: DuckDBPyConnection | str | os.PathLike[str], out_dir: st
     ``con`` is an open connection, or the path of a corpus file: that file is then opened
     read-only and locked, with only the new snapshot's temporary folder writable (what
     ``labrecord snapshot`` does, so a view in a foreign corpus cannot read local files
-    into the snapshot).
+    into the snapshot).  A locked connection (``connect(db, read_only=True)``) writes the
+    tables in its private temporary folder, the one place it may write, and they are
+    moved into place from there.
     """
     out = Path(out_dir)
     if out.exists() and any(out.iterdir()):
@@ -155,6 +159,16 @@ def write_snapshot(con: DuckDBPyConnection | str | os.PathLike[str], out_dir: st
                 _write_tables(opened, tmp, counts)
             finally:
                 opened.close()
+        elif setting(con, "lock_configuration"):
+            # a locked connection may write only in its own private temporary folder:
+            # the tables are written there, then moved beside ``out``
+            staging = Path(tempfile.mkdtemp(prefix="snapshot-", dir=setting(con, "temp_directory")))
+            try:
+                _write_tables(con, staging, counts)
+                for child in staging.iterdir():
+                    shutil.move(str(child), str(tmp / child.name))
+            finally:
+                shutil.rmtree(staging, ignore_errors=True)
         else:
             _write_tables(con, tmp, counts)
     return counts

@@ -66,7 +66,8 @@ def _sql_text(value: str) -> str:
     return "'" + value.replace("'", "''") + "'"
 
 
-def _setting(con: DuckDBPyConnection, name: str) -> Any:
+def setting(con: DuckDBPyConnection, name: str) -> Any:
+    """The current value of one DuckDB setting of ``con``."""
     return con.execute(f"SELECT current_setting('{name}')").fetchall()[0][0]
 
 
@@ -80,8 +81,8 @@ def lock(con: DuckDBPyConnection, allowed: Iterable[str | os.PathLike[str]] = ()
     import duckdb
 
     try:
-        if _setting(con, "lock_configuration"):
-            if _setting(con, "enable_external_access"):
+        if setting(con, "lock_configuration"):
+            if setting(con, "enable_external_access"):
                 raise LabrecordError("a DuckDB connection was locked with external access on; refusing to use it")
             return con
         folders = [str(Path(p).resolve()).rstrip("/") + "/" for p in allowed]

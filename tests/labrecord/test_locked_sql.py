@@ -236,3 +236,21 @@ def test_ingest_into_a_foreign_corpus_cannot_read_other_files(corpus: dict[str, 
     clean = corpus["root"] / "fresh.duckdb"
     result = CliRunner().invoke(cli, ["ingest", str(corpus["root"] / "runs"), "--db", str(clean)])
     assert result.exit_code == 0, result.output
+
+
+def test_a_snapshot_through_a_locked_connection(corpus: dict[str, Path]) -> None:
+    """A locked connection writes only into its private temporary folder; the snapshot is moved from there."""
+    root = corpus["root"]
+    con = connect(corpus["db"], read_only=True)
+    counts = write_snapshot(con, root / "snap-from-locked")
+    temp = Path(con.execute("SELECT current_setting('temp_directory')").fetchall()[0][0])
+    con.close()
+    assert counts["runs"] == 2 and not list(temp.glob("snapshot-*"))
+    reopened, _, _ = open_source(root / "snap-from-locked", parquet=True)
+    assert reopened.execute("SELECT count(*) FROM runs").fetchall() == [(2,)]
+    reopened.close()
+    con = connect(foreign(corpus, "locked-snapshot", ATTACKS["read_text"]), read_only=True)
+    with pytest.raises(LabrecordError, match="disabled by configuration"):
+        write_snapshot(con, root / "snap-leak")
+    con.close()
+    assert not (root / "snap-leak").exists()
