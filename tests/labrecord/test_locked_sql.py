@@ -254,3 +254,22 @@ def test_a_snapshot_through_a_locked_connection(corpus: dict[str, Path]) -> None
         write_snapshot(con, root / "snap-leak")
     con.close()
     assert not (root / "snap-leak").exists()
+
+
+def test_rxn_diff_reads_a_stored_system_through_the_lock(corpus: dict[str, Path]) -> None:
+    """SYSTEM@corpus.duckdb is opened by the same locked set-up as every other reader."""
+    from labrecord.chemdata.compare import load_source
+
+    root = corpus["root"]
+    db = root / "rxn-foreign.duckdb"
+    con = connect(db)
+    con.execute("DROP TABLE rxn_figures")
+    con.execute(f"CREATE VIEW rxn_figures AS SELECT 'sys' AS system, 'f1' AS figure_id, content AS document "
+                f"FROM read_text('{root / 'secret.txt'}')")
+    con.close()
+    with pytest.raises(duckdb.Error, match="disabled by configuration") as caught:
+        load_source(f"sys@{db}")
+    assert SECRET not in str(caught.value)
+    result = CliRunner().invoke(cli, ["rxn", "diff", f"sys@{db}", f"sys@{db}", "--gold", f"sys@{db}"])
+    assert result.exit_code == 1 and result.output.startswith("Error: corpus query failed: Permission Error")
+    assert SECRET not in result.output and len(result.output.strip().splitlines()) == 1
