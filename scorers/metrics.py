@@ -187,6 +187,39 @@ def interval_unit(cluster: str, value: float | None, low: float | None, high: fl
     return Unit.unresolved(cluster, ((float(low), 1.0), (float(high), 1.0)))
 
 
+def average_within_members(units: Sequence[Unit]) -> list[Unit]:
+    """Repeated runs of one member (units sharing a ``member:`` cluster) averaged into one
+    unit ``(Σnum/k, Σden/k)`` over its k units, so every member weighs the same; while any
+    of them is unresolved the member is, with every average its runs could still give.
+
+    >>> [tuple(u[:3]) for u in average_within_members([Unit("member:J/i0", 1.0, 1.0), Unit("member:J/i0", 0.0, 1.0)])]
+    [('member:J/i0', 0.5, 1.0)]
+    """
+    by_cluster: dict[str, list[Unit]] = {}
+    for u in units:
+        by_cluster.setdefault(u.cluster, []).append(u)
+    out = []
+    for cluster, group in by_cluster.items():
+        if len(group) == 1 or not cluster.startswith("member:"):
+            out.extend(group)
+            continue
+        k = float(len(group))
+        known = [u for u in group if u.resolved]
+        sums = {(sum(float(u.num) for u in known), sum(float(u.den) for u in known))}  # type: ignore[arg-type]
+        open_ = [u for u in group if not u.resolved]
+        if any(u.options is None for u in open_):
+            out.append(Unit.unresolved(cluster, None))
+            continue
+        for u in open_:
+            sums = {(a + x, b + y) for a, b in sums for x, y in u.options}  # type: ignore[union-attr]
+        if not open_:
+            ((n, d),) = sums
+            out.append(Unit(cluster, n / k, d / k))
+        else:
+            out.append(Unit.unresolved(cluster, tuple(sorted((n / k, d / k) for n, d in sums))))
+    return out
+
+
 # -- metric families --------------------------------------------------------------------------
 
 WILSON, BOOTSTRAP, NONE = "wilson", "bootstrap", "none"

@@ -111,16 +111,15 @@ def contract_columns(family: str) -> tuple[str, ...]:
 def family_manifest(spec: Any, caps: Any, contract: Any, *, family: str, layout_text: str, scene: str,
                     memory: str | None) -> RunManifest:
     """The run manifest of a scripted-family episode (centrifuge, rack): task, system,
-    population, seeds (policy seed :func:`policy_seed`), scene asset and a hash of
-    ``layout_text`` (the instance's layout, written out), physics rates."""
-    import hashlib
-
+    population, seeds (policy seed :func:`policy_seed`), the scene with its asset revision
+    and the layout revision of ``layout_text`` (the family's layout description), physics rates."""
     import mujoco
 
     from labrecord.models import (
         Assets, Budget, Evaluation, ObservationSpec, Physics, Population, Seeds, System, Task,
     )
     from labrecord.rundir import utc_now
+    from labrecord.sim.assets import asset_revision, layout_revision
     from labrecord.sim.scene import PHYSICS_HZ
     from labrecord.sim.weighing import instance_id_of
 
@@ -135,6 +134,6 @@ def family_manifest(spec: Any, caps: Any, contract: Any, *, family: str, layout_
                                                                  instance_id=instance_id_of(spec.index)),
                               budget=Budget(clock="sim", max_steps=None)),
         seeds=Seeds(task_state=instance.task_seed, layout=instance.layout_seed, appearance=None, policy=policy_seed(spec)),
-        assets=Assets(scene=scene, layout_hash="sha256:" + hashlib.sha256(layout_text.encode()).hexdigest()[:16]),
+        assets=Assets(scene=scene, revision=asset_revision(scene), layout_hash=layout_revision(layout_text)),
         physics=Physics(engine=f"mujoco-{mujoco.__version__}", physics_hz=PHYSICS_HZ, control_hz=caps.action_spec.control_hz),
     )

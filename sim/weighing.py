@@ -11,7 +11,6 @@ baseline policy, and writes ``run.json``, the event and observation logs, measur
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import os
 from collections.abc import Callable
 from pathlib import Path
@@ -27,6 +26,7 @@ from labrecord.models import (
 from labrecord.rundir import DEMO_FILE, RunWriter, utc_now
 
 CONDITIONS = ("basic", "extended")
+SCENE = "labrecord.sim.assets/weighing.xml"
 #: simulated-time budget per episode (s): reading, transfers, settling and the 3 s dwell
 MAX_TIME_S = {"basic": 20.0, "extended": 45.0}
 #: extra simulated time for a policy that fails on purpose and recovers (s)
@@ -378,7 +378,9 @@ def _manifest(spec: EpisodeSpec, instance: Any, policy: Any, contract: Any, layo
     from labrecord.sim.env import PHYSICS_HZ
 
     caps = policy.capabilities
-    layout_text = repr(sorted(layout.table_spot.items())) + repr(sorted(layout.pan_spot.items()))
+    from labrecord.sim.assets import asset_revision, layout_revision
+    from labrecord.sim.scene import PAN_SPOTS, TABLE_SPOTS
+
     return RunManifest(
         run_id=run_id_of(spec), created_at=utc_now(),
         task=Task(family="weighing", task_id=f"weighing-{spec.condition}", version=contract.version,
@@ -395,8 +397,8 @@ def _manifest(spec: EpisodeSpec, instance: Any, policy: Any, contract: Any, layo
                                             response_deadline_s=spec.deadline_s)),
         seeds=Seeds(task_state=instance.task_seed, layout=instance.layout_seed, appearance=None,
                     policy=spec.seed * 100003 + spec.index),
-        assets=Assets(scene="labrecord.sim.assets/weighing.xml",
-                      layout_hash="sha256:" + hashlib.sha256(layout_text.encode()).hexdigest()[:16]),
+        assets=Assets(scene=SCENE, revision=asset_revision(SCENE),
+                      layout_hash=layout_revision(repr(("weighing", TABLE_SPOTS, PAN_SPOTS)))),
         physics=Physics(engine=f"mujoco-{mujoco.__version__}", physics_hz=PHYSICS_HZ,
                         control_hz=caps.action_spec.control_hz),
     )

@@ -113,8 +113,12 @@ def test_eligible_column_of_first_choices(tmp_path):
     assert rows == [("d0", True, 3), ("d1", False, 3)]
 
 
-def test_a_checkpoint_on_a_wait_stop_only_decision_is_never_identified(tmp_path):
+def test_a_checkpoint_on_a_wait_stop_only_decision_is_outside_J(tmp_path):
+    """A checkpoint whose legal set holds only Wait/Stop is no physical-choice checkpoint
+    (sec. 7.1): it is not in J at all — not a failure, not unresolved — and J's coverage
+    counts it under ``no_physical_choice`` (1 registered, 0 scored)."""
     write_population(tmp_path, "J", [{"type": "checkpoint", "instance_id": "i0", "decision": "d1"}])
     write_rollout(tmp_path, RolloutSpec("r0", population=("J", "i0"), decisions=[DecisionSpec("d1", "correct", terminal=True)]))
-    m = score_corpus(tmp_path, resamples=0)["groups"][0]["metrics"]
-    assert (m["C_id"]["num"], m["C_id"]["den"]) == (0, 1)
+    (group,) = score_corpus(tmp_path, resamples=0)["groups"]
+    assert "C_id" not in group["metrics"] and "B_next" not in group["metrics"]
+    assert group["coverage"]["J"] == {"registered": 1, "no_physical_choice": 1}
