@@ -35,8 +35,9 @@ from labrecord.models import BaseEvent, ObservationReceipt, Opportunity, RunMani
 from labrecord.rundir import EVENTS_FILE, MEASUREMENTS_FILE, OBSERVATIONS_FILE, find_run_dirs, iter_events, read_manifest
 from labrecord.safeio import MAX_BINARY_BYTES, MAX_LOG_BYTES, check_file, depth_problem, read_bounded
 from labrecord.scorers.contracts import ContractEvent, TaskContract, get_contract
-from labrecord.scorers.reference import FAULT_END_REASONS
 
+#: ``episode_end`` reasons of evaluator-side faults (the episode is not an evaluated outcome)
+FAULT_END_REASONS = frozenset({"service_fault", "transport_fault"})
 #: event types the contract rebuilds (choices only from the contract's own recognizer)
 REPLAYED_TYPES = ("opportunity", "confirm", "failure", "recovery", "violation", "choice", "dwell", "validity",
                   "episode_end")

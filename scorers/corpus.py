@@ -31,14 +31,15 @@ from labrecord.scorers.identity import (
     require_same_identity,
 )
 from labrecord.scorers.metric import SharedBootstrap, rng_for, wilson
-from labrecord.scorers.choice import CheckpointUnit, ReachUnit
+from labrecord.scorers.choice import ReachUnit
 from labrecord.scorers.completion import FixedUnit
 from labrecord.scorers.metrics import (
     BOOTSTRAP, UNIT_KINDS, WILSON, Estimate, Members, Unit, average_within_members, checkpoint_metrics, completion_metrics, contrast_unit,
     fixed_metrics, geometry_metrics, measure, pair_metric, reach_metrics, support_metrics,
 )
 from labrecord.scorers.pairs import MemberUnit
-from labrecord.scorers.reference import FAULT_END_REASONS, RefCorpus, episode_reasons, load_reference, unresolved_as_a_whole, unresolved_reason
+from labrecord.scorers.audit import FAULT_END_REASONS
+from labrecord.scorers.reference import RefCorpus, episode_reasons, load_reference, unresolved_as_a_whole, unresolved_reason
 
 RUN_COLUMNS = ("run_id", *IDENTITY_FIELDS, "population_name", "instance_id", "status", "family")
 REGISTERED_TYPES = ("instance", "checkpoint", "fixed_start")
@@ -484,9 +485,15 @@ class CorpusScorer:
                     f"identities: {differing} differs ({run[differing]!r} vs {target[differing]!r})")
         return min(matched, key=lambda r: (r["run_id"] or "", r["invalid"])) if matched else None
 
+    def late(self, run: dict[str, Any]) -> bool:
+        """A support of the run reached the system only after its first choice at the
+        supported opportunity: the branch is *not delivered in time* (sec. 6.3)."""
+        return any(not u.in_time for u in self.supports.get(run["run_id"], []))
+
     def _sides(self, runs: dict[str, dict[str, Any] | None], outcome: str) -> tuple[dict[str, Any], dict[str, bool]]:
-        """Outcome values and resolved flags of the branch runs of a pair or matched set."""
-        resolved = {k: run is not None and self.resolved(run) for k, run in runs.items()}
+        """Outcome values and resolved flags of the branch runs of a pair or matched set
+        (a branch whose support came after the choice is unresolved)."""
+        resolved = {k: run is not None and self.resolved(run) and not self.late(run) for k, run in runs.items()}
         values = {k: self.outcomes[run["run_id"]][outcome] if resolved[k] else None for k, run in runs.items()}  # type: ignore[index]
         return values, resolved
 
@@ -503,6 +510,10 @@ class CorpusScorer:
                                                              group.field("intervention_mode"), group.field("oracle"))})
                         for pair in planned]
             for outcome in oracle.OUTCOMES:
+                if outcome == "correct" and self.replaces_decision(group):
+                    # the executed choice is the Oracle's: its "gain" is the substitution share
+                    # by construction; own_correct scores the system's original instead
+                    continue
                 units = [u for pair, runs in branches
                          if (u := contrast_unit(f"oracle_pair:{pair['pair_id']}", outcome, oracle.GAIN, *self._sides(runs, outcome)))
                          is not None]
@@ -510,9 +521,18 @@ class CorpusScorer:
                     metrics[f"gain.{outcome}"] = Members(units, "oracle_pair", BOOTSTRAP)
                     group.coverage[f"gain.{outcome}_unresolved_pairs"] = sum(1 for u in units if not u.resolved)
             group.coverage["oracle_pairs"] = len(planned)
+            group.coverage["supports_not_delivered_in_time"] = sum(
+                1 for _, runs in branches if runs["supported"] is not None and self.late(runs["supported"]))
             metrics.update(self._supports(group, branches))
             metrics.update(self._interactions(group, population, planned))
         return metrics
+
+    @staticmethod
+    def replaces_decision(group: Group) -> bool:
+        """The group's supports include decision:replace (the choice executed is substituted)."""
+        sites = (group.field("intervention_site") or "").split("+")
+        modes = (group.field("intervention_mode") or "").split("+")
+        return ("decision", "replace") in zip(sites, modes)
 
     def _supports(self, group: Group, branches: list[tuple[dict[str, Any], dict[str, Any]]]) -> dict[str, Members]:
         """Delivery, agreement and substitution share over the supported branches (sec. 6.3)."""
@@ -571,6 +591,8 @@ class CorpusScorer:
         intervals = self.intervals(group, members, estimates)
         for name, estimate in estimates.items():
             group.metrics[name] = _metric_json(estimate, intervals.get(name))
+            if name in intervals and intervals[name] is None and estimate.value is not None and estimate.clusters == 1:
+                group.metrics[name]["ci_reason"] = "one cluster: no interval from a single run or pair"
             if estimate.value is None and estimate.registered > estimate.resolved:
                 for side, value, counts in (("lower", estimate.lower, estimate.lower_counts),
                                             ("upper", estimate.upper, estimate.upper_counts)):
@@ -587,6 +609,10 @@ class CorpusScorer:
         out: dict[str, list[float] | None] = {}
         sums = {name: _cluster_sums(m.units) for name, m in members.items() if estimates[name].value is not None}
         resampled = {}
+        for name, per_cluster in list(sums.items()):
+            if len(per_cluster) == 1:
+                out[name] = None  # one cluster carries no information on its own spread
+                del sums[name]
         for name, per_cluster in sums.items():
             binary = all(d in (0.0, 1.0) and n in (0.0, d) for n, d in per_cluster.values())
             if members[name].interval == WILSON and binary:
@@ -604,10 +630,11 @@ class CorpusScorer:
             clusters = list(per_cluster)
             ci = shared[metric.clusters].interval(clusters, [per_cluster[c][0] for c in clusters],
                                                   [per_cluster[c][1] for c in clusters])
-            if metric.interval == WILSON and ci is not None and ci[0] == ci[1]:
-                # every cluster had the same share (e.g. all episodes failed): a rate over the runs
-                k = sum(1 for _, d in per_cluster.values() if d > 0)
-                ci = wilson(estimates[name].value * k, k)  # type: ignore[operator]
+            shares = [n / d for n, d in per_cluster.values() if d > 0]
+            if metric.interval == WILSON and ci is not None and ci[0] == ci[1] and shares and set(shares) <= {0.0, 1.0}:
+                # every cluster all-success or all-failure (e.g. all episodes failed): Wilson
+                # over the clusters, an integer count of successes
+                ci = wilson(sum(1 for x in shares if x == 1.0), len(shares))
             out[name] = ci
         return out
 

@@ -21,6 +21,7 @@ from labrecord.rundir import read_events
 from labrecord.rundir import POPULATIONS_DIR, find_run_dirs
 from labrecord.store import content_hash, identity_problems, invalid_run_row, manifest_row
 from labrecord.validation import validate_run
+from labrecord.scorers.audit import FAULT_END_REASONS, read_receipts
 
 _population_decoder = msgspec.json.Decoder(PopulationEntry)
 
@@ -60,7 +61,6 @@ def load_reference(runs_dir: str | os.PathLike[str]) -> RefCorpus:
     """Every valid run below ``runs_dir``, the refused ones as ``invalid_runs`` rows (as
     ingest stores them), and the population records."""
     from labrecord.rundir import OBSERVATIONS_FILE
-    from labrecord.scorers.audit import read_receipts
 
     root = Path(runs_dir)
     runs: list[RefRun] = []
@@ -152,8 +152,6 @@ def first_choices(run: RefRun) -> list[RefChoice]:
     return out
 
 
-#: episode_end reasons of an evaluator-side fault (the episode is not an evaluated outcome)
-FAULT_END_REASONS = frozenset({"service_fault", "transport_fault"})
 
 
 def episode_reasons(run: RefRun) -> dict[int, str | None]:
