@@ -240,3 +240,25 @@ def test_skill_replace_executes_the_selected_operation_with_the_reference_execut
     assert (groups[None]["completion.clean"]["value"], groups["skill"]["completion.clean"]["value"]) == (0, 1)
     assert groups["skill"]["delivery"]["value"] == 1 and "substitution_share" not in groups["skill"]
     assert not validate_folder(tmp_path).errors
+
+
+def test_branches_record_their_verified_handoff_and_deleting_it_unresolves(fixed_study, tmp_path):
+    """Every base and started supported branch records the d0 handoff as verified, naming
+    its checkpoint file.  On a copy with one checkpoint file deleted, the replay audit
+    refuses the runs that name it, so that pair's gain and the base's checkpoint member are
+    unresolved: gain.completion gets bounds instead of a value."""
+    import shutil
+
+    from labrecord.rundir import read_manifest
+
+    out, _ = fixed_study
+    for run_dir in sorted(p for p in out.iterdir() if (p / "run.json").is_file()):
+        (check,) = read_manifest(run_dir).manifest.evaluation.checkpoints
+        assert check.decision == "d0" and check.verified and (out / check.file).is_file()
+    copy = tmp_path / "copy"
+    shutil.copytree(out, copy)
+    victim = sorted((copy / "checkpoints").glob("*.ckpt"))[0]
+    victim.unlink()
+    group = _group(score_corpus(copy, resamples=0, audit=True), "replace")
+    assert group["metrics"]["gain.completion"]["value"] is None
+    assert "gain.completion.lower" in group["metrics"]
