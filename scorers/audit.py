@@ -36,7 +36,7 @@ from labrecord.rundir import EVENTS_FILE, MEASUREMENTS_FILE, OBSERVATIONS_FILE, 
 from labrecord.safeio import MAX_BINARY_BYTES, MAX_LOG_BYTES, check_file, depth_problem, read_bounded
 from labrecord.scorers.contracts import ContractEvent, TaskContract, get_contract
 
-#: ``episode_end`` reasons of evaluator-side faults (the step owner's ``validity`` kinds)
+#: ``episode_end`` reasons of evaluator-side faults (the episode is not an evaluated outcome)
 FAULT_END_REASONS = frozenset({"service_fault", "transport_fault"})
 #: event types the contract rebuilds (choices only from the contract's own recognizer)
 REPLAYED_TYPES = ("opportunity", "confirm", "failure", "recovery", "violation", "choice", "dwell", "validity",
@@ -76,6 +76,8 @@ class RunAudit:
     steps: int = 0
     events_checked: int = 0
     findings: list[AuditFinding] = field(default_factory=list)
+    #: False when the run declares no measurement stream: nothing was replayed
+    audited: bool = True
 
     @property
     def ok(self) -> bool:
@@ -83,7 +85,8 @@ class RunAudit:
 
     def to_json(self) -> dict[str, Any]:
         return {"run_dir": self.run_dir, "run_id": self.run_id, "family": self.family, "steps": self.steps,
-                "events_checked": self.events_checked, "ok": self.ok, "findings": [f.to_json() for f in self.findings]}
+                "events_checked": self.events_checked, "ok": self.ok, "audited": self.audited,
+                "findings": [f.to_json() for f in self.findings]}
 
 
 def audit_runs(runs_dir: str | os.PathLike[str]) -> list[RunAudit]:
@@ -111,6 +114,13 @@ def _audit(run_dir: Path, result: RunAudit) -> None:
         result.findings.append(AuditFinding(str(run_dir / "run.json"), None, None, "contract_hash",
                                             "run was scored under another contract version",
                                             contract.contract_hash(), manifest.task.contract_hash))
+    result.findings.extend(check_handoffs(run_dir, manifest))
+    if manifest.evaluation.measurements == "none":
+        # events-only records (a harness without a measurement stream, an import): nothing to
+        # replay; scored from the events and reported as unaudited.  A stream the manifest
+        # declares is never excused by its absence: then the replay below refuses.
+        result.audited = False
+        return
     try:
         instance = contract.instance_from_task(manifest.task)
     except LabrecordError as error:
@@ -129,6 +139,51 @@ def _audit(run_dir: Path, result: RunAudit) -> None:
     result.events_checked = len(recorded)
     result.findings.extend(compare_streams(events_path, expected, recorded))
     result.findings.extend(check_bindings(events_path, events, receipts, manifest))
+
+
+def handoff_verified(verification: Any) -> bool:
+    """A checkpoint's verification passed: at least one control period re-stepped, every
+    measurement column equal, the tracker state equal, and a ready handoff (sec. 6.1)."""
+    v = verification
+    return bool(v.get("periods", 0) > 0 and v.get("bitwise") and v.get("tracker_equal") and v.get("handoff_ready"))
+
+
+def check_handoffs(run_dir: Path, manifest: Any) -> list[AuditFinding]:
+    """Every saved checkpoint the manifest names (``evaluation.checkpoints[].file``, relative
+    to the folder holding the run) must exist, be intact (its body digest) and record the
+    verification the manifest claims — so deleting or editing a checkpoint file leaves the
+    run unresolved instead of keeping its members in J."""
+    import hashlib
+
+    findings = []
+    where = str(run_dir / "run.json")
+    for entry in manifest.evaluation.checkpoints:
+        if entry.file is None:
+            continue
+        path = run_dir.parent / entry.file
+        problem = _handoff_problem(path, entry, hashlib)
+        if problem is not None:
+            findings.append(AuditFinding(where, None, None, "checkpoint", f"{path}: {problem}"))
+    return findings
+
+
+def _handoff_problem(path: Path, entry: Any, hashlib: Any) -> str | None:
+    if not path.is_file():
+        return f"checkpoint of decision {entry.decision!r} is missing"
+    data = path.read_bytes()
+    head, _, body = data.partition(b"\n")
+    try:
+        header = msgspec.json.decode(head)
+    except msgspec.DecodeError as error:
+        return f"unreadable checkpoint header: {error}"
+    if not isinstance(header, dict) or header.get("decision") != entry.decision:
+        return f"checkpoint is not of decision {entry.decision!r}"
+    if header.get("body_sha256") != hashlib.sha256(body).hexdigest():
+        return "checkpoint body does not match its digest"
+    verified = handoff_verified(header.get("verification") or {})
+    if verified != entry.verified:
+        return f"checkpoint verification is {verified}, the manifest says {entry.verified}"
+    return None
 
 
 def read_receipts(path: Path) -> list[ObservationReceipt]:

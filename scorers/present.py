@@ -4,7 +4,7 @@ from __future__ import annotations
 from typing import Any
 
 #: metric name prefixes whose values are means or differences, not shares
-NON_RATES = ("e_p", "e_v", "gain.", "interaction.")
+NON_RATES = ("e_p", "e_v", "gain.", "interaction.", "runtime.", "policy_time_per_query")
 
 
 def is_rate(name: str) -> bool:
@@ -26,6 +26,8 @@ def format_value(name: str, metric: dict[str, Any]) -> str:
     counts = f"({_count(metric['num'])}/{_count(metric['den'])})"
     if value is None:
         return f"unavailable {counts}"
+    if name.startswith("runtime.") or name == "policy_time_per_query":
+        return f"{value:.2f} s"
     shown = _percent(value) if is_rate(name) else f"{value:.4g}"
     return f"{shown} {counts}" if is_rate(name) else shown
 
@@ -79,7 +81,7 @@ def unresolved_lines(group: dict[str, Any]) -> list[str]:
 def format_ci(name: str, metric: dict[str, Any]) -> str:
     ci = metric.get("ci")
     if not ci or ci[0] is None:
-        return "—"
+        return "— (one cluster)" if metric.get("ci_reason") else "—"
     if is_rate(name):
         return f"[{_percent(ci[0])}, {_percent(ci[1])}]"
     return f"[{ci[0]:.4g}, {ci[1]:.4g}]"

@@ -372,12 +372,36 @@ def run_instance(task: StudyTask) -> dict[str, Any]:
     path = write_checkpoint(Path(task.out_dir) / CHECKPOINTS_DIR / f"{base_path.name}.ckpt", checkpoint)
     result.update(checkpoint=str(path), verified=checkpoint.header.verified,
                   verification=_builtins(checkpoint.header.verification))
+    _record_handoff(base_path, checkpoint, path)
     if not checkpoint.header.verified:
         result["reason"] = "checkpoint failed verification: no supported branch started"
         return result
     for branch in task.branches:
         result["branches"][branch_key(branch)] = _supported_branch(task, branch, checkpoint, policy_seed)
     return result
+
+
+def handoff_check(checkpoint: Any, path: Path) -> Any:
+    """The manifest's record of a checkpoint handoff: its decision, verification and file
+    (relative to the study folder, where ``score`` finds it beside the runs)."""
+    from labrecord.models import HandoffCheck
+
+    verification = checkpoint.header.verification
+    reason = None
+    if not checkpoint.header.verified:
+        reason = ("handoff not ready" if verification is not None and not verification.handoff_ready
+                  else "replay differs from the recording")
+    return HandoffCheck(decision=checkpoint.header.decision, verified=checkpoint.header.verified,
+                        file=f"{path.parent.name}/{path.name}", reason=reason)
+
+
+def _record_handoff(run_dir: Path, checkpoint: Any, path: Path) -> None:
+    """Add the verification of the checkpoint taken in ``run_dir`` to its (closed) manifest."""
+    from labrecord.rundir import RUN_FILE, read_manifest
+
+    document = read_manifest(run_dir)
+    document.manifest.evaluation.checkpoints.append(handoff_check(checkpoint, path))
+    atomic_write_bytes(run_dir / RUN_FILE, document.to_bytes())
 
 
 def _builtins(value: Any) -> Any:
@@ -551,7 +575,7 @@ def _operation(text: str) -> Any:
 
 
 def _supported_branch(task: StudyTask, branch: Branch, checkpoint: Any, policy_seed: int) -> dict[str, Any]:
-    from labrecord.recorders.checkpoint import restore_physics
+    from labrecord.recorders.checkpoint import CHECKPOINTS_DIR, restore_physics
     from labrecord.sim.policies import make_policy
     from labrecord.sim.weighing import open_episode
 
@@ -569,6 +593,8 @@ def _supported_branch(task: StudyTask, branch: Branch, checkpoint: Any, policy_s
             raise _BranchRefused(mismatch)
         restore_physics(owner.env, checkpoint)
         outcome["started"] = True
+        owner.writer.document.manifest.evaluation.checkpoints.append(
+            handoff_check(checkpoint, Path(task.out_dir) / CHECKPOINTS_DIR / f"{checkpoint.header.run_id}.ckpt"))
         delivery.start()
 
     try:

@@ -11,7 +11,6 @@ baseline policy, and writes ``run.json``, the event and observation logs, measur
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import os
 from collections.abc import Callable
 from pathlib import Path
@@ -27,6 +26,12 @@ from labrecord.models import (
 from labrecord.rundir import DEMO_FILE, RunWriter, utc_now
 
 CONDITIONS = ("basic", "extended")
+SCENE = "labrecord.sim.assets/weighing.xml"
+#: the default response deadline of each family, simulated seconds from the opportunity
+#: (about twice the time the reference policy takes to show its first choice on the basic
+#: condition: 2.4-2.6 s weighing, 9.1 s centrifuge, 9.4 s rack).  C_id then counts a choice
+#: identified within that budget, not merely before the episode ended.
+DEFAULT_DEADLINE_S: dict[str, float] = {"weighing": 10.0, "centrifuge": 20.0, "rack": 20.0}
 #: simulated-time budget per episode (s): reading, transfers, settling and the 3 s dwell
 MAX_TIME_S = {"basic": 20.0, "extended": 45.0}
 #: extra simulated time for a policy that fails on purpose and recovers (s)
@@ -47,7 +52,7 @@ class EpisodeSpec:
     size: int | None = 224
     max_time_s: float | None = None
     policy_options: tuple[tuple[str, Any], ...] = ()
-    deadline_s: float | None = None
+    deadline_s: float | None = DEFAULT_DEADLINE_S["weighing"]
     deadline_clock: str = "sim"
     #: set by a study (labrecord.sim.study): run id, population, instance and intervention record
     run_id: str | None = None
@@ -210,7 +215,9 @@ def run_weighing(out_dir: str | os.PathLike[str], condition: str = "basic", poli
 
     if deadline_clock not in ("sim", "wall"):
         raise LabrecordError(f"deadline clock {deadline_clock!r}: expected sim or wall")
-    if deadline_s is not None and not deadline_s > 0:
+    if deadline_s is None:
+        deadline_s = DEFAULT_DEADLINE_S["weighing"]
+    if not deadline_s > 0:
         raise LabrecordError(f"deadline {deadline_s!r} s: expected a positive number of seconds")
     served = None
     if policy in EXTERNAL:
@@ -378,7 +385,9 @@ def _manifest(spec: EpisodeSpec, instance: Any, policy: Any, contract: Any, layo
     from labrecord.sim.env import PHYSICS_HZ
 
     caps = policy.capabilities
-    layout_text = repr(sorted(layout.table_spot.items())) + repr(sorted(layout.pan_spot.items()))
+    from labrecord.sim.assets import asset_revision, layout_revision
+    from labrecord.sim.scene import PAN_SPOTS, TABLE_SPOTS
+
     return RunManifest(
         run_id=run_id_of(spec), created_at=utc_now(),
         task=Task(family="weighing", task_id=f"weighing-{spec.condition}", version=contract.version,
@@ -395,8 +404,8 @@ def _manifest(spec: EpisodeSpec, instance: Any, policy: Any, contract: Any, layo
                                             response_deadline_s=spec.deadline_s)),
         seeds=Seeds(task_state=instance.task_seed, layout=instance.layout_seed, appearance=None,
                     policy=spec.seed * 100003 + spec.index),
-        assets=Assets(scene="labrecord.sim.assets/weighing.xml",
-                      layout_hash="sha256:" + hashlib.sha256(layout_text.encode()).hexdigest()[:16]),
+        assets=Assets(scene=SCENE, revision=asset_revision(SCENE),
+                      layout_hash=layout_revision(repr(("weighing", TABLE_SPOTS, PAN_SPOTS)))),
         physics=Physics(engine=f"mujoco-{mujoco.__version__}", physics_hz=PHYSICS_HZ,
                         control_hz=caps.action_spec.control_hz),
     )

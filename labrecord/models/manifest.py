@@ -72,11 +72,30 @@ class Budget(Model, kw_only=True):
     max_steps: int | None = None
 
 
+class HandoffCheck(Model, kw_only=True, omit_defaults=True):
+    """How the registered checkpoint ``decision`` of this run was prepared and whether its
+    handoff was verified (Labference sec. 6.1, 7.1): ``verified`` false keeps the member out
+    of J as *unverified*.  ``file`` names the saved checkpoint (relative to the folder that
+    holds the run directory); the replay audit checks that it exists, is intact and says
+    verified.  A run without an entry for a decision started from the registered
+    initialization itself (no saved state to verify)."""
+
+    decision: str
+    verified: bool
+    file: str | None = None
+    reason: str | None = None
+
+
 class Evaluation(Model, kw_only=True):
     version: str
     population: Population | None = None
     history_protocol: str = "none"
     budget: Budget = msgspec.field(default_factory=Budget)
+    #: ``recorded``: the run carries measurements.parquet and is replay-audited; ``none``: a
+    #: harness that logs events only declared no measurement stream — scored from its events
+    #: and marked unaudited (a declared stream that is missing or damaged is never excused)
+    measurements: Literal["recorded", "none"] = "recorded"
+    checkpoints: list[HandoffCheck] = []
 
 
 SITES: tuple[str, ...] = ("semantic", "decision", "geometry", "skill")

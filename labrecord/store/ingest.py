@@ -137,7 +137,8 @@ def run_row(p: _Pending, ingested_at: str) -> dict[str, Any]:
         "intervention_mode": m.intervention.mode, "intervention_site": m.intervention.site,
         "oracle": m.intervention.oracle, "pair_id": m.intervention.pair_id, "branch": m.intervention.branch,
         "seed_task_state": m.seeds.task_state, "seed_layout": m.seeds.layout, "seed_policy": m.seeds.policy,
-        "layout_hash": m.assets.layout_hash,
+        "layout_hash": m.assets.layout_hash, "asset_revision": m.assets.revision,
+        "measurements_declared": m.evaluation.measurements,
         "manifest": msgspec.json.encode(p.raw).decode(),
     }
 

@@ -22,6 +22,7 @@ from labrecord.validation import validate_folder
 from labrecord.validation.files import validate_population_file
 from labrecord.validation.findings import Report
 from tests.sim.runs import (
+    check_bench_identity,
     check_failed_and_recovered, check_run, episode_end, first_native_choices, group_metrics, ratio, reference_runs_fixture,
 )
 
@@ -291,3 +292,7 @@ def test_an_arm_link_pushed_into_the_balance_is_a_safety_violation(tmp_path):
     assert [(v.kind, v.irreversible) for v in violations][:1] == [("safety", True)]
     first = float(np.asarray(table.column("t"))[np.argmax(force > 5.0)])
     assert violations[0].t == pytest.approx(first)
+
+
+def test_runs_name_the_bench_revisions_and_the_default_deadline(reference_runs):
+    check_bench_identity(reference_runs, 10.0)
