@@ -111,7 +111,8 @@ def _observation_condition(m: RunManifest) -> str:
 
 def _action_convention(m: RunManifest) -> str:
     a = m.system.action_spec
-    return f"{a.representation}/{a.mode}/{a.dim}/{a.frame}/{a.units}/{a.gripper}/{a.control_hz:g}hz/chunk{a.max_chunk}"
+    hz = "unknown" if a.control_hz is None else f"{a.control_hz:g}"  # an imported source may not say
+    return f"{a.representation}/{a.mode}/{a.dim}/{a.frame}/{a.units}/{a.gripper}/{hz}hz/chunk{a.max_chunk}"
 
 
 def manifest_row(manifest: RunManifest, raw: dict[str, Any], run_dir: str | os.PathLike[str]) -> dict[str, Any]:
