@@ -44,11 +44,11 @@ def register_population(out_dir: str | os.PathLike[str], name: str, records: lis
                 raise LabrecordError(f"cannot extend population registry: {report.errors[0]}")
             lines = [line for line in path.read_bytes().splitlines() if line.strip()]
         decoder = msgspec.json.Decoder(PopulationEntry)
-        known = {}
+        known: dict[tuple[str, str], tuple[int, Any]] = {}
         for number, line in enumerate(lines, start=1):
             record = decoder.decode(line)
             known[_record_key(record)] = (number, record)
-        added = []
+        added: list[bytes] = []
         for record in records:
             key = _record_key(record)
             if key not in known:

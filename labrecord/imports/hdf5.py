@@ -203,10 +203,10 @@ def _open(kind: str, path: str, options: ImportOptions) -> SourceFile:
             raise LabrecordError(f"{where}: no 'data' group; expected data/demo_<k> groups ({kind} layout)")
         env_args = _env_args(data, where)
         task_id = env_args.get("env_name") if isinstance(env_args.get("env_name"), str) else None
-        kwargs = env_args.get("env_kwargs") if isinstance(env_args.get("env_kwargs"), dict) else {}
-        hz = kwargs.get("control_freq")
+        kwargs = env_args.get("env_kwargs")
+        hz = kwargs.get("control_freq") if isinstance(kwargs, dict) else None
         records: list[SourceRecord | LabrecordError] = []
-        for index, name in enumerate(_demo_names(data)):
+        for name in _demo_names(data):
             try:
                 records.append(_read_record(kind, handle, name, where, int(name[len(_DEMO_PREFIX):]), task_id,
                                             data.attrs.get("env_args")))
