@@ -52,6 +52,8 @@ class ImportOptions:
     system: str | None = None
     system_kind: str | None = None
     evaluation_version: str = "import/1"
+    #: runs written at once (their durable writes overlap)
+    threads: int = 4
 
 
 @dataclass
@@ -69,8 +71,6 @@ class SourceRecord:
     action_dim: int | None = None
     #: measurement columns found in the record (name -> float/bool array of num_samples)
     columns: dict[str, Any] = field(default_factory=dict)
-    #: population instance fields (initial state digest, seed, ...)
-    instance_fields: dict[str, Any] = field(default_factory=dict)
     #: writes the record's own data into a file of the run directory
     copy_to: Callable[[Path], None] | None = None
     copy_name: str = "source.hdf5"
@@ -247,20 +247,26 @@ def import_records(source: SourceFile, out: str | os.PathLike[str], options: Imp
     out = Path(out)
     summary = ImportSummary(source.kind, source.path, str(out), population_of(source))
     instances: list[Any] = []
-    for entry in source.records:
+
+    def write(entry: SourceRecord | LabrecordError) -> ImportRow:
         if isinstance(entry, LabrecordError):
-            name = getattr(entry, "record", "?")
-            summary.rows.append(ImportRow(name, None, "error", message=str(entry)))
-            instances.append(Instance(instance_id=instance_of(name), task_id=source.task_id))
-        else:
-            try:
-                summary.rows.append(_write_run(source, entry, out, options))
-            except LabrecordError as error:
-                summary.rows.append(ImportRow(entry.name, None, "error", message=str(error)))
-            instances.append(Instance(instance_id=instance_of(entry.name), task_id=entry.task_id or source.task_id,
-                                      fields=entry.instance_fields))
-        if progress is not None:
-            progress(1)
+            return ImportRow(getattr(entry, "record", "?"), None, "error", message=str(entry))
+        try:
+            return _write_run(source, entry, out, options)
+        except LabrecordError as error:
+            return ImportRow(entry.name, None, "error", message=str(error))
+
+    # the runs are independent and their writes wait on the disk (fsync): a few threads
+    # overlap those waits; rows come back in the source's order
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(max_workers=max(1, options.threads)) as pool:
+        for entry, row in zip(source.records, pool.map(write, source.records)):
+            summary.rows.append(row)
+            instances.append(Instance(instance_id=instance_of(row.record), task_id=(
+                None if isinstance(entry, LabrecordError) else entry.task_id) or source.task_id))
+            if progress is not None:
+                progress(1)
     if instances:
         register_population(out, population_of(source), instances)
     return summary
