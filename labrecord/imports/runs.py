@@ -31,7 +31,7 @@ from labrecord.models import (
     ActionSpec, EpisodeEnd, EpisodeStart, Evaluation, Instance, Population, RunManifest, Seeds, Source, System,
     Task,
 )
-from labrecord.rundir import RUN_FILE, RunWriter, read_manifest, utc_now
+from labrecord.rundir import RUN_FILE, SOURCE_FILE, RunWriter, read_manifest, utc_now
 
 #: ``episode_end`` reason of a record whose source does not say whether it succeeded
 OUTCOME_UNKNOWN = "outcome_unknown"
@@ -73,7 +73,7 @@ class SourceRecord:
     columns: dict[str, Any] = field(default_factory=dict)
     #: writes the record's own data into a file of the run directory
     copy_to: Callable[[Path], None] | None = None
-    copy_name: str = "source.hdf5"
+    copy_name: str = SOURCE_FILE
 
 
 @dataclass

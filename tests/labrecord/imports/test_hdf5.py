@@ -52,7 +52,7 @@ def test_isaaclab_runs_keep_outcome_seed_and_attrs(tmp_path: Path) -> None:
     registry = [json.loads(line) for line in (runs / "populations" / "isaaclab-stack.jsonl").read_text().splitlines()]
     assert [r["instance_id"] for r in registry] == ["demo_0", "demo_1", "demo_2"]
     report = validate_paths([str(runs)])
-    assert report.ok, report.errors
+    assert report.ok and not report.warnings, (report.errors, report.warnings)
 
 
 def test_isaaclab_record_read_back_by_robomimic(tmp_path: Path) -> None:
