@@ -19,8 +19,10 @@ with episode null and every flag false):
   runtimes on different clocks are never averaged together.
 
 Fixed-start units — one row per (run, registered fixed start of its instance):
-``(run_id, population, instance_id, subgoal, confirmed)``; confirmed = a ``confirm``
-event whose obligation is the subgoal.  E_fixed = Σconfirmed/|K|.
+``(run_id, population, instance_id, subgoal, confirmed, verified)``; confirmed = a
+``confirm`` event whose obligation is the subgoal; verified = the start's recorded handoff
+verification (``evaluation.checkpoints``).  K holds *verified* starts (sec. 7.2): an
+unverified start is an unresolved member.  E_fixed = Σconfirmed/|K|.
 """
 from __future__ import annotations
 
@@ -53,6 +55,9 @@ class FixedUnit(NamedTuple):
     instance_id: str
     subgoal: str
     confirmed: bool
+    #: the start's recorded handoff verification (null: none recorded, the registered
+    #: initialization itself); False makes the start an unresolved member of K
+    verified: bool | None = None
 
 
 EPISODE_UNITS_SQL = """
@@ -76,7 +81,9 @@ LEFT JOIN (SELECT run_id, episode, arg_min(runtime_s, seq) AS runtime_s, arg_min
 
 FIXED_UNITS_SQL = """
 SELECT r.run_id, p.population, p.instance_id, p.subgoal,
-       EXISTS (SELECT 1 FROM events e WHERE e.run_id = r.run_id AND e.type = 'confirm' AND e.obligation = p.subgoal) AS confirmed
+       EXISTS (SELECT 1 FROM events e WHERE e.run_id = r.run_id AND e.type = 'confirm' AND e.obligation = p.subgoal) AS confirmed,
+       (SELECT bool_and(c.verified) FROM (SELECT unnest(from_json(json_extract(r.manifest, '$.evaluation.checkpoints'),
+               '[{"verified": "BOOLEAN"}]')) AS c)) AS verified
 FROM populations p
 JOIN runs r ON r.population_name = p.population AND r.instance_id = p.instance_id
 WHERE p.type = 'fixed_start'
@@ -131,5 +138,7 @@ def fixed_units_reference(corpus: RefCorpus) -> list[FixedUnit]:
         for run in corpus.runs:
             if (run.row["population_name"], run.row["instance_id"]) == (record["population"], record["instance_id"]):
                 confirmed = any(isinstance(e, Confirm) and e.obligation == record["subgoal"] for e in run.events)
-                units.append(FixedUnit(run.run_id, record["population"], record["instance_id"], record["subgoal"], confirmed))
+                checks = [c.verified for c in run.manifest.evaluation.checkpoints]
+                units.append(FixedUnit(run.run_id, record["population"], record["instance_id"], record["subgoal"], confirmed,
+                                       all(checks) if checks else None))
     return units

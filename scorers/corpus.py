@@ -425,6 +425,8 @@ class CorpusScorer:
     def fixed(self, group: Group, missing: list[tuple[str, str]]) -> dict[str, Members]:
         rows = self._registered(group, missing, "fixed_start", self.units["fixed"], "subgoal",
                                 lambda run_id, population, instance, key: FixedUnit(run_id, population, instance, key, False))
+        # K holds verified starts (sec. 7.2): an unverified one is unresolved, never a failure
+        rows = [(c, None if u is not None and u.verified is False else u) for c, u in rows]
         return fixed_metrics(rows) if rows else {}
 
     def pairs(self, group: Group) -> dict[str, Members]:

@@ -94,3 +94,10 @@ def identity_title(identity: dict[str, Any]) -> str:
     if identity.get("intervention_mode") not in (None, "none"):
         parts.append(f"{identity['intervention_mode']}:{identity.get('intervention_site')}:{identity.get('oracle')}")
     return " | ".join(parts)
+
+
+def audited_text(coverage: dict[str, Any]) -> str:
+    """``audited k/N``: runs whose measurements the replay audit checked, of the group's
+    runs (an events-only run that declares no measurement stream is scored unaudited)."""
+    audited = coverage.get("audited") or {"audited": 0, "runs": coverage.get("runs", 0)}
+    return f"audited {audited['audited']}/{audited['runs']}"

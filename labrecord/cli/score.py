@@ -109,14 +109,13 @@ def _default_out(source: Path) -> Path:
 
 
 def _print_tables(result: dict) -> None:
-    from labrecord.scorers.present import identity_title, metric_rows, unresolved_lines
+    from labrecord.scorers.present import audited_text, identity_title, metric_rows, unresolved_lines
 
     for group in result["groups"]:
         echo_table(["metric", "value (num/den)", "n", "95% CI"], metric_rows(group), title=identity_title(group["identity"]))
         coverage = group["coverage"]
-        audited = coverage.get("audited", {"audited": 0, "runs": coverage["runs"]})
         click.echo(f"runs {coverage['runs']}, resolved {coverage['valid_runs']}, unresolved {coverage['runs'] - coverage['valid_runs']}, "
-                   f"missing {len(coverage['missing'])}, audited {audited['audited']}/{audited['runs']}")
+                   f"missing {len(coverage['missing'])}, {audited_text(coverage)}")
         if "J" in coverage:
             click.echo("checkpoints J: " + ", ".join(f"{k} {v}" for k, v in coverage["J"].items()))
         for line in unresolved_lines(group):

@@ -206,18 +206,30 @@ def test_pairs_p_state_equals_hand_count(tmp_path):
 
 
 def test_fixed_starts_e_fixed(tmp_path):
-    """Two fixed starts (seed 0): subgoals add:<goal>.  The reference system given its
-    subgoal confirms it in both: E_fixed = 2/2.  fixed-preference, handed the same
-    subgoal through its commit hook, carries it out too (its executor is sound; its
-    failure is the decision): 2/2."""
+    """Two fixed starts (seed 0): subgoals add:<goal>.  Every system shares one start
+    population (fixed-weighing-basic-s0: the same start ids and seeds), each start is
+    verified like a checkpoint, and the executor gets the reference frame of the standard.
+    The reference system given its subgoal confirms it in both: E_fixed = 2/2.
+    fixed-preference, handed the same subgoal, carries it out too (its executor is sound;
+    its failure is the decision): 2/2.  noisy-localizer mislocalizes the standards, but a
+    fixed start hands it the reference geometry with the subgoal: 2/2 as well."""
+    from labrecord.rundir import read_manifest
     from labrecord.sim.study import run_fixed_starts_study
 
-    for policy in ("reference", "fixed-preference"):
-        run_fixed_starts_study(tmp_path / policy, policy, 2, 0)
-        (group,) = score_corpus(tmp_path / policy, resamples=0)["groups"]
+    systems = ("reference", "fixed-preference", "noisy-localizer")
+    populations = {run_fixed_starts_study(tmp_path, policy, 2, 0)["population"] for policy in systems}
+    assert populations == {"fixed-weighing-basic-s0"}
+    runs = sorted(p for p in tmp_path.iterdir() if (p / "run.json").is_file())
+    manifests = [read_manifest(run).manifest for run in runs]
+    assert len({(m.evaluation.population.instance_id, m.seeds.task_state, m.seeds.layout, m.seeds.policy)
+                 for m in manifests}) == 2  # two starts, identical across the three systems
+    assert all(c.verified for m in manifests for c in m.evaluation.checkpoints)
+    groups = {g["identity"]["system_name"]: g for g in score_corpus(tmp_path, resamples=0)["groups"]}
+    assert set(groups) == set(systems)
+    for policy, group in groups.items():
         assert group["metrics"]["E_fixed"]["value"] == 1, policy
         assert group["metrics"]["E_fixed"]["den"] == 2
-    assert not validate_folder(tmp_path / "reference").errors
+    assert not validate_folder(tmp_path).errors
 
 
 def test_skill_replace_executes_the_selected_operation_with_the_reference_executor(tmp_path):
