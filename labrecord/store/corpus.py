@@ -50,7 +50,7 @@ def connect(db_path: str | os.PathLike[str] | None = None, *, read_only: bool = 
     return con
 
 
-def _shadow_missing_columns(con: Any) -> None:
+def _shadow_missing_columns(con: DuckDBPyConnection) -> None:
     """A read-only corpus of an older release: each table lacking registered columns is
     shadowed by a connection-local view that adds them as nulls (the file is not changed)."""
     missing = missing_columns(con)
