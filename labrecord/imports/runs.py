@@ -191,8 +191,9 @@ def _measurement_table(record: SourceRecord, family: str | None, hz: float | Non
 
 
 def _existing(run_dir: Path, record: SourceRecord, where: str) -> str | None:
-    """``unchanged`` when ``run_dir`` already holds this record, None when it holds nothing
-    usable (an interrupted import, replaced); refuses other content."""
+    """The declared measurement stream of the run when ``run_dir`` already holds this record
+    (it is left alone), None when it holds nothing usable (an interrupted import is removed
+    to be written again); refuses other content."""
     if not os.path.lexists(run_dir):
         return None
     if not (run_dir / RUN_FILE).is_file():
@@ -204,7 +205,7 @@ def _existing(run_dir: Path, record: SourceRecord, where: str) -> str | None:
         raise LabrecordError(f"{where}: run {run_dir.name} already holds other content ({have}, this record is "
                              f"{record.content_hash}); remove it or use another --out")
     if document.manifest.status == "complete":
-        return "unchanged"
+        return document.manifest.evaluation.measurements
     shutil.rmtree(run_dir)  # an import cut short: written again from the source
     return None
 
@@ -212,8 +213,9 @@ def _existing(run_dir: Path, record: SourceRecord, where: str) -> str | None:
 def _write_run(source: SourceFile, record: SourceRecord, out: Path, options: ImportOptions) -> ImportRow:
     where = f"{source.path} {record.name}"
     run_id = run_id_of(source, record.name)
-    if _existing(out / run_id, record, where) == "unchanged":
-        return ImportRow(record.name, run_id, "unchanged", _outcome(record), None)
+    held = _existing(out / run_id, record, where)
+    if held is not None:
+        return ImportRow(record.name, run_id, "unchanged", _outcome(record), held)
     hz = options.control_hz if options.control_hz is not None else source.control_hz
     table, missing = _measurement_table(record, options.family, hz)
     manifest = _manifest(source, record, options, run_id, table is not None)
