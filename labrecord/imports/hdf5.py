@@ -167,11 +167,14 @@ def _read_record(kind: str, handle: Any, name: str, where: str, index: int, task
         raise RecordError(f"{where}: {record} attribute num_samples is {_plain(declared)} but actions has {n} rows", record)
     for folder in ("obs", "next_obs", "states"):
         sub = group.get(folder)
-        if isinstance(sub, h5py.Group):
-            for key, item in sub.items():
-                if isinstance(item, h5py.Dataset) and item.shape[:1] != (n,):
-                    raise RecordError(f"{where}: {record}/{folder}/{key} has {item.shape[0] if item.shape else 0} "
-                                      f"rows, actions has {n}", record)
+        if not isinstance(sub, h5py.Group):
+            continue
+        streams: list[tuple[str, Any]] = []
+        sub.visititems(lambda key, item: streams.append((key, item)) if isinstance(item, h5py.Dataset) else None)
+        for key, item in streams:  # one row per step, nested streams included (states/<kind>/<body>/...)
+            if item.shape[:1] != (n,):
+                raise RecordError(f"{where}: {record}/{folder}/{key} has {item.shape[0] if item.shape else 0} "
+                                  f"rows, actions has {n}", record)
     attrs = _attrs(group)
     success = attrs.get("success")
     if success is not None and not isinstance(success, (bool, int)):

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import h5py
@@ -210,3 +211,48 @@ def test_content_hash_follows_the_bytes(tmp_path_factory: pytest.TempPathFactory
         assert content_hash(f["a"]) == content_hash(f["b/nested"])
         if not np.array_equal(changed, array):
             assert content_hash(f["c"]) != content_hash(f["a"])
+
+
+def _set(path: str, value: object):
+    def change(f: h5py.File) -> None:
+        group, _, attr = path.partition("@")
+        if attr:
+            f[group].attrs[attr] = value
+        else:
+            del f[group]
+            f[group] = value
+    return change
+
+
+@pytest.mark.parametrize(("change", "message"), [
+    (_set("data/demo_0@success", "yes"), r"data/demo_0 attribute success is 'yes', expected a boolean"),
+    (_set("data/demo_0@seed", 1.5), r"data/demo_0 attribute seed is 1.5, expected an integer"),
+    (_set("data/demo_0/actions", np.zeros(3)), r"data/demo_0/actions has shape \(3,\), expected \(N, A\)"),
+    (_set("data/demo_0/states/rigid_object/cube/root_pose", np.zeros((2, 7))),
+     r"data/demo_0/states/rigid_object/cube/root_pose has 2 rows, actions has 5"),
+])
+def test_should_fail_records(tmp_path: Path, change, message: str) -> None:
+    source = write_isaaclab(tmp_path / "f.hdf5", [(5, True), (4, True)])
+    with h5py.File(source, "a") as f:
+        change(f)
+    summary = import_source("isaaclab", source, tmp_path / "runs")
+    assert [row.status for row in summary.rows] == ["error", "imported"]
+    assert len(summary.errors) == 1 and summary.errors[0].startswith(f"{source}: data/demo_0")
+    assert re.search(message, summary.errors[0]), summary.errors[0]
+
+
+def test_should_fail_files(tmp_path: Path) -> None:
+    from labrecord.errors import LabrecordError
+
+    source = write_isaaclab(tmp_path / "cut.hdf5", [(50, True)] * 4)
+    data = source.read_bytes()
+    source.write_bytes(data[: len(data) // 2])  # a copy cut short
+    with pytest.raises(LabrecordError, match=r"cut.hdf5: not an HDF5 file|cut.hdf5: data/demo_\d: unreadable"):
+        summary = import_source("isaaclab", source, tmp_path / "runs")
+        assert summary.errors  # if the header survived, the cut records are named one by one
+        raise LabrecordError(summary.errors[0])
+    other = write_isaaclab(tmp_path / "env.hdf5", [(3, True)])
+    with h5py.File(other, "a") as f:
+        f["data"].attrs["env_args"] = "{not json"
+    with pytest.raises(LabrecordError, match=r"env.hdf5: data attribute env_args is not JSON"):
+        import_source("isaaclab", other, tmp_path / "runs")
