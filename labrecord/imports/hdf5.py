@@ -148,6 +148,13 @@ def _copier(handle: Any, name: str, env_args_raw: Any, num_samples: int) -> Any:
     return copy
 
 
+def _datasets(group: Any, h5py: Any) -> list[tuple[str, Any]]:
+    """Every dataset below ``group`` with its path relative to it."""
+    found: list[tuple[str, Any]] = []
+    group.visititems(lambda key, item: found.append((key, item)) if isinstance(item, h5py.Dataset) else None)
+    return found
+
+
 def _read_record(kind: str, handle: Any, name: str, where: str, index: int, task_id: str | None,
                  env_args_raw: Any) -> SourceRecord:
     import h5py
@@ -169,9 +176,7 @@ def _read_record(kind: str, handle: Any, name: str, where: str, index: int, task
         sub = group.get(folder)
         if not isinstance(sub, h5py.Group):
             continue
-        streams: list[tuple[str, Any]] = []
-        sub.visititems(lambda key, item: streams.append((key, item)) if isinstance(item, h5py.Dataset) else None)
-        for key, item in streams:  # one row per step, nested streams included (states/<kind>/<body>/...)
+        for key, item in _datasets(sub, h5py):  # one row per step, nested streams included (states/<kind>/<body>/...)
             if item.shape[:1] != (n,):
                 raise RecordError(f"{where}: {record}/{folder}/{key} has {item.shape[0] if item.shape else 0} "
                                   f"rows, actions has {n}", record)
