@@ -22,7 +22,7 @@ import os
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from labrecord.errors import LabrecordError
 from labrecord.scorers import choice, oracle
@@ -40,6 +40,9 @@ from labrecord.scorers.metrics import (
 from labrecord.scorers.pairs import MemberUnit
 from labrecord.scorers.audit import FAULT_END_REASONS
 from labrecord.scorers.reference import RefCorpus, episode_reasons, load_reference, unresolved_as_a_whole, unresolved_reason
+
+if TYPE_CHECKING:
+    from duckdb import DuckDBPyConnection
 
 RUN_COLUMNS = ("run_id", *IDENTITY_FIELDS, "population_name", "instance_id", "status", "family")
 REGISTERED_TYPES = ("instance", "checkpoint", "fixed_start")
@@ -96,7 +99,7 @@ _EMPTY_AUDITS = ("(SELECT NULL::VARCHAR AS run_id, NULL::VARCHAR AS content_hash
 class SqlSource:
     """Units from the SQL of the registry over a corpus connection."""
 
-    def __init__(self, con: Any) -> None:
+    def __init__(self, con: DuckDBPyConnection) -> None:
         self.con = con
         self.tables = {row[0] for row in con.execute(
             "SELECT table_name FROM duckdb_tables() UNION ALL SELECT view_name FROM duckdb_views()").fetchall()}
@@ -321,7 +324,7 @@ class CorpusScorer:
             key = (run["population_name"], run["instance_id"])
             if key[0] is None or key[1] is None:
                 continue
-            name = run["run_id"] or run.get("run_dir")
+            name = str(run["run_id"] or run.get("run_dir"))
             if key in seen:
                 raise LabrecordError(f"runs {seen[key]!r} and {name!r} both ran member {key[1]!r} of population "
                                      f"{key[0]!r}: remove one, or give --repeats mean to average repeated runs per member")
@@ -415,7 +418,7 @@ class CorpusScorer:
 
     def fixed(self, group: Group, missing: list[tuple[str, str]]) -> dict[str, Members]:
         rows = self._registered(group, missing, "fixed_start", self.units["fixed"], "subgoal",
-                                lambda *key: FixedUnit(*key, False))
+                                lambda run_id, population, instance, key: FixedUnit(run_id, population, instance, key, False))
         # K holds verified starts (sec. 7.2): an unverified one is unresolved, never a failure
         rows = [(c, None if u is not None and u.verified is False else u) for c, u in rows]
         return fixed_metrics(rows) if rows else {}
@@ -436,7 +439,7 @@ class CorpusScorer:
                     run = runs[0] if runs else None
                     resolved = run is not None and self.resolved(run)
                     members.append(scored.get(run["run_id"], MemberUnit(run["run_id"], pair["population"], instance, False, None))
-                                   if resolved else None)  # type: ignore[index]
+                                   if resolved and run is not None else None)
                 cluster = f"pair:{pair['population']}/{pair['pair_id']}"
                 ids[cluster] = pair
                 pairs.append((cluster, members))
@@ -573,7 +576,7 @@ class CorpusScorer:
         open_runs = [r for r in group.runs if not self.resolved(r)]
         group.coverage.update({
             "runs": len(group.runs), "valid_runs": len(group.runs) - len(open_runs),
-            "invalid_runs": sorted(r["run_id"] or r.get("run_dir") for r in open_runs),
+            "invalid_runs": sorted(r["run_id"] or r.get("run_dir") for r in open_runs),  # type: ignore[type-var]
             "missing": [{"population": p, "instance_id": i} for p, i in missing],
             "unresolved_runs": [{"run_id": r["run_id"], "reason": r["reason"]} for r in open_runs],
         })
@@ -723,7 +726,7 @@ def audit_verdict(run_id: str, digest: str, audit: Any) -> dict[str, Any]:
             "findings": len(audit.findings), "audited": audit.audited}
 
 
-def audit_corpus(con: Any, advance: Any = None) -> list[dict[str, Any]]:
+def audit_corpus(con: DuckDBPyConnection, advance: Any = None) -> list[dict[str, Any]]:
     """Replay-audit every run of the corpus without a verdict for its current content and
     store the verdicts (``audits`` table); returns them.  A run that disagrees is then an
     unresolved member with the first disagreement as its reason."""

@@ -29,10 +29,13 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from labrecord.scorers import choice, completion, geometry, oracle, pairs
 from labrecord.scorers.reference import RefCorpus
+
+if TYPE_CHECKING:
+    from duckdb import DuckDBPyConnection
 
 # -- units of evidence -----------------------------------------------------------------------
 
@@ -46,7 +49,7 @@ class UnitKind:
     sql: str
     reference: Callable[[RefCorpus], list[Any]]
 
-    def from_sql(self, con: Any) -> list[Any]:
+    def from_sql(self, con: DuckDBPyConnection) -> list[Any]:
         return [self.row(*r) for r in con.execute(self.sql).fetchall()]
 
 
@@ -205,13 +208,13 @@ def average_within_members(units: Sequence[Unit]) -> list[Unit]:
             continue
         k = float(len(group))
         known = [u for u in group if u.resolved]
-        sums = {(sum(float(u.num) for u in known), sum(float(u.den) for u in known))}  # type: ignore[arg-type]
+        sums: set[tuple[float, float]] = {(sum(float(u.num or 0.0) for u in known), sum(float(u.den or 0.0) for u in known))}
         open_ = [u for u in group if not u.resolved]
         if any(u.options is None for u in open_):
             out.append(Unit.unresolved(cluster, None))
             continue
         for u in open_:
-            sums = {(a + x, b + y) for a, b in sums for x, y in u.options}  # type: ignore[union-attr]
+            sums = {(a + x, b + y) for a, b in sums for x, y in (u.options or ())}
         if not open_:
             ((n, d),) = sums
             out.append(Unit(cluster, n / k, d / k))
@@ -454,7 +457,7 @@ def contrast_unit(cluster: str, outcome: str, coefficients: dict[str, float], va
     if all(resolved.values()):
         if any(v is None for v in values.values()):
             return None
-        return Unit(cluster, oracle.OUTCOMES[outcome] * sum(coefficients[k] * float(v) for k, v in values.items()), 1.0)  # type: ignore[arg-type]
+        return Unit(cluster, oracle.OUTCOMES[outcome] * sum(coefficients[k] * float(v) for k, v in values.items() if v is not None), 1.0)
     known = {k: (v if resolved[k] else None) for k, v in values.items()}
     span = oracle.contrast_range(outcome, coefficients, known)
     return interval_unit(cluster, None, *(span or (None, None)))
