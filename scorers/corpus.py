@@ -140,15 +140,9 @@ class SqlSource:
         return [dict(zip(names, row)) for row in cur.fetchall()]
 
     def units(self, kind: str) -> list[Any]:
-        unit = UNIT_KINDS[kind]
-        if kind == "support" and not self._has_column("events", "payload"):
-            # a read-only corpus or snapshot of a release before events.payload (run schema 1.1)
-            return [unit.row(*r) for r in self.con.execute(unit.sql.replace("arg_min(payload, seq)", "NULL::JSON")).fetchall()]
-        return unit.from_sql(self.con)
-
-    def _has_column(self, table: str, column: str) -> bool:
-        return bool(self.con.execute("SELECT count(*) FROM (DESCRIBE SELECT * FROM " + table + ") WHERE column_name = ?",
-                                     [column]).fetchall()[0][0])
+        # a read-only corpus or snapshot of an older release reads the columns added since
+        # as nulls (labrecord.store.connect / open_snapshot), so every unit's SQL runs as is
+        return UNIT_KINDS[kind].from_sql(self.con)
 
 
 class ReferenceSource:
@@ -330,7 +324,7 @@ class CorpusScorer:
             key = (run["population_name"], run["instance_id"])
             if key[0] is None or key[1] is None:
                 continue
-            name = run["run_id"] or run.get("run_dir")
+            name = str(run["run_id"] or run.get("run_dir"))
             if key in seen:
                 raise LabrecordError(f"runs {seen[key]!r} and {name!r} both ran member {key[1]!r} of population "
                                      f"{key[0]!r}: remove one, or give --repeats mean to average repeated runs per member")

@@ -208,13 +208,13 @@ def average_within_members(units: Sequence[Unit]) -> list[Unit]:
             continue
         k = float(len(group))
         known = [u for u in group if u.resolved]
-        sums = {(sum(float(u.num) for u in known), sum(float(u.den) for u in known))}  # type: ignore[arg-type]
+        sums: set[tuple[float, float]] = {(sum(float(u.num or 0.0) for u in known), sum(float(u.den or 0.0) for u in known))}
         open_ = [u for u in group if not u.resolved]
         if any(u.options is None for u in open_):
             out.append(Unit.unresolved(cluster, None))
             continue
         for u in open_:
-            sums = {(a + x, b + y) for a, b in sums for x, y in u.options}  # type: ignore[union-attr]
+            sums = {(a + x, b + y) for a, b in sums for x, y in (u.options or ())}
         if not open_:
             ((n, d),) = sums
             out.append(Unit(cluster, n / k, d / k))

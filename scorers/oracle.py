@@ -157,8 +157,8 @@ def run_outcomes(con: DuckDBPyConnection) -> list[OutcomeUnit]:
 
 def run_outcomes_reference(corpus: RefCorpus) -> list[OutcomeUnit]:
     completion: dict[str, list[float]] = {}
-    for unit in episode_units_reference(corpus):
-        completion.setdefault(unit.run_id, []).append(float(unit.valid))
+    for episode in episode_units_reference(corpus):
+        completion.setdefault(episode.run_id, []).append(float(episode.valid))
     errors: dict[str, list[float]] = {}
     for unit in geometry_units_reference(corpus):
         if unit.p_valid and unit.e_p is not None:

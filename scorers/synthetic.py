@@ -139,12 +139,10 @@ def write_rollout(root: str | os.PathLike[str], spec: RolloutSpec) -> Path:
 
 
 def _decision(run: RunWriter, index: int, spec: DecisionSpec, t: float) -> float:
-    obs_id: str | None = f"obs{index}"
-    if spec.delivered:
+    obs_id = f"obs{index}" if spec.delivered else None
+    if obs_id is not None:
         run.observation(ObservationReceipt(obs_id=obs_id, step=index, t_acquired=t, t_delivered=t + spec.delivery_delay_s,
                                            evidence_version=index))
-    else:
-        obs_id = None
     opp = f"o{index}"
     answer = Operation("add", spec.answer, "pan")
     wrong = WRONG if spec.answer != WRONG.object else RIGHT

@@ -56,9 +56,7 @@ def _shadow_missing_columns(con: DuckDBPyConnection) -> None:
     missing = missing_columns(con)
     if not missing:
         return
-    current = con.execute("SELECT current_database()").fetchone()
-    assert current is not None  # a scalar query always returns its one row
-    catalog = str(current[0]).replace('"', '""')
+    catalog = con.execute("SELECT current_database()").fetchall()[0][0].replace('"', '""')
     for name in sorted({spec.name for spec, _ in missing}):
         extra = ", ".join(f'NULL::{c.type.replace(" PRIMARY KEY", "")} AS "{c.name}"' for spec, c in missing if spec.name == name)
         con.execute(f'CREATE TEMP VIEW {name} AS SELECT *, {extra} FROM "{catalog}".main.{name}')
