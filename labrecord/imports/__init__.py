@@ -23,6 +23,7 @@ from labrecord.imports.runs import ImportOptions, ImportSummary, SourceFile, imp
 KINDS: dict[str, str] = {
     "robomimic": "labrecord.imports.hdf5:robomimic_source",
     "isaaclab": "labrecord.imports.hdf5:isaaclab_source",
+    "lerobot": "labrecord.imports.lerobot:lerobot_source",
 }
 
 

@@ -134,7 +134,7 @@ def _demo_names(data: Any) -> list[str]:
 
 def _copier(handle: Any, name: str, env_args_raw: Any, num_samples: int) -> Any:
     """Writes ``data/<name>`` alone into a file of the same layout (atomic)."""
-    def copy(path: Path) -> None:
+    def copy(path: Path, run_id: str) -> None:
         import h5py
 
         from labrecord.fileio import atomic_path

@@ -71,9 +71,11 @@ class SourceRecord:
     action_dim: int | None = None
     #: measurement columns found in the record (name -> float/bool array of num_samples)
     columns: dict[str, Any] = field(default_factory=dict)
-    #: writes the record's own data into a file of the run directory
-    copy_to: Callable[[Path], None] | None = None
+    #: writes the record's own data into a file of the run directory: ``copy_to(path, run_id)``
+    copy_to: Callable[[Path, str], None] | None = None
     copy_name: str = SOURCE_FILE
+    #: added to ``task.variant`` (the episode's instruction, ...)
+    variant: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass
@@ -157,7 +159,7 @@ def _manifest(source: SourceFile, record: SourceRecord, options: ImportOptions, 
     return RunManifest(
         run_id=run_id,
         created_at=utc_now(),
-        task=Task(family=family, task_id=task_id, version="unknown", variant=dict(source.variant)),
+        task=Task(family=family, task_id=task_id, version="unknown", variant={**source.variant, **record.variant}),
         system=System(name=options.system or "unknown", kind=options.system_kind,  # type: ignore[arg-type]
                       action_spec=ActionSpec(representation=None, dim=record.action_dim or 0, mode=None,
                                              units="unknown", control_hz=hz)),
@@ -227,7 +229,7 @@ def _write_run(source: SourceFile, record: SourceRecord, out: Path, options: Imp
                  physical_complete=record.success is True, valid_complete=record.success is True,
                  runtime_s=end_t if hz else None, runtime_clock="sim" if hz else None)
         if record.copy_to is not None:
-            record.copy_to(run.path(record.copy_name))
+            record.copy_to(run.path(record.copy_name), run_id)
         if table is not None:
             run.write_measurements(table)
     note = None if table is not None or not missing else "unaudited: no " + ", ".join(missing[:4]) + (
