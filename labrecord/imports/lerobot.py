@@ -5,8 +5,9 @@ One run per episode (``episode_<index>``): its task text becomes ``task.variant.
 
 * ``action`` → ``actions``;
 * ``observation.state`` → observation keys split back by its feature ``names``
-  (``robot0_eef_pos[0..2]`` → ``robot0_eef_pos`` (3,), ``robot0_gripper_qpos`` → (1,)); names
-  that do not follow ``key[i]`` keep the whole vector as ``state``;
+  (``robot0_eef_pos[0..2]`` → ``robot0_eef_pos`` (3,), ``robot0_gripper_qpos`` → (1,)), as
+  labrecord's export names them; names with no ``key[i]`` among them (``x, y``) and names
+  that do not line up keep the whole vector as ``state``;
 * ``observation.environment_state`` → keys split the same way, listed as privileged;
 * ``observation.images.<camera>`` (video or image) → ``obs/<camera>`` (H, W, 3) uint8 frames,
   decoded by lerobot;
@@ -57,10 +58,11 @@ def split_by_names(names: Sequence[str] | None, width: int, fallback: str) -> li
 
     >>> split_by_names(["eef[0]", "eef[1]", "grip"], 3, "state")
     [('eef', slice(0, 2, None)), ('grip', slice(2, 3, None))]
-    >>> split_by_names(["x", "x"], 2, "state")
+    >>> split_by_names(["x", "y"], 2, "state")
     [('state', slice(0, 2, None))]
     """
-    if not names or len(names) != width:
+    if not names or len(names) != width or not any(_ELEMENT.match(str(name)) for name in names):
+        # plain names (x, y, joint_0 ...) describe elements, not the keys they came from
         return [(fallback, slice(0, width))]
     keys: list[tuple[str, slice]] = []
     for column, name in enumerate(names):

@@ -27,9 +27,11 @@ def labrecord_in(python: str, *args: str) -> subprocess.CompletedProcess[str]:
 
 
 def test_split_by_names() -> None:
-    """key[i] runs become one key each; a scalar name is a (1,) key; anything else stays whole."""
+    """key[i] runs become one key each; a scalar name beside them is a (1,) key; anything
+    else stays whole."""
     assert split_by_names(["a[0]", "a[1]", "a[2]", "g"], 4, "state") == [("a", slice(0, 3)), ("g", slice(3, 4))]
     assert split_by_names(None, 2, "state") == [("state", slice(0, 2))]
+    assert split_by_names(["x", "y"], 2, "state") == [("state", slice(0, 2))]  # element names, not keys
     assert split_by_names(["a[0]", "a[2]"], 2, "state") == [("state", slice(0, 2))]  # a gap
     assert split_by_names(["a[0]", "b", "a[1]"], 3, "state") == [("state", slice(0, 3))]  # interleaved
 
@@ -79,3 +81,24 @@ def test_without_lerobot_says_how(tmp_path: Path) -> None:
         pytest.skip("this interpreter may have lerobot")
     with pytest.raises(LabrecordError, match=r"needs lerobot, which needs Python >= 3.12 .*install-lerobot-venv"):
         import_source("lerobot", tmp_path, tmp_path / "runs")
+
+
+def test_a_dataset_written_by_lerobot_keeps_success_reward_and_task(tmp_path: Path) -> None:
+    """Episode 0 ends on next.success true (success), episode 1 on false (failure); state
+    names x, y are not key[i] names, so the state stays one (N, 2) key; rewards 0.5 each."""
+    python = lerobot_python()
+    written = subprocess.run([python, str(Path(__file__).with_name("lerobot_writer.py")), str(tmp_path / "plain")],
+                             capture_output=True, text=True, timeout=600)
+    assert written.returncode == 0, written.stderr[-3000:]
+    done = labrecord_in(python, "import", "lerobot", str(tmp_path / "plain"), "--out", str(tmp_path / "runs"), "--json")
+    assert done.returncode == 0, done.stderr[-3000:]
+    rows = json.loads(done.stdout)["runs"]
+    assert [(r["record"], r["outcome"]) for r in rows] == [("episode_000000", "success"), ("episode_000001", "failure")]
+    from labrecord.demos import read_demos
+
+    run = tmp_path / "runs" / "lerobot-plain-episode_000001"
+    assert read_manifest(run).manifest.task.variant["instruction"] == "push"
+    (demo,) = read_demos(run / "demo.hdf5")
+    np.testing.assert_array_equal(demo.obs["state"], [[0, 0], [1, -1]])
+    np.testing.assert_array_equal(demo.rewards, [0.5, 0.5])
+    assert demo.control_hz == 5.0 and demo.num_samples == 2
