@@ -43,15 +43,11 @@ def import_(kind: str, path: str, threads: int, out: str, family: str | None, co
       labrecord import robomimic low_dim.hdf5 --out runs/ --family rack --control-hz 20 --json
       labrecord import lerobot datasets/weighing --out runs/
     """
-    from pathlib import Path
-
-    from labrecord.errors import LabrecordError
     from labrecord.imports import ImportOptions, open_source
     from labrecord.imports.runs import import_records
+    from labrecord.safeio import check_apart
 
-    src, dst = Path(path).resolve(), Path(out).resolve()
-    if dst == src or src in dst.parents:
-        raise LabrecordError(f"--out {out}: inside the source {path}; write the runs elsewhere")
+    check_apart(out, [path], what="--out")
     options = ImportOptions(family=family, control_hz=control_hz, system=system, system_kind=system_kind,
                             threads=threads)
     with open_source(kind, path, options) as source:

@@ -45,7 +45,9 @@ def test_out_inside_the_source_is_refused(tmp_path: Path, capsys: pytest.Capture
     folder.mkdir()
     source = write_isaaclab(folder / "stack.hdf5", [(3, True)])
     code, _, err = run(["import", "isaaclab", str(source), "--out", str(source / "runs")], capsys)
-    assert code == 1 and "inside the source" in err
+    assert code == 1 and "--out lies inside the input" in err
+    code, _, err = run(["import", "isaaclab", str(source), "--out", str(folder.parent)], capsys)
+    assert code == 1 and "--out holds the input" in err
 
 
 def test_help_has_an_example(capsys: pytest.CaptureFixture[str]) -> None:
