@@ -49,11 +49,17 @@ class CommandLine(LazyGroup):
             where = f"{error.filename}: " if error.filename else ""
             raise click.ClickException(f"{where}{error.strerror or error}") from error
         except Exception as error:
+            from labrecord.store.corpus import machine_failure
+
             duckdb = sys.modules.get("duckdb")
+            text = str(error).strip()
+            first = text.splitlines()[0] if text else type(error).__name__
+            if machine_failure(error):
+                # DuckDB's own disk and memory failures (a full disk while committing or closing)
+                raise click.ClickException(f"the corpus could not be written: {first}") from error
             if duckdb is None or not isinstance(error, duckdb.Error):
                 raise
-            text = str(error).strip()
-            raise click.ClickException(f"corpus query failed: {text.splitlines()[0] if text else type(error).__name__}") from error
+            raise click.ClickException(f"corpus query failed: {first}") from error
 
 
 @click.group(cls=CommandLine, lazy=COMMANDS, context_settings=CONTEXT_SETTINGS)

@@ -82,6 +82,34 @@ def _shadow_missing_columns(con: DuckDBPyConnection) -> None:
         con.execute(f'CREATE TEMP VIEW {name} AS SELECT *, {extra} FROM "{catalog}".main.{name}')
 
 
+#: DuckDB error kinds that say the machine failed (disk, memory), not the data
+_MACHINE_ERRORS = ("IOException", "OutOfMemoryException", "FatalException", "InternalException")
+#: words of a DuckDB error of another kind (a commit that could not write its log) that
+#: still name the machine
+_MACHINE_WORDS = ("No space left", "Disk quota", "Failed to commit", "Could not write file", "out of memory",
+                  "database has been invalidated", "Read-only file system")
+
+
+class StoreFailure(LabrecordError):
+    """The store could not take a write for a reason of the machine (a full disk, no memory)."""
+
+
+def machine_failure(error: BaseException) -> bool:
+    """Whether ``error`` comes from the machine (a full disk, no memory) rather than the data."""
+    if isinstance(error, (OSError, MemoryError, StoreFailure)) or type(error).__name__ in _MACHINE_ERRORS:
+        return True
+    text = str(error)
+    return "duckdb" in type(error).__module__ and any(word in text for word in _MACHINE_WORDS)
+
+
+def rollback(con: DuckDBPyConnection) -> None:
+    """Roll back the open transaction; a connection the failure already closed is left as it is."""
+    try:
+        con.execute("ROLLBACK")
+    except Exception:  # noqa: BLE001 - the failure being reported is the one that matters
+        pass
+
+
 def open_snapshot(parquet_dir: str | os.PathLike[str]) -> DuckDBPyConnection:
     """An in-memory connection whose tables are views over a Parquet snapshot.
 
@@ -167,7 +195,18 @@ def write_snapshot(con: DuckDBPyConnection | str | os.PathLike[str], out_dir: st
         raise LabrecordError(f"{out}: snapshot folder exists and is not empty; choose a new folder")
     out.parent.mkdir(parents=True, exist_ok=True)
     counts: dict[str, int] = {}
-    # written beside ``out`` and renamed into place: a crash leaves no half snapshot
+    # written beside ``out`` and renamed into place: a crash (or a full disk) leaves no half snapshot
+    try:
+        _write_snapshot(con, out, counts)
+    except Exception as error:
+        cause = error.__cause__ if isinstance(error, LabrecordError) and error.__cause__ is not None else error
+        if machine_failure(cause) and not isinstance(cause, StoreFailure):
+            raise StoreFailure(f"{out}: snapshot could not be written, nothing of it was kept: {first_line(cause)}") from error
+        raise
+    return counts
+
+
+def _write_snapshot(con: DuckDBPyConnection | str | os.PathLike[str], out: Path, counts: dict[str, int]) -> None:
     with atomic_path(out, folder=True) as tmp:
         if isinstance(con, (str, os.PathLike)):
             opened = connect(con, read_only=True, allowed=[tmp])
@@ -187,7 +226,6 @@ def write_snapshot(con: DuckDBPyConnection | str | os.PathLike[str], out_dir: st
                 shutil.rmtree(staging, ignore_errors=True)
         else:
             _write_tables(con, tmp, counts)
-    return counts
 
 
 def _write_tables(con: DuckDBPyConnection, tmp: Path, counts: dict[str, int]) -> None:
