@@ -91,6 +91,11 @@ LEFT JOIN first_open f USING (run_id)
 LEFT JOIN counted c USING (run_id)
 LEFT JOIN {{audits}} a ON a.run_id = r.run_id AND a.content_hash = r.content_hash
 """
+UNVERIFIED_SQL = """
+SELECT run_id FROM (SELECT run_id, unnest(from_json(json_extract(manifest, '$.evaluation.checkpoints'),
+                                                  '[{"verified": "BOOLEAN"}]')) AS c FROM runs)
+WHERE c.verified = false GROUP BY run_id
+"""
 AUDITED_SQL = "SELECT a.run_id FROM {audits} a JOIN runs r ON a.run_id = r.run_id AND a.content_hash = r.content_hash WHERE a.ok AND coalesce(a.audited, true)"
 _EMPTY_AUDITS = ("(SELECT NULL::VARCHAR AS run_id, NULL::VARCHAR AS content_hash, NULL::BOOLEAN AS ok, NULL::VARCHAR AS reason, "
                  "NULL::BOOLEAN AS audited WHERE false)")
@@ -126,6 +131,10 @@ class SqlSource:
 
     def audited(self) -> set[str]:
         return {row[0] for row in self.con.execute(AUDITED_SQL.format(audits=self._audits())).fetchall()}
+
+    def unverified(self) -> set[str]:
+        """Runs whose manifest records a checkpoint handoff that was not verified."""
+        return {row[0] for row in self.con.execute(UNVERIFIED_SQL).fetchall()}
 
     def invalid_runs(self) -> list[dict[str, Any]]:
         if "invalid_runs" not in self.tables:
@@ -163,6 +172,9 @@ class ReferenceSource:
 
     def audited(self) -> set[str]:
         return set()  # the reference reads the files; it replays nothing
+
+    def unverified(self) -> set[str]:
+        return {r.run_id for r in self.corpus.runs if any(not c.verified for c in r.manifest.evaluation.checkpoints)}
 
     def whole_run(self) -> set[str]:
         return {r.run_id for r in self.corpus.runs if unresolved_as_a_whole(r)}
@@ -218,6 +230,7 @@ class CorpusScorer:
         self.whole = source.whole_run()
         self.episode_reasons = source.episode_reasons()
         self.audited = source.audited()
+        self.unverified = source.unverified()
         self.invalid = source.invalid_runs()
         loaded = [{**r, "reason": self.reasons.get(r["run_id"]), "invalid": False} for r in source.runs()]
         placed = [{**{c: r.get(c) for c in RUN_COLUMNS}, "reason": r["reason"], "invalid": True}
@@ -437,7 +450,7 @@ class CorpusScorer:
                 for instance in pair["members"]:
                     runs = sorted(self.runs_of(group, pair["population"], instance), key=lambda r: r["run_id"] or "")
                     run = runs[0] if runs else None
-                    resolved = run is not None and self.resolved(run)
+                    resolved = run is not None and self.resolved(run) and run["run_id"] not in self.unverified
                     members.append(scored.get(run["run_id"], MemberUnit(run["run_id"], pair["population"], instance, False, None))
                                    if resolved and run is not None else None)
                 cluster = f"pair:{pair['population']}/{pair['pair_id']}"
@@ -489,10 +502,16 @@ class CorpusScorer:
         supported opportunity: the branch is *not delivered in time* (sec. 6.3)."""
         return any(not u.in_time for u in self.supports.get(run["run_id"], []))
 
+    def branch_resolved(self, run: dict[str, Any] | None) -> bool:
+        """A branch run counts when it is resolved, started from a verified handoff (or from
+        the registered initialization) and got its support in time."""
+        return run is not None and self.resolved(run) and run["run_id"] not in self.unverified and not self.late(run)
+
     def _sides(self, runs: dict[str, dict[str, Any] | None], outcome: str) -> tuple[dict[str, Any], dict[str, bool]]:
         """Outcome values and resolved flags of the branch runs of a pair or matched set
-        (a branch whose support came after the choice is unresolved)."""
-        resolved = {k: run is not None and self.resolved(run) and not self.late(run) for k, run in runs.items()}
+        (a branch from an unverified checkpoint, or whose support came after the choice, is
+        unresolved)."""
+        resolved = {k: self.branch_resolved(run) for k, run in runs.items()}
         values = {k: self.outcomes[run["run_id"]][outcome] if resolved[k] else None for k, run in runs.items()}  # type: ignore[index]
         return values, resolved
 
@@ -540,7 +559,7 @@ class CorpusScorer:
         rows = []
         for pair, runs in branches:
             run = runs["supported"]
-            resolved = run is not None and self.resolved(run)
+            resolved = run is not None and self.resolved(run) and run["run_id"] not in self.unverified
             rows.append((f"oracle_pair:{pair['pair_id']}", self.supports.get(run["run_id"], []) if resolved else None))  # type: ignore[index]
         return support_metrics(rows, supports)
 

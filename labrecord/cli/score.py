@@ -44,6 +44,7 @@ def score(source: str | None, parquet_dir: str | None, seed: int, resamples: int
       labrecord score runs/
       labrecord score corpus.duckdb --json --seed 7 --resamples 2000
       labrecord score --parquet snapshot/ --decision select_weight
+      labrecord score runs/ --repeats mean     # average repeated runs of a member first
     """
     from labrecord.errors import LabrecordError
     from labrecord.fileio import atomic_write_bytes, dumps_pretty
@@ -68,8 +69,10 @@ def score(source: str | None, parquet_dir: str | None, seed: int, resamples: int
         with progress(len(runs_to_audit(con)), "audit") as advance:
             verdicts = audit_corpus(con, advance)
         failed = [v for v in verdicts if not v["ok"]]
+        unaudited = sum(1 for v in verdicts if v["ok"] and not v.get("audited", True))
         if not as_json:
-            click.echo(f"replay audit: {len(verdicts) - len(failed)} of {len(verdicts)} run(s) agree", err=True)
+            note = f", {unaudited} declare no measurement stream (scored unaudited)" if unaudited else ""
+            click.echo(f"replay audit: {len(verdicts) - len(failed) - unaudited} of {len(verdicts)} run(s) agree{note}", err=True)
     where = (lambda row: row["system_name"] == system) if system else None
     result = score_corpus(con, seed=seed, resamples=resamples, decisions=decisions or None, one_group=one_group, where=where,
                           repeats=repeats)

@@ -70,6 +70,18 @@ def connect(db_path: str | os.PathLike[str] | None = None, *, read_only: bool = 
     return con
 
 
+def _shadow_missing_columns(con: DuckDBPyConnection) -> None:
+    """A read-only corpus of an older release: each table lacking registered columns is
+    shadowed by a connection-local view that adds them as nulls (the file is not changed)."""
+    missing = missing_columns(con)
+    if not missing:
+        return
+    catalog = con.execute("SELECT current_database()").fetchall()[0][0].replace('"', '""')
+    for name in sorted({spec.name for spec, _ in missing}):
+        extra = ", ".join(f'NULL::{c.type.replace(" PRIMARY KEY", "")} AS "{c.name}"' for spec, c in missing if spec.name == name)
+        con.execute(f'CREATE TEMP VIEW {name} AS SELECT *, {extra} FROM "{catalog}".main.{name}')
+
+
 #: DuckDB error kinds that say the machine failed (disk, memory), not the data
 _MACHINE_ERRORS = ("IOException", "OutOfMemoryException", "FatalException", "InternalException")
 #: words of a DuckDB error of another kind (a commit that could not write its log) that
@@ -96,18 +108,6 @@ def rollback(con: DuckDBPyConnection) -> None:
         con.execute("ROLLBACK")
     except Exception:  # noqa: BLE001 - the failure being reported is the one that matters
         pass
-
-
-def _shadow_missing_columns(con: DuckDBPyConnection) -> None:
-    """A read-only corpus of an older release: each table lacking registered columns is
-    shadowed by a connection-local view that adds them as nulls (the file is not changed)."""
-    missing = missing_columns(con)
-    if not missing:
-        return
-    catalog = con.execute("SELECT current_database()").fetchall()[0][0].replace('"', '""')
-    for name in sorted({spec.name for spec, _ in missing}):
-        extra = ", ".join(f'NULL::{c.type.replace(" PRIMARY KEY", "")} AS "{c.name}"' for spec, c in missing if spec.name == name)
-        con.execute(f'CREATE TEMP VIEW {name} AS SELECT *, {extra} FROM "{catalog}".main.{name}')
 
 
 def open_snapshot(parquet_dir: str | os.PathLike[str]) -> DuckDBPyConnection:

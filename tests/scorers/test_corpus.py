@@ -52,6 +52,7 @@ def test_sql_and_reference_agree(spec):
             assert _close(_sorted_units(sql.units(kind)), _sorted_units(ref.units(kind))), kind
         assert sql.unresolved() == ref.unresolved()
         assert sql.whole_run() == ref.whole_run()
+        assert sql.unverified() == ref.unverified()
         assert sql.episode_reasons() == ref.episode_reasons()
         assert sql.invalid_runs() == ref.invalid_runs()
         try:

@@ -6,7 +6,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from labrecord.errors import LabrecordError
-from labrecord.scorers.corpus import score_corpus
+from labrecord.scorers.corpus import score_corpus, score_reference
 from labrecord.scorers.oracle import gain_bounds, interaction, paired_gain
 from labrecord.scorers.synthetic import DecisionSpec, GeometrySpec, RolloutSpec, write_population, write_rollout
 
@@ -318,3 +318,16 @@ def test_own_correct_is_the_share_of_legal_originals(originals):
             for k, (legal, in_time) in enumerate(originals)]
     estimate = measure(support_metrics(rows, [("decision", "replace")])["own_correct"].units)
     assert estimate.value == sum(legal for legal, _ in originals) / len(originals)
+
+
+def test_a_branch_from_an_unverified_checkpoint_is_unresolved(tmp_path):
+    """One decision:assist pair: base wrong, supported right (gain.correct 1 when verified).
+    The supported branch's manifest records its d0 handoff as unverified: the pair is
+    unresolved, gain.correct in [0, 1] — never 1.0 from an unverified start."""
+    write_population(tmp_path, "O", _instances("b0", "s0") + [_pair("p0", "b0", "s0")])
+    write_rollout(tmp_path, RolloutSpec("base0", population=("O", "b0"), decisions=[DecisionSpec(outcome="wrong")]))
+    write_rollout(tmp_path, RolloutSpec("sup0", population=("O", "s0"), intervention=_support("o1"),
+                                        handoffs=[{"decision": "select_weight", "verified": False}]))
+    for result in (score_corpus(tmp_path, resamples=0), score_reference(tmp_path, resamples=0)):
+        m = _supported_group(result)["metrics"]
+        assert (m["gain.correct"]["value"], m["gain.correct.lower"]["value"], m["gain.correct.upper"]["value"]) == (None, 0.0, 1.0)
