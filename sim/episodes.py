@@ -20,7 +20,6 @@ registry entry (:mod:`labrecord.families`).
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import os
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Hashable
@@ -31,6 +30,7 @@ import numpy as np
 
 from labrecord.errors import LabrecordError
 from labrecord.models import RunManifest
+from labrecord.registry import register_population
 from labrecord.rundir import DEMO_FILE, RunWriter
 from labrecord.sim.fanout import check_request, headless_rendering, refuse_existing, run_specs
 
@@ -129,8 +129,10 @@ class BenchTask(ABC):
         """The natural-language instruction of ``instance``."""
 
     @abstractmethod
-    def layout_text(self, instance: Any) -> str:
-        """The instance's layout written out (its hash goes into ``run.json``)."""
+    def layout_description(self) -> str:
+        """The family's layout description written out: the candidate spots and regions its
+        layout generator draws from (its revision goes into ``run.json``; the realized layout
+        of one instance follows from the layout seed and is not a revision)."""
 
     def columns(self) -> tuple[str, ...]:
         """The measurement columns the contract reads (and the optional ones this bench writes)."""
@@ -199,6 +201,8 @@ def run_episodes(family: str, out_dir: str | os.PathLike[str], condition: str = 
     if deadline_s is not None and not deadline_s > 0:
         raise LabrecordError(f"deadline {deadline_s!r} s: expected a positive number of seconds")
     check_request(condition, registered.conditions, episodes)
+    if deadline_s is None:
+        deadline_s = registered.default_deadline_s
     served = None
     if policy in SERVED_POLICIES:
         if workers > 1 or executor != "local":
@@ -282,9 +286,12 @@ def open_episode(spec: EpisodeSpec, policy: Any, served: Any = None) -> OpenEpis
     step owner for ``policy``; the caller drives the owner (``run_episode`` or the
     push-mode calls)."""
     headless_rendering()
+    from labrecord.families import family as entry
     from labrecord.recorders.loop import StepOwner
     from labrecord.scorers.contracts import get_contract
 
+    if spec.deadline_s is None:  # every episode has a response deadline: the family's by default
+        spec = dataclasses.replace(spec, deadline_s=entry(spec.family).default_deadline_s)
     task = bench_task(spec.family)
     contract = get_contract(spec.family)
     # cameras the policy looks at are rendered even without videos
@@ -326,17 +333,20 @@ def episode_manifest(spec: EpisodeSpec, task: BenchTask, instance: Any, policy: 
                      served: Any = None) -> RunManifest:
     """The run manifest of an episode: task, system (with a served policy's preflight),
     intervention, population, budget, seeds (policy seed :func:`policy_seed`), the scene
-    asset with a hash of the instance's layout, and the physics rates."""
+    with its asset revision and the layout revision of the family's layout description,
+    and the physics rates."""
     import mujoco
 
     from labrecord.models import (
         Assets, Budget, Evaluation, Intervention, ObservationSpec, Physics, Population, Seeds, System, Task,
     )
     from labrecord.rundir import utc_now
+    from labrecord.sim.assets import asset_revision, layout_revision
     from labrecord.sim.bench.scene import PHYSICS_HZ
 
     caps = policy.capabilities
     family = spec.family
+    scene = f"labrecord.sim.assets/{family}.xml"
     return RunManifest(
         run_id=run_id_of(spec), created_at=utc_now(),
         task=Task(family=family, task_id=f"{family}-{spec.condition}", version=contract.version,
@@ -355,8 +365,7 @@ def episode_manifest(spec: EpisodeSpec, task: BenchTask, instance: Any, policy: 
                           response_deadline_s=spec.deadline_s)),
         seeds=Seeds(task_state=instance.task_seed, layout=instance.layout_seed, appearance=None,
                     policy=policy_seed(spec.seed, spec.index)),
-        assets=Assets(scene=f"labrecord.sim.assets/{family}.xml",
-                      layout_hash="sha256:" + hashlib.sha256(task.layout_text(instance).encode()).hexdigest()[:16]),
+        assets=Assets(scene=scene, revision=asset_revision(scene), layout_hash=layout_revision(task.layout_description())),
         physics=Physics(engine=f"mujoco-{mujoco.__version__}", physics_hz=PHYSICS_HZ,
                         control_hz=caps.action_spec.control_hz),
     )
@@ -407,64 +416,3 @@ def instance_records(task_id: str, condition: str, drawn: list[Any], decision: s
                                 fields=fields(inst) if fields is not None else inst.variant()))
         records.append(Checkpoint(instance_id=instance_id_of(index), decision=decision))
     return records
-
-
-def register_population(out_dir: str | os.PathLike[str], name: str, records: list[Any]) -> Path:
-    """Write or merge ``<out_dir>/populations/<name>.jsonl``; returns its path.
-
-    Records already registered are kept as they are (order preserved) and only new ones
-    appended, so a second policy on the same instances leaves the file unchanged.  An
-    instance registered with other drawn fields is refused: the folder's registry no
-    longer describes these runs.  Writes are atomic and serialized by a lock file.
-    """
-    import fcntl
-
-    import msgspec
-
-    from labrecord.fileio import atomic_write_bytes, dumps
-    from labrecord.models import PopulationEntry
-    from labrecord.rundir import POPULATIONS_DIR
-    from labrecord.validation.files import validate_population_file
-    from labrecord.validation.findings import Report
-
-    folder = Path(out_dir) / POPULATIONS_DIR
-    folder.mkdir(parents=True, exist_ok=True)
-    path = folder / f"{name}.jsonl"
-    lock = os.open(folder, os.O_RDONLY)  # parallel sim commands into one folder merge in turn
-    try:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        lines: list[bytes] = []
-        if path.exists():
-            report = Report()
-            validate_population_file(path, report)
-            if report.errors:
-                raise LabrecordError(f"cannot extend population registry: {report.errors[0]}")
-            lines = [line for line in path.read_bytes().splitlines() if line.strip()]
-        decoder = msgspec.json.Decoder(PopulationEntry)
-        known = {}
-        for number, line in enumerate(lines, start=1):
-            record = decoder.decode(line)
-            known[_record_key(record)] = (number, record)
-        added: list[bytes] = []
-        for record in records:
-            key = _record_key(record)
-            if key not in known:
-                known[key] = (len(lines) + len(added) + 1, record)
-                added.append(dumps(record))
-            elif known[key][1] != record:
-                number, old = known[key]
-                raise LabrecordError(f"{path}:{number}: {key[0]} {key[1]!r} is registered as {msgspec.to_builtins(old)}, "
-                                     f"this run draws {msgspec.to_builtins(record)}; use another --out or --seed")
-        if added or not path.exists():
-            # existing lines are kept byte for byte (fields this release does not know included)
-            atomic_write_bytes(path, b"".join(line + b"\n" for line in lines + added))
-    finally:
-        os.close(lock)
-    return path
-
-
-def _record_key(record: Any) -> tuple[str, str]:
-    tag = type(record).__struct_config__.tag
-    if tag in ("pair", "oracle_pair"):
-        return tag, record.pair_id
-    return tag, record.instance_id + (f"/{record.decision}" if tag == "checkpoint" else "")

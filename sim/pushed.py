@@ -67,9 +67,8 @@ class PushedEpisodes:
     def start(self) -> Observation:
         """Close any open episode, open the next one, let the scene settle for one control
         period and return the first observation."""
-        from labrecord.sim.episodes import (
-            EpisodeSpec, bench_task, open_episode, population_name, register_population, run_id_of,
-        )
+        from labrecord.registry import register_population
+        from labrecord.sim.episodes import EpisodeSpec, bench_task, open_episode, population_name, run_id_of
 
         self.finish()
         index = self.episodes

@@ -149,8 +149,10 @@ class CentrifugeTask(BenchTask):
             return "Balance the rotor: insert the free tube into the slot opposite the loaded tube, then stop."
         return "Load both tubes into opposite slots of the rotor, then stop."
 
-    def layout_text(self, instance: Any) -> str:
-        return repr((round(instance.rotor_yaw, 9), instance.layout_seed))
+    def layout_description(self) -> str:
+        from labrecord.sim.centrifuge.scene import ROTOR_XY, STAND_SPOTS
+
+        return repr((FAMILY, ROTOR_XY, STAND_SPOTS))
 
 
 TASK = CentrifugeTask()

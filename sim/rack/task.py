@@ -136,8 +136,10 @@ class RackTask(BenchTask):
         return ("Place the sample tube in a free hole of the rack and withdraw; after the pause, "
                 "retrieve that same tube and set it on the green region, then stop.")
 
-    def layout_text(self, instance: Any) -> str:
-        return repr((instance.rack_pose, instance.moved_pose, instance.layout_seed))
+    def layout_description(self) -> str:
+        from labrecord.sim.rack.scene import DISTRACTORS, PITCH, REGION, STAND
+
+        return repr((FAMILY, STAND, REGION, PITCH, DISTRACTORS))
 
 
 TASK = RackTask()

@@ -77,9 +77,21 @@ def reference_metrics(family: str, folder: Path, condition: str) -> dict[str, An
     return group_metrics(folder)
 
 
+def check_bench_identity(runs: list[Path], deadline_s: float) -> None:
+    """Every run names its bench's asset revision and layout revision — the same for every
+    instance of one bench, so randomized instances pool — and the family's default response
+    deadline."""
+    from labrecord.rundir import read_manifest
+
+    manifests = [read_manifest(run).manifest for run in runs]
+    assert all(m.assets.revision and m.assets.revision.startswith("sha256:") for m in manifests)
+    assert len({(m.assets.revision, m.assets.layout_hash) for m in manifests}) == 1
+    assert {m.evaluation.budget.response_deadline_s for m in manifests} == {deadline_s}
+
+
 #: fields that hold wall-clock readings (when a file was written, how long a query or an
 #: episode took on this machine): the only ones two recordings of one seed may differ in
-WALL_CLOCK_FIELDS = frozenset({"created_at", "wall", "inference_s", "episode_wall_s"})
+WALL_CLOCK_FIELDS = frozenset({"created_at", "wall", "inference_s", "episode_wall_s", "policy_s_per_query"})
 
 
 def _without_wall_clock(value: Any) -> Any:
