@@ -69,6 +69,10 @@ class Family:
     optional_columns: dict[str, str] = field(default_factory=dict)
     #: episodes a ``labrecord sim`` command runs by default
     default_episodes: int = 8
+    #: the default response deadline, simulated seconds from the opportunity (about twice the
+    #: time the reference policy takes to show its first choice on the basic condition);
+    #: C_id then counts a choice identified within that budget, not merely before the end
+    default_deadline_s: float = 20.0
     #: the Oracle supports (site, mode) a study can deliver on this bench
     supports: tuple[tuple[str, str], ...] = ()
     #: the ``labrecord study`` commands built on this bench (``oracle`` needs ``supports``)
@@ -154,6 +158,7 @@ WEIGHING = Family(
     contract="labrecord.scorers.contracts.weighing:WeighingContract",
     bench="labrecord.sim.weighing.task:TASK",
     columns=_weighing_columns(), optional_columns=_weighing_optional_columns(), default_episodes=20,
+    default_deadline_s=10.0,  # the reference shows its first choice after 2.4-2.6 s
     demo_episodes=12,  # one full block of targets and answers
     supports=(("semantic", "assist"), ("decision", "assist"), ("decision", "replace"), ("skill", "replace"),
               ("geometry", "assist"), ("geometry", "replace")),
@@ -177,7 +182,7 @@ CENTRIFUGE = Family(
     },
     contract="labrecord.scorers.contracts.centrifuge:CentrifugeContract",
     bench="labrecord.sim.centrifuge.task:TASK",
-    columns=_centrifuge_columns(),
+    columns=_centrifuge_columns(), default_deadline_s=20.0,  # first choice after 9.1 s
     supports=(("decision", "replace"),), studies=("oracle",),
 )
 
@@ -199,7 +204,7 @@ RACK = Family(
     },
     contract="labrecord.scorers.contracts.rack:RackContract",
     bench="labrecord.sim.rack.task:TASK",
-    columns=_rack_columns(),
+    columns=_rack_columns(), default_deadline_s=20.0,  # first choice after 9.4 s
     supports=(("decision", "replace"),), studies=("oracle",),
 )
 

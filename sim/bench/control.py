@@ -58,6 +58,14 @@ def action_spec(convention: str, control_hz: float | None = None, max_chunk: int
     raise LabrecordError(f"action convention {convention!r}: expected joint_pos, joint_vel or eef_delta")
 
 
+def control_rate(spec: ActionSpec) -> float:
+    """The control rate of ``spec`` (Hz): a bench steps every convention at a declared rate
+    (an imported record may leave it unknown; such a spec cannot drive the arm)."""
+    if spec.control_hz is None:
+        raise LabrecordError("action spec: no control rate; the bench executes rows at a declared control_hz")
+    return float(spec.control_hz)
+
+
 def convention_of(spec: ActionSpec) -> str:
     """The convention an ActionSpec declares (inverse of :func:`action_spec`)."""
     if spec.representation == "joint" and spec.dim == 8:
@@ -99,7 +107,7 @@ class ArmController:
     def __init__(self, scene: Any, spec: ActionSpec, iterations: int = 1) -> None:
         self.scene = scene
         self.convention = convention_of(spec)
-        self.period = 1.0 / spec.control_hz
+        self.period = 1.0 / control_rate(spec)
         self.iterations = iterations
         self._ik: Any = None
 

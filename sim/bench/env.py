@@ -34,12 +34,12 @@ class BenchEnv(ABC):
 
     def __init__(self, scene: Any, bodies: tuple[str, ...] | list[str], action_spec: ActionSpec | None,
                  cameras: tuple[str, ...]) -> None:
-        from labrecord.sim.bench.control import ArmController, action_spec as spec_of
+        from labrecord.sim.bench.control import ArmController, action_spec as spec_of, control_rate
 
         self.scene = scene
         self.action_spec = action_spec or spec_of("eef_delta")
         self.controller = ArmController(self.scene, self.action_spec)
-        self.control_hz = self.action_spec.control_hz
+        self.control_hz = control_rate(self.action_spec)
         self.cameras = cameras
         self._k = 0
         self._step = 0

@@ -108,9 +108,10 @@ class WeighingTask(BenchTask):
     def instruction(self, instance: Any) -> str:
         return f"Bring the balance reading to {instance.target_g:.0f} g using the labeled standards, then stop."
 
-    def layout_text(self, instance: Any) -> str:
-        layout = layout_of(instance)
-        return repr(sorted(layout.table_spot.items())) + repr(sorted(layout.pan_spot.items()))
+    def layout_description(self) -> str:
+        from labrecord.sim.weighing.scene import PAN_SPOTS, TABLE_SPOTS
+
+        return repr((self.name, TABLE_SPOTS, PAN_SPOTS))
 
     def columns(self) -> tuple[str, ...]:
         """The columns the weighing contract reads: ``step``, ``t``, the family's registered
