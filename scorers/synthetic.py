@@ -18,7 +18,7 @@ import msgspec
 from labrecord.examples import example_manifest
 from labrecord.fileio import dumps
 from labrecord.models import (
-    Choice, Confirm, EpisodeEnd, EpisodeStart, Failure, Geometry, Intervention, InterventionEvent, ObservationReceipt,
+    Choice, Confirm, EpisodeEnd, EpisodeStart, Failure, Geometry, Harness, Intervention, InterventionEvent, ObservationReceipt,
     Operation, Opportunity, Recovery, Validity, Violation,
 )
 from labrecord.rundir import RunWriter
@@ -80,6 +80,8 @@ class RolloutSpec:
     evaluation_version: str = "1"
     intervention: dict[str, Any] = field(default_factory=dict)
     episode: bool = True
+    #: run.json ``harness`` fields (actions_per_query, renderer …); empty: no harness record
+    harness: dict[str, Any] = field(default_factory=dict)
 
 
 def write_rollout(root: str | os.PathLike[str], spec: RolloutSpec) -> Path:
@@ -88,6 +90,8 @@ def write_rollout(root: str | os.PathLike[str], spec: RolloutSpec) -> Path:
                                 evaluation_version=spec.evaluation_version, population=spec.population)
     if spec.intervention:
         manifest.intervention = msgspec.convert(spec.intervention, Intervention)
+    if spec.harness:
+        manifest.harness = msgspec.convert(spec.harness, Harness)
     run = RunWriter.create(root, manifest)
     t = 0.0
     if spec.episode:

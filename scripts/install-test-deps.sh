@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs everything the test suite uses on a fresh Debian machine (run as root or with sudo):
 #   Debian: osra, tesseract-ocr (structure and text reading), EGL + Mesa (offscreen rendering)
-#   Python 3.11+: labrecord with its extras, and the reference readers robomimic + CPU torch
+#   Python 3.11+: labrecord with its extras (dev brings statsmodels, the reference for the
+#   paired tests of labrecord diff), and the reference readers robomimic + CPU torch
 #   Python 3.12: a separate venv with lerobot (scripts/install-lerobot-venv.sh)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -10,6 +11,7 @@ sudo_=""; [ "$(id -u)" = 0 ] || sudo_="sudo"
 $sudo_ apt-get update -qq
 $sudo_ apt-get install -y -qq osra tesseract-ocr tesseract-ocr-eng fonts-dejavu-core libegl1 libgl1-mesa-dri libosmesa6 >/dev/null
 python3 -m pip install -q -e ".[dev,sim,chem,ray,report,policies,gym,vla-eval]"
+python3 -c "import statsmodels" # the exact McNemar reference of tests/scorers/test_paired.py
 # openpi-client pins numpy<2; only its pure-Python codec is used, as the reference the
 # OpenPI adapter's wire format is checked against
 python3 -m pip install -q --no-deps "openpi-client==0.1.2"

@@ -1,0 +1,109 @@
+"""What-if re-scoring: stored runs replayed under changed contract thresholds."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from labrecord.errors import LabrecordError
+from labrecord.rundir import EVENTS_FILE, iter_events
+from labrecord.scorers.audit import audit_run
+from labrecord.scorers.whatif import label_of, parse_params, rescore_runs
+from tests.support import require_module
+
+
+@pytest.fixture(scope="module")
+def weighing_runs(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Two basic reference weighing episodes (no cameras), recorded once."""
+    require_module("mujoco", "pip install 'labrecord[sim]'")
+    from labrecord.sim import run_weighing
+
+    root = tmp_path_factory.mktemp("runs")
+    run_weighing(root, "basic", "reference", episodes=2, seed=0, cameras=False)
+    return root
+
+
+def test_parse_params_and_label():
+    params = parse_params(["weighing.success_tol_g=0.5", "weighing.dwell_s=2", "rack.dwell_s=1.5"])
+    assert params == {"weighing": {"success_tol_g": 0.5, "dwell_s": 2.0}, "rack": {"dwell_s": 1.5}}
+    assert label_of(params) == "rack.dwell_s=1.5,weighing.dwell_s=2,weighing.success_tol_g=0.5"
+
+
+@pytest.mark.parametrize("texts, match", [
+    (["weighing.tau_f_s=0.5", "weighing.drop_height_m=0.1", "weighing.dwell_s=2"],
+     r"cannot re-score weighing\.tau_f_s, weighing\.drop_height_m after the fact: .*what the policy saw"),
+    (["centrifuge.max_axial_deg=20"], r"cannot re-score centrifuge\.max_axial_deg .*re-scorable: centrifuge: dwell_s"),
+    (["weighing.nope=1"], r"contract weighing/1 has no threshold 'nope'"),
+    (["kitchen.dwell_s=1"], r"no task family 'kitchen'"),
+    (["weighing.success_tol_g"], r"expected FAMILY\.THRESHOLD=NUMBER"),
+    (["weighing.success_tol_g=lots"], r"'lots' is not a number"),
+])
+def test_parse_params_refuses_in_one_line(texts, match):
+    with pytest.raises(LabrecordError, match=match) as error:
+        parse_params(texts)
+    assert "\n" not in str(error.value)
+
+
+def test_unchanged_thresholds_reproduce_the_recorded_events(weighing_runs, tmp_path):
+    """Re-scoring under the registered value replays exactly what was recorded: the copy's
+    events are byte-identical and it passes the replay audit (its contract hash is the
+    registered one again)."""
+    results = rescore_runs(weighing_runs, {"weighing": {"success_tol_g": 1.0}}, tmp_path / "same")
+    assert len(results) == 2 and all(r["rescored"] for r in results)
+    for result in results:
+        copy = Path(result["run_dir"])
+        original = weighing_runs / copy.name
+        assert (copy / EVENTS_FILE).read_bytes() == (original / EVENTS_FILE).read_bytes()
+        assert audit_run(copy).ok
+        manifest = json.loads((copy / "run.json").read_text())
+        assert manifest["task"]["version"] == "weighing/1 whatif(weighing.success_tol_g=1)"
+        assert manifest["rescore"]["original_task_version"] == "weighing/1"
+    assert (tmp_path / "same" / "populations").is_dir()
+
+
+def test_a_tighter_tolerance_withdraws_completion(weighing_runs, tmp_path):
+    """Both reference episodes end within 1 g of the target; the displayed reading is not
+    within 0.05 g (half the 0.1 g display quantum) of it, so under success_tol_g = 0.05 no
+    terminal dwell completes and each episode ends as a timeout without physical completion."""
+    results = rescore_runs(weighing_runs, {"weighing": {"success_tol_g": 0.05}}, tmp_path / "tight")
+    for result in results:
+        events = [e for _, e in iter_events(Path(result["run_dir"]) / EVENTS_FILE)]
+        end = [e for e in events if e.__struct_config__.tag == "episode_end"][0]
+        original = [e for _, e in iter_events(weighing_runs / Path(result["run_dir"]).name / EVENTS_FILE)]
+        assert [e for e in original if e.__struct_config__.tag == "episode_end"][0].physical_complete
+        assert not any(e.__struct_config__.tag == "dwell" and e.state == "complete" for e in events)
+        assert (end.physical_complete, end.valid_complete, end.reason) == (False, False, "timeout")
+        # the opportunities and choices the policy answered are unchanged
+        kept = [(e.__struct_config__.tag, e.t) for e in events if e.__struct_config__.tag in ("opportunity", "choice")]
+        assert kept == [(e.__struct_config__.tag, e.t) for e in original
+                        if e.__struct_config__.tag in ("opportunity", "choice")]
+
+
+def test_score_and_diff_compare_the_rescore_with_the_original(weighing_runs, tmp_path):
+    from click.testing import CliRunner
+
+    from labrecord.cli import cli
+
+    runner = CliRunner()
+    out = tmp_path / "whatif.json"
+    result = runner.invoke(cli, ["score", str(weighing_runs), "--contract-param", "weighing.success_tol_g=0.05",
+                                 "--json", "--resamples", "0", "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    group = json.loads(out.read_text())["groups"][0]
+    assert group["identity"]["task_version"] == "weighing/1 whatif(weighing.success_tol_g=0.05)"
+    assert group["metrics"]["completion.physical"]["value"] == 0.0
+    assert group["metrics"]["B_next"]["value"] == 1.0
+
+    diff = runner.invoke(cli, ["diff", str(weighing_runs), str(weighing_runs), "--contract-param",
+                               "weighing.success_tol_g=0.05", "--json", "--resamples", "0"])
+    assert diff.exit_code == 0, diff.output
+    report = json.loads(diff.output)
+    assert report["compared"] == ["task_version", "contract_hash"]
+    physical = report["binary"]["completion.physical"]
+    assert (physical["both"], physical["a_only"], physical["b_only"], physical["neither"]) == (0, 2, 0, 0)
+    assert report["explanation"]["verdict"] == "attributed" and report["explanation"]["cause"] == "task_version"
+
+    refused = runner.invoke(cli, ["score", str(weighing_runs), "--contract-param", "weighing.stable_range_g=2"])
+    assert refused.exit_code == 1
+    assert refused.output.startswith("Error: cannot re-score weighing.stable_range_g after the fact")
