@@ -523,6 +523,12 @@ def binary_rows(result: dict[str, Any]) -> list[tuple[Any, ...]]:
     return rows
 
 
+def attribution_rows(result: dict[str, Any]) -> list[tuple[Any, ...]]:
+    """One table row per compared field: values on each side, pairs differing, flips."""
+    return [(r["field"], ", ".join(r["a_values"]), ", ".join(r["b_values"]), r["pairs_differing"], r["flips"],
+             ", ".join(f"{k} {v}" for k, v in r["flips_by_outcome"].items()) or "—") for r in result["attribution"]]
+
+
 def continuous_rows(result: dict[str, Any]) -> list[tuple[Any, ...]]:
     rows = []
     for name, c in result["continuous"].items():

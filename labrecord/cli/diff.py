@@ -53,7 +53,7 @@ def diff(a: str, b: str, compare: tuple[str, ...], contract_params: tuple[str, .
 
 
 def print_diff(result: dict[str, Any], explain: bool = False) -> None:
-    from labrecord.scorers.diff import binary_rows, continuous_rows
+    from labrecord.scorers.diff import attribution_rows, binary_rows, continuous_rows
 
     click.echo(f"A: {result['a']['source']} ({result['a']['episodes']} episodes, {result['a']['unresolved']} unresolved)")
     click.echo(f"B: {result['b']['source']} ({result['b']['episodes']} episodes, {result['b']['unresolved']} unresolved)")
@@ -65,10 +65,8 @@ def print_diff(result: dict[str, Any], explain: bool = False) -> None:
         echo_table(["metric", "pairs", "unres.", "A mean", "B mean", "B − A", "95% CI (paired bootstrap)"],
                    continuous_rows(result), title="continuous metrics (paired)")
     if result["attribution"]:
-        echo_table(["field", "A", "B", "pairs differing", "flips", "flips by outcome"],
-                   [(r["field"], ", ".join(r["a_values"]), ", ".join(r["b_values"]), r["pairs_differing"], r["flips"],
-                     ", ".join(f"{k} {v}" for k, v in r["flips_by_outcome"].items()) or "—")
-                    for r in result["attribution"]], title="attribution")
+        echo_table(["field", "A", "B", "pairs differing", "flips", "flips by outcome"], attribution_rows(result),
+                   title="attribution")
     for entry in result["unresolved_pairs"]:
         click.echo(f"unresolved pair {entry['episode']}: {entry['reason']}")
     for entry in result["one_sided"]:
