@@ -98,7 +98,8 @@ class Episode:
 
 @dataclass
 class Evaluation:
-    """The episodes of one side, and the registered instances of its populations."""
+    """The episodes of one side, and the registered instances of the populations they
+    belong to (a registered instance without an episode is a missing member)."""
 
     name: str
     episodes: list[Episode]
@@ -136,8 +137,11 @@ def load_evaluation(con: Any, name: str, where: Any = None) -> Evaluation:
             ep.outcomes.clear()
             ep.values.clear()
     chosen = [ep for ep in episodes.values() if where is None or where(ep.identity)]
+    # as in the scorers: a population counts its missing members for the runs pointing at it
+    pointed = {ep.identity.get("population_name") for ep in chosen}
     registered = {(p["population"], p["instance_id"]) for p in source.populations()
-                  if p["type"] in ("instance", "checkpoint", "fixed_start") and p["instance_id"]}
+                  if p["type"] in ("instance", "checkpoint", "fixed_start") and p["instance_id"]
+                  and p["population"] in pointed}
     return Evaluation(name, sorted(chosen, key=lambda e: (e.run_id, e.identity["episode"])), registered)
 
 
@@ -203,9 +207,13 @@ def _values(episodes: Sequence[Episode], name: str) -> set[Any]:
 
 
 def compared_fields(a: Evaluation, b: Evaluation) -> list[str]:
-    """The setting fields whose recorded values (over the resolved episodes) differ
-    between the two evaluations."""
-    return [f for f in SETTING_FIELDS if _values(a.episodes, f) != _values(b.episodes, f)]
+    """The setting fields whose recorded values (over the resolved episodes of instances
+    both evaluations ran) differ between the two evaluations; an evaluation that also ran
+    other tasks does not make their settings "compared"."""
+    shared = {_key(e, RESOLVING_FIELDS) for e in a.episodes} & {_key(e, RESOLVING_FIELDS) for e in b.episodes}
+    mine = [e for e in a.episodes if _key(e, RESOLVING_FIELDS) in shared] if shared else a.episodes
+    theirs = [e for e in b.episodes if _key(e, RESOLVING_FIELDS) in shared] if shared else b.episodes
+    return [f for f in SETTING_FIELDS if _values(mine, f) != _values(theirs, f)]
 
 
 def _key(ep: Episode, fields: Sequence[str]) -> tuple[Any, ...]:

@@ -10,18 +10,24 @@ from labrecord.errors import LabrecordError
 from labrecord.rundir import EVENTS_FILE, iter_events
 from labrecord.scorers.audit import audit_run
 from labrecord.scorers.whatif import label_of, parse_params, rescore_runs
+from tests.sim.runs import reference_runs_fixture
 from tests.support import require_module
 
 
-@pytest.fixture(scope="module")
-def weighing_runs(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """Two basic reference weighing episodes (no cameras), recorded once."""
+def _run_weighing(*args, **kwargs):
     require_module("mujoco", "pip install 'labrecord[sim]'")
     from labrecord.sim import run_weighing
 
-    root = tmp_path_factory.mktemp("runs")
-    run_weighing(root, "basic", "reference", episodes=2, seed=0, cameras=False)
-    return root
+    return run_weighing(*args, **kwargs)
+
+
+reference_runs = reference_runs_fixture(_run_weighing, cameras=False)
+
+
+@pytest.fixture(scope="module")
+def weighing_runs(reference_runs: list[Path]) -> Path:
+    """Two basic reference weighing episodes, recorded once (tests/sim/runs.py)."""
+    return reference_runs[0].parent
 
 
 def test_parse_params_and_label():
