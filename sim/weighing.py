@@ -393,7 +393,8 @@ def contract_columns() -> tuple[str, ...]:
 
 
 def harness_of(spec: EpisodeSpec, policy: Any, env: Any, served: Any = None) -> Any:
-    """run.json ``harness``: how the chunks were executed and what the policy was shown.
+    """run.json ``harness``: how the chunks were executed and what the policy was shown
+    (``spec`` of any family; only weighing episodes set the chunk options).
 
     ``chunk_length`` is known for the scripted policies (their plan rows per query) and
     left unknown for a served one; ``actions_per_query`` is the step owner's setting, else
@@ -404,8 +405,9 @@ def harness_of(spec: EpisodeSpec, policy: Any, env: Any, served: Any = None) -> 
     cameras = [c for c in env.cameras if c in caps.channels]
     robot = env.public_state().get("robot") or {}
     profile = getattr(getattr(served, "policy", None), "profile", None)
-    return Harness(actions_per_query=spec.actions_per_query or caps.action_spec.max_chunk,
-                   chunk_length=None if served is not None else spec.chunk_length,
+    executed = getattr(spec, "actions_per_query", None)
+    return Harness(actions_per_query=executed or caps.action_spec.max_chunk,
+                   chunk_length=None if served is not None else getattr(spec, "chunk_length", 1),
                    cameras=cameras, image_size=[spec.size or 224] * 2 if cameras else None,
                    state_convention=getattr(profile, "state", None) or "robot:" + "+".join(sorted(robot)),
                    renderer=os.environ.get("MUJOCO_GL", "default") if cameras or spec.cameras else "none")

@@ -464,7 +464,7 @@ EPISODE_IDENTITY_COLUMNS: tuple[Column, ...] = _cols(
     ("cameras", "", "camera streams rendered for the policy (harness.cameras)"),
     ("image_size", "", "[height, width] of the rendered images in pixels (harness.image_size)"),
     ("state_convention", "", "layout of the proprioceptive state sent (harness.state_convention)"),
-    ("simulator", "", "simulator and version (physics.engine, e.g. mujoco-3.3.0)"),
+    ("simulator", "", "simulator and version (physics.engine, e.g. mujoco-4.0.0)"),
     ("physics_hz", "", "physics rate (Hz)"),
     ("renderer", "", "offscreen rendering backend: egl | osmesa | none (harness.renderer)"),
     ("asset_scene", "", "scene the bench was built from (assets.scene)"),
