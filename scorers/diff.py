@@ -334,8 +334,9 @@ def continuous_comparison(pairs: Sequence[Pair], metric: str, rng: Any, resample
     diffs, a_values, b_values, unresolved = [], [], [], 0
     for pair in pairs:
         if not pair.resolved:
-            side = pair.a if pair.a is not None and pair.a.unresolved is None else pair.b
-            if side is None or side.unresolved is not None or metric in side.values:
+            # unresolved for this metric unless the known side shows it does not measure it
+            known = [ep for ep in (pair.a, pair.b) if ep is not None and ep.unresolved is None]
+            if not known or metric in known[0].values:
                 unresolved += 1
             continue
         va, vb = pair.a.values.get(metric), pair.b.values.get(metric)  # type: ignore[union-attr]

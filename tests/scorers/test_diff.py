@@ -247,3 +247,34 @@ def test_explain_over_a_pairing_without_resolved_pairs():
 
     pairing = pair_episodes(Evaluation("a", []), Evaluation("b", []))
     assert explain(pairing, [])["verdict"] == "no_flips"
+
+
+def test_an_invalid_run_makes_its_pair_unresolved(tmp_path):
+    """B's run of i1 has a cut events log: it fails validation, keeps its invalid_runs row and
+    its pair is unresolved with the validation reason (never a policy failure, never dropped)."""
+    a_dir, b_dir = tmp_path / "a", tmp_path / "b"
+    for side in (a_dir, b_dir):
+        _registry(side, ["i0", "i1"])
+        for k in range(2):
+            _run(side, f"r{k}", "pi05", f"i{k}", correct=True, physical=True)
+    with open(b_dir / "r1" / "events.jsonl", "ab") as fh:
+        fh.write(b'{"seq": 0, "t": 99.0, "type": "episode_start", "episode": 1}\n')  # seq goes back
+    result = _diff(str(a_dir), str(b_dir))
+    assert result["pairs"] == {"resolved": 1, "unresolved": 1}
+    (entry,) = result["unresolved_pairs"]
+    assert entry["episode"] == "pop/i1#0" and entry["reason"].startswith("B: invalid run: ")
+    b_next = result["binary"]["B_next"]
+    assert (b_next["both"], b_next["unresolved"], b_next["lower"], b_next["upper"]) == (1, 1, -0.5, 0.0)
+
+
+def test_a_snapshot_is_a_side(tmp_path):
+    from labrecord.store import write_snapshot
+
+    runs = tmp_path / "runs"
+    _two_policies(runs)
+    con = connect(None)
+    ingest_runs(runs, con)
+    write_snapshot(con, tmp_path / "snap")
+    from_snapshot = _diff(f"a@{tmp_path / 'snap'}", f"b@{tmp_path / 'snap'}")
+    from_runs = _diff(f"a@{runs}", f"b@{runs}")
+    assert from_snapshot["binary"] == from_runs["binary"] and from_snapshot["attribution"] == from_runs["attribution"]
