@@ -110,9 +110,9 @@ def normalize_label(key: str) -> str:
 # --------------------------------------------------------------------------- parsing
 
 def _chem() -> Any:
-    from rdkit import Chem, RDLogger
+    from rdkit import Chem, rdBase
 
-    RDLogger.DisableLog("rdApp.*")  # parse failures become Failure objects, not stderr noise
+    rdBase.DisableLog("rdApp.*")  # parse failures become Failure objects, not stderr noise
     return Chem
 
 
@@ -516,8 +516,8 @@ def _bare_reactant(template: str, bindings: Mapping[str, str], explicit: Mapping
 
 
 def _instantiate_all(reactant_templates: list[str], merged: Mapping[str, str], explicit: Mapping[str, str],
-                     c_h: bool, names: Collection[str]) -> list[str] | Failure:
-    reactants: list[str] = []
+                     c_h: bool, names: Collection[str]) -> list[DerivedSmiles] | Failure:
+    reactants: list[DerivedSmiles] = []
     for template in reactant_templates:
         try:
             labels = template_labels(template, names)
@@ -535,7 +535,7 @@ def _instantiate_all(reactant_templates: list[str], merged: Mapping[str, str], e
 
 def derive_reactants(reactant_templates: list[str], product_template: str, product: str,
                      explicit: Mapping[str, str] | None = None, *, c_h_functionalization: bool = False,
-                     names: Collection[str] = ()) -> list[str] | Failure:
+                     names: Collection[str] = ()) -> list[DerivedSmiles] | Failure:
     """Concrete reactants for one entry of a product scope.
 
     Bindings recovered from ``product`` against ``product_template`` (stereo-blind) are
@@ -557,7 +557,7 @@ def derive_reactants(reactant_templates: list[str], product_template: str, produ
         return found
     candidates, target = found
     pool = _narrow(candidates, explicit)
-    results: dict[tuple[str, ...], list[str]] = {}
+    results: dict[tuple[str, ...], list[DerivedSmiles]] = {}
     failure: Failure | None = None
     for derived in pool:
         merged = {**derived, **{normalize_label(k): v for k, v in explicit.items()}}
@@ -577,7 +577,7 @@ def derive_reactants(reactant_templates: list[str], product_template: str, produ
     return [_carry_stereo(r, product_template, target, names) for r in reactants]
 
 
-def _carry_stereo(reactant: str, product_template: str, product: str, names: Collection[str]) -> str:
+def _carry_stereo(reactant: DerivedSmiles, product_template: str, product: str, names: Collection[str]) -> DerivedSmiles:
     """Give ``reactant``'s core stereocentres the product's CIP labels, atom by atom, where
     the reactant template embeds in the product template; otherwise leave it as derived."""
     if not isinstance(reactant, DerivedSmiles):

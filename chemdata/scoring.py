@@ -10,16 +10,19 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from labrecord.errors import LabrecordError
 from labrecord.chemdata.store import ingest_documents
 from labrecord.scorers.reaction import extra_figures, score_db, unmatchable_gold
 from labrecord.store import connect
 
+if TYPE_CHECKING:
+    from duckdb import DuckDBPyConnection
+
 
 def score_documents(gold: Sequence[Any], pred: Sequence[Any], *, by: str | None = None,
-                    con: Any = None) -> dict[str, Any]:
+                    con: DuckDBPyConnection | None = None) -> dict[str, Any]:
     """Score figure documents (``labrecord.models.rxn.FigureDocument``) end to end.
 
     Both sets are ingested into ``con`` (a fresh in-memory corpus when None) and scored
@@ -76,7 +79,7 @@ def score_paths(gold: str, preds: Sequence[str], *, db: str | None = None, by: s
         con.close()
 
 
-def _resolve_gold(con: Any, gold: str, db: str | None) -> str:
+def _resolve_gold(con: DuckDBPyConnection, gold: str, db: str | None) -> str:
     from labrecord.chemdata.adapters import load_documents
 
     if Path(gold).exists():
@@ -91,7 +94,7 @@ def _resolve_gold(con: Any, gold: str, db: str | None) -> str:
     return gold
 
 
-def _resolve_pred(con: Any, pred: str, db: str | None) -> dict[str, bool]:
+def _resolve_pred(con: DuckDBPyConnection, pred: str, db: str | None) -> dict[str, bool]:
     """``{system name: has no documents}`` for one ``--pred`` value."""
     from labrecord.chemdata.adapters import load_documents
 

@@ -10,7 +10,10 @@ All numbers come from SQL over the reaction tables.
 from __future__ import annotations
 
 import os
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from duckdb import DuckDBPyConnection
 
 #: records-per-figure bands: (label, low, high) inclusive
 BANDS: tuple[tuple[str, int, int], ...] = (
@@ -26,7 +29,7 @@ def _share(num: int, den: int) -> float | None:
     return num / den if den else None
 
 
-def _systems(con: Any, system: str | None) -> list[str]:
+def _systems(con: DuckDBPyConnection, system: str | None) -> list[str]:
     if system is not None:
         found = con.execute("SELECT count(*) FROM rxn_figures WHERE system = ?", [system]).fetchall()[0][0]
         if not found:
@@ -37,7 +40,7 @@ def _systems(con: Any, system: str | None) -> list[str]:
     return [r[0] for r in con.execute("SELECT DISTINCT system FROM rxn_figures ORDER BY 1").fetchall()]
 
 
-def _figures(con: Any, system: str) -> tuple[dict[str, Any], dict[str, Any], int, int]:
+def _figures(con: DuckDBPyConnection, system: str) -> tuple[dict[str, Any], dict[str, Any], int, int]:
     status = dict(con.execute("SELECT status, count(*) FROM rxn_figures WHERE system = ? GROUP BY 1 ORDER BY 1",
                               [system]).fetchall())
     total, reactions, templates, mean, median, top = con.execute(
@@ -52,7 +55,7 @@ def _figures(con: Any, system: str) -> tuple[dict[str, Any], dict[str, Any], int
     return {"total": total, "status": status}, per_figure, int(reactions or 0), int(templates or 0)
 
 
-def _parse(con: Any, system: str) -> dict[str, Any]:
+def _parse(con: DuckDBPyConnection, system: str) -> dict[str, Any]:
     total, ok, distinct = con.execute(
         "SELECT count(*), count(*) FILTER (WHERE s.status = 'ok'), count(DISTINCT m.smiles) "
         "FROM rxn_molecules m JOIN rxn_smiles s USING (smiles) WHERE m.system = ?", [system]).fetchall()[0]
@@ -62,7 +65,7 @@ def _parse(con: Any, system: str) -> dict[str, Any]:
     return {"total": total, "ok": ok, "rate": _share(ok, total), "distinct": distinct, "reasons": reasons}
 
 
-def _provenance(con: Any, system: str) -> dict[str, float | None]:
+def _provenance(con: DuckDBPyConnection, system: str) -> dict[str, float | None]:
     rows = con.execute(
         "SELECT coalesce(origin, 'unrecorded'), count(*) FROM rxn_molecules "
         "WHERE system = ? AND role IN ('reactant', 'product') GROUP BY 1 ORDER BY 1", [system]).fetchall()
@@ -70,7 +73,7 @@ def _provenance(con: Any, system: str) -> dict[str, float | None]:
     return {origin: _share(n, total) for origin, n in rows}
 
 
-def _coverage(con: Any, system: str, reactions: int) -> dict[str, float | None]:
+def _coverage(con: DuckDBPyConnection, system: str, reactions: int) -> dict[str, float | None]:
     row = con.execute(
         "SELECT count(*) FILTER (WHERE yield IS NOT NULL), count(*) FILTER (WHERE selectivity IS NOT NULL), "
         "count(*) FILTER (WHERE n_conditions > 0), count(*) FILTER (WHERE len(identifiers) > 0), "
@@ -84,13 +87,13 @@ def _coverage(con: Any, system: str, reactions: int) -> dict[str, float | None]:
     return coverage
 
 
-def _role_count(con: Any, system: str, role: str) -> int:
+def _role_count(con: DuckDBPyConnection, system: str, role: str) -> int:
     """Reactions with at least one condition of ``role``."""
     return con.execute("SELECT count(*) FROM rxn_reactions WHERE system = ? AND list_contains(condition_roles, ?)",
                        [system, role]).fetchall()[0][0]
 
 
-def corpus_stats(con: Any, system: str | None = None) -> dict[str, dict[str, Any]]:
+def corpus_stats(con: DuckDBPyConnection, system: str | None = None) -> dict[str, dict[str, Any]]:
     """``{system: statistics}`` for every system in the corpus ``con`` (opened with
     :func:`labrecord.store.connect`), or just ``system``."""
     result = {}

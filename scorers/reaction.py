@@ -1,4 +1,4 @@
-"""Reaction F1 (RxnMiner protocol, DESIGN.md "Reaction records"), computed in DuckDB.
+"""Reaction F1 (RxnMiner protocol, docs/design.md "Reaction records"), computed in DuckDB.
 
 Inputs are the reaction tables of the corpus (declared in :mod:`labrecord.store.schema`,
 filled by ``labrecord.chemdata``); this module only reads them from a connection: concrete
@@ -26,10 +26,13 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from labrecord.errors import LabrecordError
 from labrecord.safeio import excerpt
+
+if TYPE_CHECKING:
+    from duckdb import DuckDBPyConnection
 
 VARIANTS = ("strict", "nonstereo")
 
@@ -157,7 +160,7 @@ ORDER BY gf.figure_id
 """
 
 
-def figure_counts(con: Any, gold: str, pred: str, *, allow_empty: bool = False) -> list[FigureCounts]:
+def figure_counts(con: DuckDBPyConnection, gold: str, pred: str, *, allow_empty: bool = False) -> list[FigureCounts]:
     """Per gold figure counts of system ``pred`` against gold set ``gold``, from the corpus.
 
     Predictions whose figure status is not ``ok`` keep their reaction counts but get no
@@ -181,7 +184,7 @@ def figure_counts(con: Any, gold: str, pred: str, *, allow_empty: bool = False) 
     return counts
 
 
-def _require_system(con: Any, system: str) -> None:
+def _require_system(con: DuckDBPyConnection, system: str) -> None:
     found = con.execute("SELECT count(*) FROM rxn_figures WHERE system = ?", [system]).fetchall()[0][0]
     if not found:
         names = [r[0] for r in con.execute("SELECT DISTINCT system FROM rxn_figures ORDER BY 1").fetchall()]
@@ -196,7 +199,7 @@ def _require_gold_reactions(counts: Sequence[FigureCounts], gold: str) -> None:
                                  "recall is undefined — remove it from the gold set or annotate it")
 
 
-def score_db(con: Any, gold: str, pred: str, by: str | None = None, *, allow_empty: bool = False) -> dict[str, Any]:
+def score_db(con: DuckDBPyConnection, gold: str, pred: str, by: str | None = None, *, allow_empty: bool = False) -> dict[str, Any]:
     """Score system ``pred`` against gold set ``gold`` stored in the corpus ``con``.
 
     ``by="layout"`` returns ``{"groups": {layout: summary}}`` next to the overall summary.
@@ -224,7 +227,7 @@ ReactionForms = tuple[Sequence[CanonicalLike], Sequence[CanonicalLike]]
 
 
 def _signature(reaction: ReactionForms, variant: str) -> tuple[str, ...] | None:
-    keys = []
+    keys: list[str] = []
     for role, forms in (("reactant", reaction[0]), ("product", reaction[1])):
         for form in forms:
             if form.reason is not None:
@@ -234,7 +237,7 @@ def _signature(reaction: ReactionForms, variant: str) -> tuple[str, ...] | None:
 
 
 def _occurrences(reactions: Iterable[ReactionForms], variant: str) -> tuple[int, Counter[str]]:
-    total, keys = 0, Counter()
+    total, keys = 0, Counter[str]()
     for reactants, products in reactions:
         for form in (*reactants, *products):
             if form.reason is not None:
@@ -260,7 +263,7 @@ def reference_counts(gold: Mapping[str, Sequence[ReactionForms]],
     for figure_id in sorted(gold):
         g_rxns = gold[figure_id]
         status, p_rxns = pred.get(figure_id, ("missing", []))
-        values: dict[str, int] = {}
+        values: dict[str, Any] = {}
         for variant in VARIANTS:
             gs = Counter(_signature(r, variant) for r in g_rxns)
             ps = Counter(_signature(r, variant) for r in p_rxns)
@@ -277,14 +280,14 @@ def reference_counts(gold: Mapping[str, Sequence[ReactionForms]],
 
 # --------------------------------------------------------------------------- diagnostics
 
-def extra_figures(con: Any, gold: str, pred: str) -> list[str]:
+def extra_figures(con: DuckDBPyConnection, gold: str, pred: str) -> list[str]:
     """Figures system ``pred`` produced that are not in the gold manifest (never scored)."""
     return [r[0] for r in con.execute(
         "SELECT figure_id FROM rxn_figures WHERE system = ? EXCEPT SELECT figure_id FROM rxn_figures WHERE system = ? "
         "ORDER BY 1", [pred, gold]).fetchall()]
 
 
-def unmatchable_gold(con: Any, gold: str) -> list[str]:
+def unmatchable_gold(con: DuckDBPyConnection, gold: str) -> list[str]:
     """One line per gold reaction no prediction can ever match: a reactant or product that
     is unparsable, a wildcard (``*``) or an R-group placeholder (``[Rf]``, ``R1``)."""
     rows = con.execute(

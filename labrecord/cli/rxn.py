@@ -58,7 +58,7 @@ def ingest_cmd(path: str, db: str, system: str | None, gold: bool, as_json: bool
     docs = load_documents(path, system=system, gold=gold)
     con = connect(db)
     try:
-        counts = ingest_documents(con, docs, gold=gold)
+        counts: dict[str, Any] = ingest_documents(con, docs, gold=gold)
     finally:
         con.close()
     statuses: dict[str, int] = {}
@@ -161,7 +161,7 @@ def stats_cmd(path: str | None, db: str | None, system: str | None, as_json: boo
 
     if (path is None) == (db is None):
         raise click.UsageError("give either PATH or --db")
-    if db is not None:
+    if path is None:
         from labrecord.store import connect
 
         con = connect(db)
