@@ -123,7 +123,7 @@ def load_evaluation(con: Any, name: str, where: Any = None) -> Evaluation:
     unresolved = source.unresolved()
     episodes = {(r["run_id"], r["episode"]): Episode(r["run_id"], {k: r[k] for k in IDENTITY_KEY},
                                                       unresolved=unresolved.get(r["run_id"])) for r in rows}
-    first = {}
+    first: dict[str, int] = {}
     for run_id, episode in sorted(episodes):
         first.setdefault(run_id, episode)
     _attach(episodes, first, source, con)
@@ -191,7 +191,23 @@ class Pair:
         return self.a is not None and self.b is not None and self.a.unresolved is None and self.b.unresolved is None
 
     def label(self) -> str:
-        return (self.a or self.b).label()  # type: ignore[union-attr]
+        side = self.a if self.a is not None else self.b
+        assert side is not None  # a pair has at least one side
+        return side.label()
+
+    def sides(self) -> tuple[Episode, Episode]:
+        """Both episodes of a pair with two sides (every resolved pair)."""
+        assert self.a is not None and self.b is not None
+        return self.a, self.b
+
+    def field(self, name: str) -> tuple[Any, Any]:
+        """``name``'s identity value on each side of a pair with two sides."""
+        a, b = self.sides()
+        return a.identity.get(name), b.identity.get(name)
+
+    def differs(self, name: str) -> bool:
+        a, b = self.field(name)
+        return bool(a != b)
 
 
 @dataclass
@@ -339,7 +355,8 @@ def continuous_comparison(pairs: Sequence[Pair], metric: str, rng: Any, resample
             if not known or metric in known[0].values:
                 unresolved += 1
             continue
-        va, vb = pair.a.values.get(metric), pair.b.values.get(metric)  # type: ignore[union-attr]
+        a, b = pair.sides()
+        va, vb = a.values.get(metric), b.values.get(metric)
         if va is None or vb is None:
             continue
         diffs.append(vb - va)
@@ -359,7 +376,7 @@ def flips(pair: Pair) -> list[str]:
     """The binary outcomes whose value differs between the two sides of a resolved pair."""
     if not pair.resolved:
         return []
-    a, b = pair.a.outcomes, pair.b.outcomes  # type: ignore[union-attr]
+    a, b = (ep.outcomes for ep in pair.sides())
     return [o for o in BINARY_OUTCOMES if o in a and o in b and a[o] != b[o]]
 
 
@@ -370,15 +387,15 @@ def attribution(pairing: Pairing) -> list[dict[str, Any]]:
     resolved = [p for p in pairing.pairs if p.resolved]
     rows = []
     for name in pairing.compared:
-        differ = [p for p in resolved if p.a.identity.get(name) != p.b.identity.get(name)]  # type: ignore[union-attr]
-        unknown = sum(1 for p in resolved if p.a.identity.get(name) is None or p.b.identity.get(name) is None)  # type: ignore[union-attr]
+        differ = [p for p in resolved if p.differs(name)]
+        unknown = sum(1 for p in resolved if None in p.field(name))
         per_outcome: dict[str, int] = defaultdict(int)
         for pair in differ:
             for outcome in flips(pair):
                 per_outcome[outcome] += 1
         rows.append({"field": name,
-                     "a_values": sorted({_show(p.a.identity.get(name)) for p in resolved}),  # type: ignore[union-attr]
-                     "b_values": sorted({_show(p.b.identity.get(name)) for p in resolved}),  # type: ignore[union-attr]
+                     "a_values": sorted({_show(p.field(name)[0]) for p in resolved}),
+                     "b_values": sorted({_show(p.field(name)[1]) for p in resolved}),
                      "pairs_differing": len(differ), "unknown_pairs": unknown,
                      "flips": sum(1 for p in differ if flips(p)), "flips_by_outcome": dict(sorted(per_outcome.items()))})
     return rows
@@ -402,7 +419,7 @@ def explain(pairing: Pairing, rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
     unknown = [f for f in SETTING_FIELDS if f not in pairing.compared
                and any(_unrecorded(p, f) for p in resolved)]
     candidates = [f for f in differing
-                  if all(p.a.identity.get(f) != p.b.identity.get(f) for p in flipped)]  # type: ignore[union-attr]
+                  if all(p.differs(f) for p in flipped)]
     # a field that records another candidate again (a contract version's hash) is not a second cause
     candidates = [f for f in candidates if not any(src in candidates for src in DERIVED.get(f, ()))]
     caveat = f"; not recorded on a side, so not ruled out: {', '.join(unknown)}" if unknown else ""
@@ -437,7 +454,7 @@ _APPLIES_WHEN: dict[str, str] = {"image_size": "cameras", "policy_profile": "pol
 def _unrecorded(pair: Pair, name: str) -> bool:
     """A side of ``pair`` does not record setting ``name`` although it applies (no image
     size is needed without cameras, no endpoint metadata without a served policy)."""
-    sides = (pair.a.identity, pair.b.identity)  # type: ignore[union-attr]
+    sides = tuple(ep.identity for ep in pair.sides())
     gate = _APPLIES_WHEN.get(name)
     if gate is not None and all(not s.get(gate) for s in sides):
         return False
@@ -462,8 +479,8 @@ def diff_evaluations(a: Evaluation, b: Evaluation, *, compare: Sequence[str] | N
     return {
         "a": _side(a), "b": _side(b),
         "compared": pairing.compared, "paired_on": pairing.paired_on,
-        "pairs": {"resolved": sum(p.resolved for p in pairing.pairs),
-                  "unresolved": sum(not p.resolved for p in pairing.pairs)},
+        "pairs": {"resolved": sum(1 for p in pairing.pairs if p.resolved),
+                  "unresolved": sum(1 for p in pairing.pairs if not p.resolved)},
         "binary": binary, "continuous": continuous,
         "one_sided": pairing.one_sided,
         "unresolved_pairs": [{"episode": p.label(), "reason": _why(p)} for p in pairing.pairs if not p.resolved],
