@@ -33,8 +33,8 @@ import msgspec
 from labrecord.errors import LabrecordError
 from labrecord.models import EpisodeEnd, EpisodeStart
 from labrecord.rundir import (
-    EVENTS_FILE, MEASUREMENTS_FILE, OBSERVATIONS_FILE, POPULATIONS_DIR, RunWriter, find_run_dirs, iter_events,
-    read_manifest,
+    EVENTS_FILE, MEASUREMENTS_FILE, OBSERVATIONS_FILE, ONLINE_SCORES_FILE, POPULATIONS_DIR, RUN_FILE, SCORES_FILE,
+    RunWriter, find_run_dirs, iter_events, read_manifest,
 )
 from labrecord.scorers.audit import FAULT_END_REASONS, read_measurements, read_receipts, replay_run, replayed_event
 from labrecord.scorers.contracts import TaskContract, families, get_contract
@@ -94,7 +94,7 @@ def changed_contract(family: str, params: Mapping[str, float]) -> TaskContract:
 def rescore_runs(runs_dir: str | os.PathLike[str], params: Mapping[str, Mapping[str, float]],
                  out_dir: str | os.PathLike[str]) -> list[dict[str, Any]]:
     """Write a re-scored copy of every run below ``runs_dir`` into ``out_dir`` (runs of
-    other families are copied as they are, with the population registries), and return
+    other families are copied as ingest reads them, with the population registries), and return
     one ``{run_id, run_dir, rescored, reason}`` per run; ``reason`` says why a run could
     not be replayed (its copy then keeps the recorded events and must count as unresolved)."""
     out = Path(out_dir)
@@ -108,17 +108,25 @@ def rescore_runs(runs_dir: str | os.PathLike[str], params: Mapping[str, Mapping[
         try:
             document = read_manifest(run_dir)
         except LabrecordError:
-            shutil.copytree(run_dir, out / run_dir.name)  # left for ingest to refuse, with its reason
+            _copy_scored_files(run_dir, out / run_dir.name)  # left for ingest to refuse, with its reason
             results.append({"run_id": None, "run_dir": str(out / run_dir.name), "rescored": False, "reason": None})
             continue
         family = document.manifest.task.family
         if family not in params:
-            shutil.copytree(run_dir, out / run_dir.name)
+            _copy_scored_files(run_dir, out / run_dir.name)
             results.append({"run_id": document.manifest.run_id, "run_dir": str(out / run_dir.name), "rescored": False,
                             "reason": None})
             continue
         results.append(rescore_run(run_dir, family, params[family], label, out))
     return results
+
+
+def _copy_scored_files(run_dir: Path, dest: Path) -> None:
+    """The files ingest reads (not videos or demonstrations), copied unchanged."""
+    dest.mkdir(parents=True)
+    for name in (RUN_FILE, EVENTS_FILE, OBSERVATIONS_FILE, ONLINE_SCORES_FILE, SCORES_FILE, MEASUREMENTS_FILE):
+        if (run_dir / name).is_file():
+            shutil.copyfile(run_dir / name, dest / name)
 
 
 def rescore_run(run_dir: Path, family: str, params: Mapping[str, float], label: str, out: Path) -> dict[str, Any]:
@@ -129,7 +137,10 @@ def rescore_run(run_dir: Path, family: str, params: Mapping[str, float], label: 
     events = list(iter_events(run_dir / EVENTS_FILE))
     reason = None
     try:
-        instance = contract.instance_from_task(manifest.task)
+        try:
+            instance = contract.instance_from_task(manifest.task)
+        except LabrecordError as error:
+            raise LabrecordError(f"{run_dir / RUN_FILE}: {error}") from error
         table = read_measurements(run_dir / MEASUREMENTS_FILE, contract)
         receipts = read_receipts(run_dir / OBSERVATIONS_FILE)
         first = next((e.episode for _, e in events if isinstance(e, EpisodeStart)), 0)

@@ -113,3 +113,26 @@ def test_score_and_diff_compare_the_rescore_with_the_original(weighing_runs, tmp
     refused = runner.invoke(cli, ["score", str(weighing_runs), "--contract-param", "weighing.stable_range_g=2"])
     assert refused.exit_code == 1
     assert refused.output.startswith("Error: cannot re-score weighing.stable_range_g after the fact")
+
+
+def test_runs_that_cannot_be_replayed_stay_unresolved_and_other_families_are_copied(tmp_path):
+    """A weighing run the contract cannot replay (no task variant, no measurements) is not
+    re-scored: its copy keeps the recorded events and counts as unresolved with the reason,
+    naming the file; a rack run is copied unchanged."""
+    from labrecord.examples import write_example_run
+    from labrecord.scorers.corpus import score_corpus
+    from labrecord.scorers.whatif import open_rescored
+
+    runs = tmp_path / "runs"
+    write_example_run(runs, "w0")
+    write_example_run(runs, "k0", family="rack", task_id="rack-basic")
+    params = parse_params(["weighing.success_tol_g=0.5"])
+    con, _ = open_rescored(runs, params, tmp_path / "work", audit=False)
+    reasons = dict(con.execute("SELECT run_id, reason FROM audits").fetchall())
+    assert list(reasons) == ["w0"]
+    assert reasons["w0"] == f"cannot re-score: {runs / 'w0' / 'run.json'}: task.variant.target_g: expected a number, got None"
+    assert (tmp_path / "work" / "k0" / EVENTS_FILE).read_bytes() == (runs / "k0" / EVENTS_FILE).read_bytes()
+    groups = {g["identity"]["task_version"]: g for g in score_corpus(con, resamples=0)["groups"]}
+    assert set(groups) == {"1 whatif(weighing.success_tol_g=0.5)", "1"}
+    unresolved = groups["1 whatif(weighing.success_tol_g=0.5)"]["coverage"]["unresolved_runs"]
+    assert unresolved[0]["run_id"] == "w0" and "cannot re-score" in unresolved[0]["reason"]
