@@ -219,17 +219,20 @@ class Pairing:
 
 
 def _values(episodes: Sequence[Episode], name: str) -> set[Any]:
-    return {e.identity.get(name) for e in episodes if e.unresolved is None}
+    """The recorded values of ``name``; an unresolved episode's null (an unreadable run.json)
+    says nothing about the setting and is left out."""
+    return {e.identity.get(name) for e in episodes if e.unresolved is None or e.identity.get(name) is not None}
 
 
 def compared_fields(a: Evaluation, b: Evaluation) -> list[str]:
-    """The setting fields whose recorded values (over the resolved episodes of instances
-    both evaluations ran) differ between the two evaluations; an evaluation that also ran
-    other tasks does not make their settings "compared"."""
+    """The setting fields whose recorded values (over the episodes of instances both
+    evaluations ran) differ between the two evaluations; an evaluation that also ran other
+    tasks does not make their settings "compared"."""
     shared = {_key(e, RESOLVING_FIELDS) for e in a.episodes} & {_key(e, RESOLVING_FIELDS) for e in b.episodes}
     mine = [e for e in a.episodes if _key(e, RESOLVING_FIELDS) in shared] if shared else a.episodes
     theirs = [e for e in b.episodes if _key(e, RESOLVING_FIELDS) in shared] if shared else b.episodes
-    return [f for f in SETTING_FIELDS if _values(mine, f) != _values(theirs, f)]
+    # a side with no recorded value of a field says nothing about it
+    return [f for f in SETTING_FIELDS if (va := _values(mine, f)) and (vb := _values(theirs, f)) and va != vb]
 
 
 def _key(ep: Episode, fields: Sequence[str]) -> tuple[Any, ...]:

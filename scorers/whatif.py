@@ -16,7 +16,10 @@ the others changed what the policy saw while it acted — the displayed reading 
 stability flag, the confirmations that open a new opportunity and hand new evidence to the
 policy — and the recorded actions answer the evidence as it was.  They are refused with
 one line naming them.  A re-score judges the recorded horizon: it cannot tell what the
-policy would have done after an earlier end or past the recorded end of an episode.
+policy would have done after an earlier end.  The recorder stops an episode once its
+recorded success holds, so under a stricter predicate that does not complete within the
+recording the outcome is undetermined: the run is unresolved (reason ``re-scored outcome
+beyond the recording``), never counted as a failure.
 """
 from __future__ import annotations
 
@@ -96,7 +99,8 @@ def rescore_runs(runs_dir: str | os.PathLike[str], params: Mapping[str, Mapping[
     """Write a re-scored copy of every run below ``runs_dir`` into ``out_dir`` (runs of
     other families are copied as ingest reads them, with the population registries), and return
     one ``{run_id, run_dir, rescored, reason}`` per run; ``reason`` says why a run could
-    not be replayed (its copy then keeps the recorded events and must count as unresolved)."""
+    not be replayed (its copy then keeps the recorded events) or why its re-scored outcome
+    is undetermined — either way the copy must count as unresolved."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     source = Path(runs_dir)
@@ -156,24 +160,29 @@ def rescore_run(run_dir: Path, family: str, params: Mapping[str, float], label: 
         manifest.task, version=f"{manifest.task.version} whatif({label})", contract_hash=contract.contract_hash()))
     writer = RunWriter.create(out, relabelled, raw)
     try:
-        _write_events(writer, [e for _, e in events], expected, contract)
+        undetermined = _write_events(writer, [e for _, e in events], expected, contract)
     finally:
         writer.close(manifest.status)
     for name in (OBSERVATIONS_FILE, MEASUREMENTS_FILE):
         if (run_dir / name).is_file():
             shutil.copyfile(run_dir / name, writer.dir / name)
-    return {"run_id": manifest.run_id, "run_dir": str(writer.dir), "rescored": reason is None, "reason": reason}
+    if undetermined:
+        reason = "re-scored outcome beyond the recording: " + "; ".join(undetermined)
+    return {"run_id": manifest.run_id, "run_dir": str(writer.dir), "rescored": expected is not None, "reason": reason}
 
 
-def _write_events(writer: RunWriter, recorded: Sequence[Any], expected: Sequence[Any] | None, contract: TaskContract) -> None:
+def _write_events(writer: RunWriter, recorded: Sequence[Any], expected: Sequence[Any] | None,
+                  contract: TaskContract) -> list[str]:
     """The recorded events with the contract-derived ones replaced by ``expected`` (all
     kept as recorded when ``expected`` is None), merged by time: at one instant an episode
     start comes first, then the replayed events, then the other recorded ones; an episode's
-    end keeps its reason and takes the replayed completion."""
+    end keeps its reason and takes the replayed completion.  Returns why episodes are
+    undetermined under the changed contract (see :func:`_judged_end`)."""
+    undetermined: list[str] = []
     if expected is None:
         for event in recorded:
             writer.append(event)
-        return
+        return undetermined
     ends = {e.fields["episode"]: e for e in expected if e.type == "episode_end"}
     validity_t = [e.t for e in expected if e.type == "validity"]
     merged: list[tuple[float, int, int, Any]] = []
@@ -195,7 +204,11 @@ def _write_events(writer: RunWriter, recorded: Sequence[Any], expected: Sequence
         if isinstance(event, EpisodeStart):
             start_t[event.episode] = event.t
         if isinstance(event, EpisodeEnd):
-            event = _judged_end(event, ends.get(event.episode), validity_t, start_t.get(event.episode, float("-inf")))
+            judged = _judged_end(event, ends.get(event.episode), validity_t, start_t.get(event.episode, float("-inf")))
+            if judged.reason == BEYOND_HORIZON:
+                undetermined.append(f"episode {event.episode} was stopped at its recorded success (t={event.t:g} s); "
+                                    "whether it completes under the changed contract lies past the recording")
+            event = judged
         changes: dict[str, Any] = {"seq": writer.next_seq}
         of_seq = getattr(event, "of_seq", None)
         if of_seq is not None:
@@ -204,18 +217,30 @@ def _write_events(writer: RunWriter, recorded: Sequence[Any], expected: Sequence
                                  and replayed_index < len(failure_seqs) else seq_map.get(of_seq, of_seq))
         seq_map[event.seq] = writer.next_seq
         writer.append(msgspec.structs.replace(event, **changes))
+    return undetermined
+
+
+#: ``episode_end.reason`` of a re-scored episode whose outcome the recording cannot decide
+BEYOND_HORIZON = "beyond_recording"
 
 
 def _judged_end(event: EpisodeEnd, replayed: Any, validity_t: Sequence[float], start: float) -> EpisodeEnd:
     """The recorded end of an episode with the replayed completion: physical completion
     as replayed; valid only when physical, no sensor fault in the episode and not ended
-    by an evaluator-side fault; reason success/timeout follows it (others are kept)."""
+    by an evaluator-side fault; reason success/timeout follows it (others are kept).
+
+    An episode the recorder stopped at its recorded success that does not complete under
+    the changed contract is undetermined, not a failure: the recording ends where the old
+    predicate was met (a stricter one typically needs a moment longer), so its reason
+    becomes :data:`BEYOND_HORIZON` and the run counts as unresolved."""
     if replayed is None:
         return event
     physical = bool(replayed.fields.get("physical_complete"))
     faults = any(start <= t <= event.t for t in validity_t)
     reason = event.reason
-    if reason in ("success", "timeout", None):
+    if reason == "success" and not physical:
+        reason = BEYOND_HORIZON
+    elif reason in ("success", "timeout", None):
         reason = "success" if physical else "timeout"
     valid = physical and not faults and event.reason not in FAULT_END_REASONS
     return msgspec.structs.replace(event, physical_complete=physical, valid_complete=valid, reason=reason)

@@ -68,22 +68,44 @@ def test_unchanged_thresholds_reproduce_the_recorded_events(weighing_runs, tmp_p
     assert (tmp_path / "same" / "populations").is_dir()
 
 
-def test_a_tighter_tolerance_withdraws_completion(weighing_runs, tmp_path):
-    """Both reference episodes end within 1 g of the target; the displayed reading is not
-    within 0.05 g (half the 0.1 g display quantum) of it, so under success_tol_g = 0.05 no
-    terminal dwell completes and each episode ends as a timeout without physical completion."""
-    results = rescore_runs(weighing_runs, {"weighing": {"success_tol_g": 0.05}}, tmp_path / "tight")
+def test_a_stricter_tolerance_past_the_recording_is_unresolved(weighing_runs, tmp_path):
+    """The recorder stopped each reference episode once its recorded success (within 1 g,
+    held 3 s) completed.  Within 0.5 g the filtered reading settles a little later, so the
+    3 s dwell starts later and would end after the recording: the outcome is undetermined,
+    never a failure — reason ``beyond_recording``, the run unresolved."""
+    results = rescore_runs(weighing_runs, {"weighing": {"success_tol_g": 0.5}}, tmp_path / "tight")
     for result in results:
         events = [e for _, e in iter_events(Path(result["run_dir"]) / EVENTS_FILE)]
-        end = [e for e in events if e.__struct_config__.tag == "episode_end"][0]
         original = [e for _, e in iter_events(weighing_runs / Path(result["run_dir"]).name / EVENTS_FILE)]
-        assert [e for e in original if e.__struct_config__.tag == "episode_end"][0].physical_complete
-        assert not any(e.__struct_config__.tag == "dwell" and e.state == "complete" for e in events)
-        assert (end.physical_complete, end.valid_complete, end.reason) == (False, False, "timeout")
+        end = [e for e in events if e.__struct_config__.tag == "episode_end"][0]
+        recorded_end = [e for e in original if e.__struct_config__.tag == "episode_end"][0]
+        assert recorded_end.physical_complete and recorded_end.reason == "success"
+        starts = [e.t for e in events if e.__struct_config__.tag == "dwell" and e.state == "start"]
+        recorded_starts = [e.t for e in original if e.__struct_config__.tag == "dwell" and e.state == "start"]
+        assert starts[-1] > recorded_starts[-1] and starts[-1] + 3.0 > end.t  # the dwell would end past the recording
+        assert (end.physical_complete, end.valid_complete, end.reason) == (False, False, "beyond_recording")
+        assert result["reason"].startswith("re-scored outcome beyond the recording: episode 0 was stopped at its "
+                                           "recorded success")
         # the opportunities and choices the policy answered are unchanged
         kept = [(e.__struct_config__.tag, e.t) for e in events if e.__struct_config__.tag in ("opportunity", "choice")]
         assert kept == [(e.__struct_config__.tag, e.t) for e in original
                         if e.__struct_config__.tag in ("opportunity", "choice")]
+
+
+def test_a_looser_tolerance_completes_sooner(weighing_runs, tmp_path):
+    """Within 5 g the reading is inside the tolerance sooner: the dwell starts and completes
+    earlier than recorded, and the episode stays complete (a determined outcome)."""
+    for result in rescore_runs(weighing_runs, {"weighing": {"success_tol_g": 5.0}}, tmp_path / "loose"):
+        assert result["reason"] is None
+        events = [e for _, e in iter_events(Path(result["run_dir"]) / EVENTS_FILE)]
+        original = [e for _, e in iter_events(weighing_runs / Path(result["run_dir"]).name / EVENTS_FILE)]
+
+        def completed(stream: list) -> float:
+            return [e.t for e in stream if e.__struct_config__.tag == "dwell" and e.state == "complete"][0]
+
+        assert completed(events) < completed(original)
+        end = [e for e in events if e.__struct_config__.tag == "episode_end"][0]
+        assert (end.physical_complete, end.reason) == (True, "success")
 
 
 def test_score_and_diff_compare_the_rescore_with_the_original(weighing_runs, tmp_path):
@@ -93,22 +115,31 @@ def test_score_and_diff_compare_the_rescore_with_the_original(weighing_runs, tmp
 
     runner = CliRunner()
     out = tmp_path / "whatif.json"
-    result = runner.invoke(cli, ["score", str(weighing_runs), "--contract-param", "weighing.success_tol_g=0.05",
+    result = runner.invoke(cli, ["score", str(weighing_runs), "--contract-param", "weighing.success_tol_g=0.5",
                                  "--json", "--resamples", "0", "--out", str(out)])
     assert result.exit_code == 0, result.output
     group = json.loads(out.read_text())["groups"][0]
-    assert group["identity"]["task_version"] == "weighing/1 whatif(weighing.success_tol_g=0.05)"
-    assert group["metrics"]["completion.physical"]["value"] == 0.0
-    assert group["metrics"]["B_next"]["value"] == 1.0
+    assert group["identity"]["task_version"] == "weighing/1 whatif(weighing.success_tol_g=0.5)"
+    physical = group["metrics"]["completion.physical"]
+    assert physical["value"] is None  # both undetermined: bounds, never 0 %
+    assert (group["metrics"]["completion.physical.lower"]["value"], group["metrics"]["completion.physical.upper"]["value"]) == (0.0, 1.0)
+    assert [r["reason"].split(":")[0] for r in group["coverage"]["unresolved_runs"]] == ["replay audit"] * 2
 
     diff = runner.invoke(cli, ["diff", str(weighing_runs), str(weighing_runs), "--contract-param",
-                               "weighing.success_tol_g=0.05", "--json", "--resamples", "0"])
+                               "weighing.success_tol_g=0.5", "--json", "--resamples", "0"])
     assert diff.exit_code == 0, diff.output
     report = json.loads(diff.output)
     assert report["compared"] == ["task_version", "contract_hash"]
     physical = report["binary"]["completion.physical"]
-    assert (physical["both"], physical["a_only"], physical["b_only"], physical["neither"]) == (0, 2, 0, 0)
-    assert report["explanation"]["verdict"] == "attributed" and report["explanation"]["cause"] == "task_version"
+    assert (physical["n"], physical["unresolved"], physical["lower"], physical["upper"]) == (0, 2, -1.0, 0.0)
+    assert report["explanation"]["verdict"] == "no_flips" and report["explanation"]["resolved_pairs"] == 0
+
+    loose = runner.invoke(cli, ["diff", str(weighing_runs), str(weighing_runs), "--contract-param",
+                                "weighing.success_tol_g=5", "--json", "--resamples", "0"])
+    report = json.loads(loose.output)
+    assert report["pairs"] == {"resolved": 2, "unresolved": 0}
+    assert report["binary"]["completion.physical"]["difference"] == 0.0
+    assert report["continuous"]["duration_s"]["difference"] == 0.0  # the recorded episode ends where it ended
 
     refused = runner.invoke(cli, ["score", str(weighing_runs), "--contract-param", "weighing.stable_range_g=2"])
     assert refused.exit_code == 1
