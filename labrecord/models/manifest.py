@@ -168,7 +168,7 @@ class Harness(Model, kw_only=True, omit_defaults=True):
     Every field is optional: a run written before this record existed, or imported from a
     source that does not say, leaves it null — *unknown*, never guessed.
     ``actions_per_query`` is how many rows of each returned chunk the harness executed
-    before it queried the policy again; ``chunk_length`` how many rows the policy returned
+    before it queried the policy again (at most: a shorter chunk is executed whole); ``chunk_length`` how many rows the policy returned
     per query; ``cameras`` the camera streams rendered for the policy, ``image_size``
     ``[height, width]`` in pixels; ``state_convention`` the layout of the proprioceptive
     state it was sent; ``renderer`` the offscreen rendering backend (``egl``, ``osmesa``,
