@@ -1,6 +1,7 @@
 """Why two evaluations disagree: episodes paired by identity, paired tests, attribution.
 
-:func:`diff_corpora` compares evaluation A with evaluation B, each a corpus connection.
+:func:`diff_paths` compares evaluation A with evaluation B (runs folders, corpus files,
+snapshots, ``SYSTEM@PATH``); :func:`diff_evaluations` does the work on loaded episodes.
 Every episode carries its identity key (the ``episode_identity`` view, documented in
 docs/scoring.md, "Episode identity").  The key has two parts:
 
@@ -27,9 +28,9 @@ range.
 
 **Attribution**: for each field under comparison, the pairs whose two sides differ in it
 and the outcome flips co-occurring with it.  :func:`explain` turns that into a verdict —
-one field differs in every flipped pair and no other does: that field is the attributed
-cause; several always differ together: confounded; fields unknown on a side are named,
-because an unrecorded setting could differ too.
+exactly one field differs in every flipped pair: the attributed cause; several do:
+confounded; fields unknown on a side are named, because an unrecorded setting could
+differ too.
 """
 from __future__ import annotations
 
