@@ -278,3 +278,34 @@ def test_a_snapshot_is_a_side(tmp_path):
     from_snapshot = _diff(f"a@{tmp_path / 'snap'}", f"b@{tmp_path / 'snap'}")
     from_runs = _diff(f"a@{runs}", f"b@{runs}")
     assert from_snapshot["binary"] == from_runs["binary"] and from_snapshot["attribution"] == from_runs["attribution"]
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 4), st.sampled_from(["egl", "osmesa", None]), st.booleans()), max_size=8),
+       st.lists(st.tuples(st.integers(0, 4), st.sampled_from(["egl", "osmesa", None]), st.booleans()), max_size=8))
+def test_every_episode_is_paired_or_listed_once(side_a, side_b):
+    """Random instances, renderers and unresolved runs on each side: every episode is in
+    exactly one pair or in the one-sided list, and paired sides agree on every field
+    that is paired on (the resolving fields at least, for unresolved pairs)."""
+    from labrecord.scorers.diff import IDENTITY_KEY, RESOLVING_FIELDS, Episode, Evaluation
+
+    def evaluation(name: str, rows: list) -> Evaluation:
+        episodes = []
+        for k, (instance, renderer, unresolved) in enumerate(rows):
+            identity = dict.fromkeys(IDENTITY_KEY)
+            identity.update(population_name=POP, instance_id=f"i{instance}", episode=0, renderer=renderer)
+            episodes.append(Episode(f"{name}{k}", identity, {"B_next": True},
+                                    unresolved="status aborted" if unresolved else None))
+        return Evaluation(name, episodes)
+
+    a, b = evaluation("a", side_a), evaluation("b", side_b)
+    pairing = pair_episodes(a, b)
+    seen_a = [p.a.run_id for p in pairing.pairs if p.a is not None] + [e["run_id"] for e in pairing.one_sided if e["side"] == "A"]
+    seen_b = [p.b.run_id for p in pairing.pairs if p.b is not None] + [e["run_id"] for e in pairing.one_sided if e["side"] == "B"]
+    assert sorted(seen_a) == sorted(e.run_id for e in a.episodes)
+    assert sorted(seen_b) == sorted(e.run_id for e in b.episodes)
+    for pair in pairing.pairs:
+        if pair.a is None or pair.b is None:
+            continue
+        fields = pairing.paired_on if pair.resolved else [f for f in RESOLVING_FIELDS if f in pairing.paired_on]
+        assert all(not pair.differs(f) for f in fields)
