@@ -56,7 +56,7 @@ SETTING_FIELDS: tuple[str, ...] = (
     "system_name", "system_revision", "system_kind", "task_version", "contract_hash",
     "control_hz", "max_chunk", "chunk_length", "actions_per_query", "action_convention",
     "observation_condition", "cameras", "image_size", "state_convention",
-    "simulator", "physics_hz", "renderer", "asset_scene", "asset_revision",
+    "simulator", "physics_hz", "renderer", "parallel_envs", "asset_scene", "asset_revision",
     "policy_protocol", "policy_profile", "policy_metadata",
 )
 IDENTITY_KEY: tuple[str, ...] = INSTANCE_FIELDS + SETTING_FIELDS

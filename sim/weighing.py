@@ -410,7 +410,8 @@ def harness_of(spec: EpisodeSpec, policy: Any, env: Any, served: Any = None) -> 
                    chunk_length=None if served is not None else getattr(spec, "chunk_length", 1),
                    cameras=cameras, image_size=[spec.size or 224] * 2 if cameras else None,
                    state_convention=getattr(profile, "state", None) or "robot:" + "+".join(sorted(robot)),
-                   renderer=os.environ.get("MUJOCO_GL", "default") if cameras or spec.cameras else "none")
+                   renderer=os.environ.get("MUJOCO_GL", "default") if cameras or spec.cameras else "none",
+                   parallel_envs=1)  # each episode steps its own bench, whatever --workers is
 
 
 def _manifest(spec: EpisodeSpec, instance: Any, policy: Any, contract: Any, layout: Any, served: Any = None) -> RunManifest:

@@ -172,7 +172,8 @@ class Harness(Model, kw_only=True, omit_defaults=True):
     per query; ``cameras`` the camera streams rendered for the policy, ``image_size``
     ``[height, width]`` in pixels; ``state_convention`` the layout of the proprioceptive
     state it was sent; ``renderer`` the offscreen rendering backend (``egl``, ``osmesa``,
-    ``none`` when nothing was rendered).
+    ``none`` when nothing was rendered); ``parallel_envs`` how many environments were
+    stepped together with this one (a vectorized evaluator batches several).
     """
 
     actions_per_query: int | None = None
@@ -181,6 +182,7 @@ class Harness(Model, kw_only=True, omit_defaults=True):
     image_size: list[int] | None = None
     state_convention: str | None = None
     renderer: str | None = None
+    parallel_envs: int | None = None
 
 
 class Physics(Model, kw_only=True):

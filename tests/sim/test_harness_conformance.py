@@ -35,6 +35,7 @@ def test_the_setting_is_recorded_in_the_episode_identity(two_harnesses):
             assert manifest["harness"]["chunk_length"] == 8
             assert manifest["system"]["action_spec"]["max_chunk"] == 8
             assert manifest["harness"]["renderer"] == "none" and manifest["harness"]["cameras"] == []
+            assert manifest["harness"]["parallel_envs"] == 1
 
 
 def test_explain_attributes_the_flips_to_actions_per_query(two_harnesses):
