@@ -107,9 +107,23 @@ class Evaluation:
     registered: set[tuple[str, str]] = field(default_factory=set)
 
 
-def load_evaluation(con: Any, name: str, where: Any = None) -> Evaluation:
+def load_evaluation(con: Any, name: str, where: Any = None, loaded: Any = None) -> Evaluation:
     """The episodes of a corpus connection (``where``: an optional filter on the identity
-    dict, e.g. one system), with outcomes from the same units the scorers count."""
+    dict, e.g. one system), with outcomes from the same units the scorers count;
+    ``loaded`` is what :func:`load_episodes` returned for ``con`` (read once for both sides
+    of a diff within one corpus)."""
+    episodes, populations = loaded if loaded is not None else load_episodes(con)
+    chosen = [ep for ep in episodes if where is None or where(ep.identity)]
+    # as in the scorers: a population counts its missing members for the runs pointing at it
+    pointed = {ep.identity.get("population_name") for ep in chosen}
+    registered = {(p["population"], p["instance_id"]) for p in populations
+                  if p["type"] in ("instance", "checkpoint", "fixed_start") and p["instance_id"]
+                  and p["population"] in pointed}
+    return Evaluation(name, sorted(chosen, key=lambda e: (e.run_id, e.identity["episode"])), registered)
+
+
+def load_episodes(con: Any) -> tuple[list[Episode], list[dict[str, Any]]]:
+    """Every episode of the corpus (invalid runs as unresolved ones) and its population records."""
     from labrecord.scorers.corpus import SqlSource
 
     source = SqlSource(con)
@@ -137,13 +151,7 @@ def load_evaluation(con: Any, name: str, where: Any = None) -> Evaluation:
         if ep.unresolved is not None:
             ep.outcomes.clear()
             ep.values.clear()
-    chosen = [ep for ep in episodes.values() if where is None or where(ep.identity)]
-    # as in the scorers: a population counts its missing members for the runs pointing at it
-    pointed = {ep.identity.get("population_name") for ep in chosen}
-    registered = {(p["population"], p["instance_id"]) for p in source.populations()
-                  if p["type"] in ("instance", "checkpoint", "fixed_start") and p["instance_id"]
-                  and p["population"] in pointed}
-    return Evaluation(name, sorted(chosen, key=lambda e: (e.run_id, e.identity["episode"])), registered)
+    return list(episodes.values()), source.populations()
 
 
 def _attach(episodes: dict[tuple[str, int], Episode], first: dict[str, int], source: Any, con: Any) -> None:
@@ -520,7 +528,10 @@ def diff_sources(a: Any, b: Any, *, names: tuple[str, str] = ("A", "B"), **optio
     """:func:`diff_evaluations` of two loaded corpus connections (``where_a``/``where_b``
     filter each side's episodes by identity)."""
     where_a, where_b = options.pop("where_a", None), options.pop("where_b", None)
-    return diff_evaluations(load_evaluation(a, names[0], where_a), load_evaluation(b, names[1], where_b), **options)
+    loaded_a = load_episodes(a)
+    loaded_b = loaded_a if b is a else load_episodes(b)
+    return diff_evaluations(load_evaluation(a, names[0], where_a, loaded_a), load_evaluation(b, names[1], where_b, loaded_b),
+                            **options)
 
 
 # -- presentation --------------------------------------------------------------------------
@@ -624,12 +635,14 @@ def diff_paths(a: str, b: str, *, audit: bool = True, params: Any = None, **opti
     """Library entry point behind ``labrecord diff A B``: open both sides (``params``
     re-scores B's runs under changed thresholds, see :mod:`labrecord.scorers.whatif`) and
     compare them."""
+    import os
     import tempfile
 
     side_a, side_b = parse_side(a), parse_side(b)
     with tempfile.TemporaryDirectory(prefix="labrecord-whatif-") as work:
         con_a = open_side(side_a, audit=audit)
-        con_b = open_side(side_b, audit=audit, params=params, work_dir=work)
+        same = not params and os.path.realpath(side_a.path) == os.path.realpath(side_b.path)
+        con_b = con_a if same else open_side(side_b, audit=audit, params=params, work_dir=work)  # one corpus read once
         where_a = (lambda row: row.get("system_name") == side_a.system) if side_a.system else None
         where_b = (lambda row: row.get("system_name") == side_b.system) if side_b.system else None
         name_b = side_b.text + (f" whatif({_label(params)})" if params else "")
