@@ -185,19 +185,25 @@ def _write_events(writer: RunWriter, recorded: Sequence[Any], expected: Sequence
         return undetermined
     ends = {e.fields["episode"]: e for e in expected if e.type == "episode_end"}
     validity_t = [e.t for e in expected if e.type == "validity"]
-    merged: list[tuple[float, int, int, Any]] = []
+    # (episode index, t, rank, order): events never cross into another episode, even when
+    # one episode ends at the instant the next starts
+    merged: list[tuple[int, float, int, int, Any]] = []
+    index = 0
     for order, event in enumerate(recorded):
         if isinstance(event, EpisodeEnd) or not replayed_event(event, contract):
-            merged.append((event.t, 0 if isinstance(event, EpisodeStart) else 2, order, event))
+            merged.append((index, event.t, 0 if isinstance(event, EpisodeStart) else 2, order, event))
+        index += isinstance(event, EpisodeEnd)
+    index = 0
     for order, event in enumerate(expected):
         if event.type != "episode_end":
-            merged.append((event.t, 1, order, event))
-    merged.sort(key=lambda item: (item[0], item[1], item[2]))
+            merged.append((index, event.t, 1, order, event))
+        index += event.type == "episode_end"
+    merged.sort(key=lambda item: item[:4])
     recorded_failures = [e.seq for e in recorded if e.__struct_config__.tag == "failure" and replayed_event(e, contract)]
     seq_map: dict[int, int] = {}
     failure_seqs: list[int] = []
     start_t: dict[int, float] = {}
-    for _, rank, _, event in merged:
+    for _, _, rank, _, event in merged:
         if rank == 1:
             event.emit(writer, failure_seqs)
             continue
