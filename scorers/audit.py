@@ -29,11 +29,14 @@ import msgspec
 from labrecord.errors import LabrecordError
 from labrecord.fileio import Line, iter_lines
 from labrecord.measurements import (
-    COMMON_COLUMNS, FAMILY_COLUMNS, OPTIONAL_COLUMNS, check_measurement_schema, nonfinite_columns,
+    COMMON_COLUMNS, FAMILY_COLUMNS, OPTIONAL_COLUMNS, check_measurement_schema, nonfinite_columns, open_measurements,
 )
 from labrecord.models import BaseEvent, ObservationReceipt, Opportunity, RunManifest
-from labrecord.rundir import EVENTS_FILE, MEASUREMENTS_FILE, OBSERVATIONS_FILE, find_run_dirs, iter_events, read_manifest
-from labrecord.safeio import MAX_BINARY_BYTES, MAX_LOG_BYTES, check_file, depth_problem, read_bounded
+from labrecord.rundir import (
+    EVENTS_FILE, LOADED_FILES, MEASUREMENTS_FILE, OBSERVATIONS_FILE, RUN_FILE, content_digest, decode_line,
+    find_run_dirs, iter_events, parse_manifest, read_loaded_files,
+)
+from labrecord.safeio import MAX_LOG_BYTES, MAX_MEASUREMENTS_BYTES, read_bounded
 from labrecord.scorers.contracts import ContractEvent, TaskContract, get_contract
 
 #: ``episode_end`` reasons of evaluator-side faults (the step owner's ``validity`` kinds)
@@ -91,19 +94,45 @@ def audit_runs(runs_dir: str | os.PathLike[str]) -> list[RunAudit]:
     return [audit_run(run_dir) for run_dir in find_run_dirs(runs_dir)]
 
 
-def audit_run(run_dir: str | os.PathLike[str]) -> RunAudit:
-    """Replay one run through its family's contract and compare with its events."""
+def audit_run(run_dir: str | os.PathLike[str], expect: str | None = None) -> RunAudit:
+    """Replay one run through its family's contract and compare with its events.
+
+    Each file is read once and every record goes through the line decoder validation
+    uses (:func:`labrecord.safeio.decode_record`), so the audit judges the records the
+    store holds.  ``expect``: the content hash the store keeps for the run; when the bytes
+    read now hash otherwise, or cannot be read, the one finding has check
+    ``unreadable`` (the verdict would not be about the stored run, and is not stored).
+    """
     run_dir = Path(run_dir)
     result = RunAudit(str(run_dir))
     try:
-        _audit(run_dir, result)
+        files = read_loaded_files(run_dir)
+    except LabrecordError as error:
+        result.findings.append(AuditFinding(str(run_dir), None, None, "read" if expect is None else "unreadable",
+                                            str(error)))
+        return result
+    if expect is not None:
+        digest = content_digest((name, [files[name]]) for name in LOADED_FILES if name in files)
+        if digest != expect:
+            result.findings.append(AuditFinding(
+                str(run_dir), None, None, "unreadable",
+                f"{run_dir}: files changed since they were loaded (or cannot be found there); ingest again"))
+            return result
+    try:
+        _audit(run_dir, files, result)
     except LabrecordError as error:
         result.findings.append(AuditFinding(str(run_dir), None, None, "read", str(error)))
     return result
 
 
-def _audit(run_dir: Path, result: RunAudit) -> None:
-    manifest = read_manifest(run_dir).manifest
+def _required(files: dict[str, bytes], path: Path, what: str) -> bytes:
+    if path.name not in files:
+        raise LabrecordError(f"{path}: missing {what}")
+    return files[path.name]
+
+
+def _audit(run_dir: Path, files: dict[str, bytes], result: RunAudit) -> None:
+    manifest = parse_manifest(_required(files, run_dir / RUN_FILE, "run.json"), str(run_dir / RUN_FILE)).manifest
     result.run_id, result.family = manifest.run_id, manifest.task.family
     contract = get_contract(manifest.task.family)
     events_path = str(run_dir / EVENTS_FILE)
@@ -115,9 +144,12 @@ def _audit(run_dir: Path, result: RunAudit) -> None:
         instance = contract.instance_from_task(manifest.task)
     except LabrecordError as error:
         raise LabrecordError(f"{run_dir / 'run.json'}: {error}") from error
-    events = list(iter_events(run_dir / EVENTS_FILE))
-    receipts = read_receipts(run_dir / OBSERVATIONS_FILE)
-    table = read_measurements(run_dir / MEASUREMENTS_FILE, contract)
+    events = list(iter_events(events_path, _required(files, run_dir / EVENTS_FILE, "events.jsonl")))
+    receipts = read_receipts(run_dir / OBSERVATIONS_FILE, files.get(OBSERVATIONS_FILE, b""))
+    measurements = files.get(MEASUREMENTS_FILE)
+    if measurements is None:
+        raise LabrecordError(f"{run_dir / MEASUREMENTS_FILE}: missing measurements (the audit replays from them)")
+    table = read_measurements(run_dir / MEASUREMENTS_FILE, contract, measurements)
     result.steps = table.num_rows
     first_episode = next((e.episode for _, e in events if e.__struct_config__.tag == "episode_start"), 0)  # type: ignore[attr-defined]
     # an episode that ended on an evaluator-side fault is not judged at its end (no early stop)
@@ -131,41 +163,39 @@ def _audit(run_dir: Path, result: RunAudit) -> None:
     result.findings.extend(check_bindings(events_path, events, receipts, manifest))
 
 
-def read_receipts(path: Path) -> list[ObservationReceipt]:
-    if not path.exists():
-        return []
-    receipts = []
-    for item in iter_lines(path, read_bounded(path, MAX_LOG_BYTES)):
-        if not isinstance(item, Line):
-            raise item
-        problem = depth_problem(item.raw)
-        if problem is not None:
-            raise LabrecordError(f"{path}:{item.number}: {problem}")
-        try:
-            receipts.append(_receipt_decoder.decode(item.raw))
-        except (msgspec.DecodeError, msgspec.ValidationError) as error:
-            raise LabrecordError(f"{path}:{item.number}: {error}") from error
-    return receipts
+def read_receipts(path: Path, data: bytes | None = None) -> list[ObservationReceipt]:
+    """The delivery receipts of ``path`` (or of its bytes ``data``, already read)."""
+    if data is None:
+        if not path.exists():
+            return []
+        data = read_bounded(path, MAX_LOG_BYTES)
+    return [decode_line(item, path, _receipt_decoder) if isinstance(item, Line) else _raise(item)
+            for item in iter_lines(path, data)]
 
 
-def read_measurements(path: Path, contract: TaskContract) -> Any:
-    """The columns the contract replays from; a schema problem is a one-line error."""
-    import pyarrow.parquet as pq
+def _raise(error: Exception) -> Any:
+    raise error
 
-    if not os.path.lexists(path):
-        raise LabrecordError(f"{path}: missing measurements (the audit replays from them)")
-    check_file(path, MAX_BINARY_BYTES)
-    try:
-        parquet = pq.ParquetFile(path)
-    except Exception as error:  # pyarrow raises several types for damaged files
-        raise LabrecordError(f"{path}: not a readable Parquet file: {error}") from error
+
+def read_measurements(path: Path, contract: TaskContract, data: bytes | None = None) -> Any:
+    """The columns the contract replays from (of ``path``, or of its bytes ``data``, already
+    read); the footer is checked before any column is decoded, and a schema problem is a
+    one-line error."""
+    if data is None:
+        if not os.path.lexists(path):
+            raise LabrecordError(f"{path}: missing measurements (the audit replays from them)")
+        data = read_bounded(path, MAX_MEASUREMENTS_BYTES)
+    parquet = open_measurements(data, str(path))
     problems = check_measurement_schema(parquet.schema_arrow, contract.family)
     if problems:
         raise LabrecordError(f"{path}: {problems[0][1]}" + (f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""))
     names = parquet.schema_arrow.names
     optional = [c for c in list(OPTIONAL_COLUMNS.get(contract.family, {})) + ["episode"] if c in names]
     columns = list(COMMON_COLUMNS) + list(FAMILY_COLUMNS[contract.family]) + optional
-    table = parquet.read(columns=columns)
+    try:
+        table = parquet.read(columns=columns)
+    except Exception as error:  # pyarrow raises several types for damaged pages
+        raise LabrecordError(f"{path}: unreadable columns: {error}") from error
     nonfinite = nonfinite_columns(table)
     if nonfinite:
         name, count, first = nonfinite[0]

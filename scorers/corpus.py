@@ -570,7 +570,7 @@ def audit_corpus(con: DuckDBPyConnection, advance: Any = None) -> list[dict[str,
 
     verdicts = []
     for run_id, run_dir, digest in runs_to_audit(con):
-        verdicts.append(audit_verdict(run_id, digest, audit_run(run_dir)))
+        verdicts.append(audit_verdict(run_id, digest, audit_run(run_dir, expect=digest)))
         if advance:
             advance(1)
     record_audits(con, verdicts)

@@ -604,9 +604,10 @@ def parse_side(text: str) -> Side:
 
 
 def open_side(side: Side, *, audit: bool = True, params: Any = None, work_dir: Any = None) -> Any:
-    """A read-only view of one side: a corpus file through the locked read-only opener, a
-    runs folder ingested into memory (replay-audited unless ``audit`` is false), a
-    snapshot folder; with ``params`` a runs folder re-scored into ``work_dir`` first."""
+    """One side, opened as every command opens stored runs (:func:`labrecord.store.open_source`,
+    locked): a corpus file read-only, a runs folder ingested into memory (replay-audited
+    unless ``audit`` is false), a snapshot folder; with ``params`` a runs folder re-scored
+    into ``work_dir`` first."""
     from pathlib import Path
 
     path = Path(side.path)
@@ -617,10 +618,6 @@ def open_side(side: Side, *, audit: bool = True, params: Any = None, work_dir: A
 
         con, _ = open_rescored(path, params, work_dir, audit=audit)
         return con
-    if path.is_file():
-        from labrecord.store.readonly import open_read_only
-
-        return open_read_only(path)
     from labrecord.store import open_source
 
     con, kind, _ = open_source(path)

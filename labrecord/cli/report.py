@@ -29,14 +29,19 @@ def report(source: str, out: str, parquet: bool, seed: int, resamples: int, no_a
       labrecord report corpus.duckdb --out report.html --seed 1
       labrecord report runs/ --diff reference@runs/ fixed-preference@runs/ --out report.html
     """
-    from labrecord.safeio import check_writable
+    from labrecord.safeio import check_apart, check_writable
     from labrecord.scorers.report import write_report
+    from labrecord.store.source import input_paths
 
+    check_apart(out, input_paths(source, parquet=parquet), what="--out")
+    if diff_sides:
+        from labrecord.scorers.diff import diff_paths, parse_side
+
+        for side in diff_sides:
+            check_apart(out, input_paths(parse_side(side).path), what="--out")
     check_writable(out)
     diff = None
     if diff_sides:
-        from labrecord.scorers.diff import diff_paths
-
         diff = diff_paths(*diff_sides, audit=not no_audit, seed=seed, resamples=resamples)
     path = write_report(source, out, seed=seed, resamples=resamples, parquet=parquet, audit=not no_audit, diff=diff)
     echo_json({"report": str(path)}) if as_json else click.echo(str(path))

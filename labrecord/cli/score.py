@@ -53,15 +53,18 @@ def score(source: str | None, parquet_dir: str | None, seed: int, resamples: int
 
     if (source is None) == (parquet_dir is None):
         raise click.UsageError("give either SOURCE or --parquet DIR")
-    if out:
-        from labrecord.safeio import check_writable
+    from labrecord.safeio import check_apart, check_writable
+    from labrecord.store.source import input_paths
 
-        check_writable(out)
     given: str = parquet_dir or source  # type: ignore[assignment]  # exactly one is set (checked above)
     if contract_params:
         _score_whatif(given, parquet_dir is not None, contract_params, seed, resamples, decisions, one_group, system,
                       out, no_audit, as_json)
         return
+    target = Path(out) if out else _default_out(Path(given))
+    check_apart(target, input_paths(given, parquet=parquet_dir is not None), what="--out")
+    if out:
+        check_writable(out)
     con, kind, ingested = open_source(given, parquet=parquet_dir is not None)
     for where_, findings in (ingested.skipped.items() if ingested else ()):
         click.echo(f"invalid {where_}: {findings[0]}" + (f" (+{len(findings) - 1} more)" if len(findings) > 1 else ""), err=True)
@@ -77,7 +80,6 @@ def score(source: str | None, parquet_dir: str | None, seed: int, resamples: int
         raise LabrecordError(f"{given}: no runs to score")
     from labrecord.scorers.latency import latency_summary
 
-    target = Path(out) if out else _default_out(Path(given))
     atomic_write_bytes(target, dumps_pretty(result))
     if as_json:
         echo_json(result)
@@ -102,16 +104,22 @@ def _score_whatif(given: str, parquet: bool, texts: tuple[str, ...], seed: int, 
     from labrecord.scorers.corpus import score_corpus
     from labrecord.scorers.whatif import label_of, open_rescored, parse_params
 
+    from labrecord.safeio import check_apart, check_writable
+    from labrecord.store.source import input_paths
+
     params = parse_params(texts)
     if parquet or not Path(given).is_dir():
         raise LabrecordError(f"{given}: --contract-param re-scores stored measurements; give a runs folder")
+    target = Path(out) if out else Path(given) / f"scores.{re.sub(r'[^A-Za-z0-9._=-]', '_', label_of(params))}.json"
+    check_apart(target, input_paths(given), what="--out")
+    if out:
+        check_writable(out)
     where = (lambda row: row["system_name"] == system) if system else None
     with tempfile.TemporaryDirectory(prefix="labrecord-whatif-") as work:
         con, ingested = open_rescored(given, params, work, audit=not no_audit)
         result = score_corpus(con, seed=seed, resamples=resamples, decisions=decisions or None, one_group=one_group,
                               where=where)
     result["contract_params"] = label_of(params)
-    target = Path(out) if out else Path(given) / f"scores.{re.sub(r'[^A-Za-z0-9._=-]', '_', label_of(params))}.json"
     atomic_write_bytes(target, dumps_pretty(result))
     if as_json:
         echo_json(result)

@@ -93,7 +93,10 @@ def validate_folder(folder: Path, report: Report | None = None) -> Report:
             memberships.append((run_dir / RUN_FILE, population.name, population.instance_id))
     populations = {}
     pop_dir = folder / POPULATIONS_DIR
-    if pop_dir.is_dir():
+    problem = link_problem(pop_dir)
+    if problem is not None:
+        report.error(str(pop_dir), None, "", problem)
+    elif pop_dir.is_dir():
         for path in sorted(pop_dir.glob("*.jsonl")):
             info = validate_population_file(path, report)
             populations[info["name"]] = info["instances"]

@@ -79,18 +79,44 @@ def test_invalid_run_is_skipped_with_findings_and_nothing_loaded(tmp_path):
 
 
 def test_failed_bulk_load_keeps_nothing_of_the_batch(tmp_path, monkeypatch):
+    """A full disk stops the ingest with one error; nothing of the batch stays."""
+    import errno
+
     root = tmp_path / "runs"
     write_example_run(root, "r0")
     con = connect(None)
 
-    def broken(con_, files):
-        raise RuntimeError("disk full")
+    def broken(con_, pending):
+        raise OSError(errno.ENOSPC, "No space left on device")
 
     monkeypatch.setattr(ingest_module, "_load_scores", broken)
-    with pytest.raises(LabrecordError, match="nothing of the batch was kept: disk full"):
+    with pytest.raises(LabrecordError, match="nothing of it was kept .*No space left on device"):
         ingest_runs(root, con)
     assert _count(con, "SELECT count(*) FROM runs") == 0
     assert _count(con, "SELECT count(*) FROM events") == 0
+
+
+def test_a_run_that_fails_to_load_is_refused_alone(tmp_path, monkeypatch):
+    """A load failure of one run's data refuses that run (invalid_runs row with the reason);
+    the others of its batch are loaded."""
+    root = tmp_path / "runs"
+    for run_id in ("r0", "r1", "r2"):
+        write_example_run(root, run_id)
+    con = connect(None)
+    real = ingest_module._load_scores
+
+    def broken(con_, pending):
+        if any(p.run_id == "r1" for p in pending):
+            raise RuntimeError("bad scores")
+        real(con_, pending)
+
+    monkeypatch.setattr(ingest_module, "_load_scores", broken)
+    summary = ingest_runs(root, con)
+    assert sorted(summary.added) == ["r0", "r2"] and list(summary.skipped) == [str((root / "r1").resolve())]
+    assert "bad scores" in summary.skipped[str((root / "r1").resolve())][0]
+    assert con.execute("SELECT run_id FROM runs ORDER BY 1").fetchall() == [("r0",), ("r2",)]
+    assert con.execute("SELECT run_id, reason LIKE '%bad scores%' FROM invalid_runs").fetchall() == [("r1", True)]
+    assert _count(con, "SELECT count(*) FROM events WHERE run_id = 'r1'") == 0
 
 
 def test_measurements_of_different_families_union_by_name(tmp_path):
@@ -167,7 +193,7 @@ def test_snapshot_interrupted_midway_leaves_no_folder(tmp_path, monkeypatch):
                     raise OSError("disk full")
             return self.inner.execute(sql, *args)
 
-    with pytest.raises(OSError, match="disk full"):
+    with pytest.raises(LabrecordError, match="snapshot could not be written, nothing of it was kept: disk full"):
         write_snapshot(Flaky(con, 3), tmp_path / "snap")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["runs"]
     counts = write_snapshot(con, tmp_path / "snap")
