@@ -141,6 +141,11 @@ def test_score_and_diff_compare_the_rescore_with_the_original(weighing_runs, tmp
     assert report["binary"]["completion.physical"]["difference"] == 0.0
     assert report["continuous"]["duration_s"]["difference"] == 0.0  # the recorded episode ends where it ended
 
+    inside = next(p for p in weighing_runs.iterdir() if (p / "run.json").is_file()) / "whatif.json"
+    clash = runner.invoke(cli, ["score", str(weighing_runs), "--contract-param", "weighing.success_tol_g=0.5",
+                                "--out", str(inside)])
+    assert clash.exit_code == 1 and "lies inside the input" in clash.output and not inside.exists()
+
     refused = runner.invoke(cli, ["score", str(weighing_runs), "--contract-param", "weighing.stable_range_g=2"])
     assert refused.exit_code == 1
     assert refused.output.startswith("Error: cannot re-score weighing.stable_range_g after the fact")
