@@ -36,11 +36,12 @@ from labrecord.rundir import (
     EVENTS_FILE, LOADED_FILES, MEASUREMENTS_FILE, OBSERVATIONS_FILE, RUN_FILE, content_digest, decode_line,
     find_run_dirs, iter_events, parse_manifest, read_loaded_files,
 )
-from labrecord.safeio import MAX_LOG_BYTES, MAX_MEASUREMENTS_BYTES, read_bounded
-from labrecord.scorers.contracts import ContractEvent, TaskContract, get_contract
+from labrecord.safeio import MAX_BINARY_BYTES, MAX_LOG_BYTES, MAX_MEASUREMENTS_BYTES, read_bounded
+from labrecord.scorers.contracts import ContractEvent, TaskContract, families, get_contract
 
-#: ``episode_end`` reasons of evaluator-side faults (the step owner's ``validity`` kinds)
-FAULT_END_REASONS = frozenset({"service_fault", "transport_fault"})
+#: ``episode_end`` reasons of evaluator-side faults (the episode is not an evaluated outcome)
+#: ``outcome_unknown``: an imported episode whose source does not record its outcome
+FAULT_END_REASONS = frozenset({"service_fault", "transport_fault", "outcome_unknown"})
 #: event types the contract rebuilds (choices only from the contract's own recognizer)
 REPLAYED_TYPES = ("opportunity", "confirm", "failure", "recovery", "violation", "choice", "dwell", "validity",
                   "episode_end")
@@ -79,6 +80,8 @@ class RunAudit:
     steps: int = 0
     events_checked: int = 0
     findings: list[AuditFinding] = field(default_factory=list)
+    #: False when the run declares no measurement stream: nothing was replayed
+    audited: bool = True
 
     @property
     def ok(self) -> bool:
@@ -86,7 +89,8 @@ class RunAudit:
 
     def to_json(self) -> dict[str, Any]:
         return {"run_dir": self.run_dir, "run_id": self.run_id, "family": self.family, "steps": self.steps,
-                "events_checked": self.events_checked, "ok": self.ok, "findings": [f.to_json() for f in self.findings]}
+                "events_checked": self.events_checked, "ok": self.ok, "audited": self.audited,
+                "findings": [f.to_json() for f in self.findings]}
 
 
 def audit_runs(runs_dir: str | os.PathLike[str]) -> list[RunAudit]:
@@ -134,12 +138,24 @@ def _required(files: dict[str, bytes], path: Path, what: str) -> bytes:
 def _audit(run_dir: Path, files: dict[str, bytes], result: RunAudit) -> None:
     manifest = parse_manifest(_required(files, run_dir / RUN_FILE, "run.json"), str(run_dir / RUN_FILE)).manifest
     result.run_id, result.family = manifest.run_id, manifest.task.family
+    if manifest.evaluation.measurements == "none" and manifest.task.family not in families():
+        # events only, of a task no contract here describes (an imported dataset): unaudited
+        result.findings.extend(check_handoffs(run_dir, manifest))
+        result.audited = False
+        return
     contract = get_contract(manifest.task.family)
     events_path = str(run_dir / EVENTS_FILE)
     if manifest.task.contract_hash is not None and manifest.task.contract_hash != contract.contract_hash():
         result.findings.append(AuditFinding(str(run_dir / "run.json"), None, None, "contract_hash",
                                             "run was scored under another contract version",
                                             contract.contract_hash(), manifest.task.contract_hash))
+    result.findings.extend(check_handoffs(run_dir, manifest))
+    if manifest.evaluation.measurements == "none":
+        # events-only records (a harness without a measurement stream, an import): nothing to
+        # replay; scored from the events and reported as unaudited.  A stream the manifest
+        # declares is never excused by its absence: then the replay below refuses.
+        result.audited = False
+        return
     try:
         instance = contract.instance_from_task(manifest.task)
     except LabrecordError as error:
@@ -161,6 +177,54 @@ def _audit(run_dir: Path, files: dict[str, bytes], result: RunAudit) -> None:
     result.events_checked = len(recorded)
     result.findings.extend(compare_streams(events_path, expected, recorded))
     result.findings.extend(check_bindings(events_path, events, receipts, manifest))
+
+
+def handoff_verified(verification: Any) -> bool:
+    """A checkpoint's verification passed: at least one control period re-stepped, every
+    measurement column equal, the tracker state equal, and a ready handoff (sec. 6.1)."""
+    v = verification
+    return bool(v.get("periods", 0) > 0 and v.get("bitwise") and v.get("tracker_equal") and v.get("handoff_ready"))
+
+
+def check_handoffs(run_dir: Path, manifest: Any) -> list[AuditFinding]:
+    """Every saved checkpoint the manifest names (``evaluation.checkpoints[].file``, relative
+    to the folder holding the run) must exist, be intact (its body digest) and record the
+    verification the manifest claims — so deleting or editing a checkpoint file leaves the
+    run unresolved instead of keeping its members in J."""
+    import hashlib
+
+    findings = []
+    where = str(run_dir / "run.json")
+    for entry in manifest.evaluation.checkpoints:
+        if entry.file is None:
+            continue
+        path = run_dir.parent / entry.file
+        problem = _handoff_problem(path, entry, hashlib)
+        if problem is not None:
+            findings.append(AuditFinding(where, None, None, "checkpoint", f"{path}: {problem}"))
+    return findings
+
+
+def _handoff_problem(path: Path, entry: Any, hashlib: Any) -> str | None:
+    if not path.is_file() and not path.is_symlink():
+        return f"checkpoint of decision {entry.decision!r} is missing"
+    try:
+        data = read_bounded(path, MAX_BINARY_BYTES)  # a link or an oversized file is refused unread
+    except LabrecordError as error:
+        return str(error).removeprefix(f"{path}: ")
+    head, _, body = data.partition(b"\n")
+    try:
+        header = msgspec.json.decode(head)
+    except msgspec.DecodeError as error:
+        return f"unreadable checkpoint header: {error}"
+    if not isinstance(header, dict) or header.get("decision") != entry.decision:
+        return f"checkpoint is not of decision {entry.decision!r}"
+    if header.get("body_sha256") != hashlib.sha256(body).hexdigest():
+        return "checkpoint body does not match its digest"
+    verified = handoff_verified(header.get("verification") or {})
+    if verified != entry.verified:
+        return f"checkpoint verification is {verified}, the manifest says {entry.verified}"
+    return None
 
 
 def read_receipts(path: Path, data: bytes | None = None) -> list[ObservationReceipt]:

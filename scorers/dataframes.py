@@ -123,7 +123,7 @@ class Corpus:
         return self._frame(statements[-1])
 
     def scores(self, *, seed: int = 0, resamples: int = 1000, decisions: list[str] | None = None,
-               one_group: bool = False, system: str | None = None) -> pl.DataFrame:
+               one_group: bool = False, system: str | None = None, repeats: str = "refuse") -> pl.DataFrame:
         """The metrics of ``labrecord score`` as one row per (result identity, metric).
 
         ``group`` numbers the result identities in score order, the identity fields follow;
@@ -137,7 +137,7 @@ class Corpus:
 
         where = (lambda row: row["system_name"] == system) if system else None
         result = score_corpus(self.con, seed=seed, resamples=resamples, decisions=decisions,
-                              one_group=one_group, where=where)
+                              one_group=one_group, where=where, repeats=repeats)
         rows = [row for number, group in enumerate(result["groups"]) for row in score_rows(number, group)]
         schema = {name: getattr(pl, dtype) for name, dtype in SCORE_COLUMNS}
         return pl.DataFrame(rows, schema=schema, orient="row")

@@ -271,7 +271,8 @@ def whatif_verdicts(con: Any, originals: Mapping[str, dict[str, Any]], results: 
         rows.append({"run_id": run_id, "content_hash": hashes[run_id], "ok": ok, "reason": why,
                      "seq": None if ok or original is None else original.get("seq"),
                      "check_name": None if ok else (original or {}).get("check_name") or "rescore",
-                     "findings": 0 if ok else max(1, (original or {}).get("findings") or 0)})
+                     "findings": 0 if ok else max(1, (original or {}).get("findings") or 0),
+                     "audited": (original or {}).get("audited", True)})
     return rows
 
 

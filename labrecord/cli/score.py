@@ -19,6 +19,9 @@ from labrecord.cli.common import CONTEXT_SETTINGS, echo_json, echo_table, follow
 @click.option("--system", help="Only runs of this system name.")
 @click.option("--out", type=click.Path(dir_okay=False), help="Where to write scores.json (default: beside the source).")
 @click.option("--no-audit", is_flag=True, help="Do not replay-audit a runs folder first (its runs then count as unaudited).")
+@click.option("--repeats", type=click.Choice(["refuse", "mean"]), default="refuse", show_default=True,
+              help="Two runs of one registered member: refuse, or average them within the member (intervals from a "
+                   "bootstrap over members).")
 @click.option("--contract-param", "contract_params", multiple=True, metavar="FAMILY.THRESHOLD=VALUE",
               help="What-if: re-score the stored runs under a changed contract threshold (repeatable; a runs folder "
                    "only; writes scores.<params>.json).")
@@ -26,23 +29,26 @@ from labrecord.cli.common import CONTEXT_SETTINGS, echo_json, echo_table, follow
                 json_help='Print {"groups": [{"identity", "metrics", "coverage"}], "unassigned_invalid_runs": [...]}.')
 @follow_symlinks_option
 def score(source: str | None, parquet_dir: str | None, seed: int, resamples: int, decisions: tuple[str, ...],
-          one_group: bool, system: str | None, out: str | None, no_audit: bool, contract_params: tuple[str, ...],
-          as_json: bool) -> None:
+          one_group: bool, system: str | None, out: str | None, no_audit: bool, repeats: str,
+          contract_params: tuple[str, ...], as_json: bool) -> None:
     """Recompute the benchmark metrics from stored runs, a corpus file or a snapshot.
 
     SOURCE is a runs folder (ingested into a temporary in-memory corpus and replay-audited),
     a corpus file, or use --parquet DIR.  Prints one table per result identity and writes
     scores.json (at the top of a runs folder, beside a corpus file).
 
-    A registered member whose run is missing, invalid, fails the audit, is aborted or
-    ended in an evaluator-side fault is unresolved: its metric prints "provisional [lo, hi],
-    u of N unresolved" and the JSON has value null with .lower/.upper siblings.
+    A registered member whose run is missing, invalid or fails the audit, whose episode was
+    interrupted or ended in an evaluator-side fault, or whose checkpoint is unverified or
+    was not delivered (in time) is unresolved: its metric prints "provisional [lo, hi],
+    u of N unresolved" and the JSON has value null with .lower/.upper siblings.  A run that
+    declares no measurement stream is scored from its events and counted as unaudited.
 
     \b
     Example:
       labrecord score runs/
       labrecord score corpus.duckdb --json --seed 7 --resamples 2000
       labrecord score --parquet snapshot/ --decision select_weight
+      labrecord score runs/ --repeats mean     # average repeated runs of a member first
       labrecord score runs/ --contract-param weighing.success_tol_g=0.5
     """
     from labrecord.errors import LabrecordError
@@ -59,7 +65,7 @@ def score(source: str | None, parquet_dir: str | None, seed: int, resamples: int
     given: str = parquet_dir or source  # type: ignore[assignment]  # exactly one is set (checked above)
     if contract_params:
         _score_whatif(given, parquet_dir is not None, contract_params, seed, resamples, decisions, one_group, system,
-                      out, no_audit, as_json)
+                      out, no_audit, as_json, repeats)
         return
     target = Path(out) if out else _default_out(Path(given))
     check_apart(target, input_paths(given, parquet=parquet_dir is not None), what="--out")
@@ -72,10 +78,13 @@ def score(source: str | None, parquet_dir: str | None, seed: int, resamples: int
         with progress(len(runs_to_audit(con)), "audit") as advance:
             verdicts = audit_corpus(con, advance)
         failed = [v for v in verdicts if not v["ok"]]
+        unaudited = sum(1 for v in verdicts if v["ok"] and not v.get("audited", True))
         if not as_json:
-            click.echo(f"replay audit: {len(verdicts) - len(failed)} of {len(verdicts)} run(s) agree", err=True)
+            note = f", {unaudited} declare no measurement stream (scored unaudited)" if unaudited else ""
+            click.echo(f"replay audit: {len(verdicts) - len(failed) - unaudited} of {len(verdicts)} run(s) agree{note}", err=True)
     where = (lambda row: row["system_name"] == system) if system else None
-    result = score_corpus(con, seed=seed, resamples=resamples, decisions=decisions or None, one_group=one_group, where=where)
+    result = score_corpus(con, seed=seed, resamples=resamples, decisions=decisions or None, one_group=one_group, where=where,
+                          repeats=repeats)
     if not result["groups"] and not result["unassigned_invalid_runs"]:
         raise LabrecordError(f"{given}: no runs to score")
     from labrecord.scorers.latency import latency_summary
@@ -94,7 +103,7 @@ def score(source: str | None, parquet_dir: str | None, seed: int, resamples: int
 
 def _score_whatif(given: str, parquet: bool, texts: tuple[str, ...], seed: int, resamples: int,
                   decisions: tuple[str, ...], one_group: bool, system: str | None, out: str | None, no_audit: bool,
-                  as_json: bool) -> None:
+                  as_json: bool, repeats: str = "refuse") -> None:
     """Score the runs re-scored under changed contract thresholds (labrecord.scorers.whatif)."""
     import re
     import tempfile
@@ -118,7 +127,7 @@ def _score_whatif(given: str, parquet: bool, texts: tuple[str, ...], seed: int, 
     with tempfile.TemporaryDirectory(prefix="labrecord-whatif-") as work:
         con, ingested = open_rescored(given, params, work, audit=not no_audit)
         result = score_corpus(con, seed=seed, resamples=resamples, decisions=decisions or None, one_group=one_group,
-                              where=where)
+                              where=where, repeats=repeats)
     result["contract_params"] = label_of(params)
     atomic_write_bytes(target, dumps_pretty(result))
     if as_json:
@@ -152,13 +161,15 @@ def _default_out(source: Path) -> Path:
 
 
 def _print_tables(result: dict) -> None:
-    from labrecord.scorers.present import identity_title, metric_rows, unresolved_lines
+    from labrecord.scorers.present import audited_text, identity_title, metric_rows, unresolved_lines
 
     for group in result["groups"]:
         echo_table(["metric", "value (num/den)", "n", "95% CI"], metric_rows(group), title=identity_title(group["identity"]))
         coverage = group["coverage"]
         click.echo(f"runs {coverage['runs']}, resolved {coverage['valid_runs']}, unresolved {coverage['runs'] - coverage['valid_runs']}, "
-                   f"missing {len(coverage['missing'])}")
+                   f"missing {len(coverage['missing'])}, {audited_text(coverage)}")
+        if "J" in coverage:
+            click.echo("checkpoints J: " + ", ".join(f"{k} {v}" for k, v in coverage["J"].items()))
         for line in unresolved_lines(group):
             click.echo(f"  {line}")
     for entry in result["unassigned_invalid_runs"]:

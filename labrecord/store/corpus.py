@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 from labrecord.errors import LabrecordError
 from labrecord.fileio import atomic_path
 from labrecord.store.readonly import first_line, lock, setting
-from labrecord.store.schema import TABLES, create_schema, create_views, missing_tables, stale_views
+from labrecord.store.schema import TABLES, create_schema, create_views, missing_columns, missing_tables, stale_views
 
 if TYPE_CHECKING:
     from duckdb import DuckDBPyConnection
@@ -49,6 +49,7 @@ def connect(db_path: str | os.PathLike[str] | None = None, *, read_only: bool = 
         try:
             for spec in missing_tables(con):
                 con.execute(spec.ddl(temp=True))
+            _shadow_missing_columns(con)
             if stale_views(con):
                 create_views(con, temp=True)
             return con
@@ -67,6 +68,18 @@ def connect(db_path: str | os.PathLike[str] | None = None, *, read_only: bool = 
         con.close()
         raise LabrecordError(f"{db_path}: cannot use DuckDB corpus: {first_line(error)}") from error
     return con
+
+
+def _shadow_missing_columns(con: DuckDBPyConnection) -> None:
+    """A read-only corpus of an older release: each table lacking registered columns is
+    shadowed by a connection-local view that adds them as nulls (the file is not changed)."""
+    missing = missing_columns(con)
+    if not missing:
+        return
+    catalog = con.execute("SELECT current_database()").fetchall()[0][0].replace('"', '""')
+    for name in sorted({spec.name for spec, _ in missing}):
+        extra = ", ".join(f'NULL::{c.type.replace(" PRIMARY KEY", "")} AS "{c.name}"' for spec, c in missing if spec.name == name)
+        con.execute(f'CREATE TEMP VIEW {name} AS SELECT *, {extra} FROM "{catalog}".main.{name}')
 
 
 #: DuckDB error kinds that say the machine failed (disk, memory), not the data
@@ -120,7 +133,10 @@ def open_snapshot(parquet_dir: str | os.PathLike[str]) -> DuckDBPyConnection:
                 con.execute(table.ddl())  # a snapshot of an older release: the table is empty
                 continue
             source = _snapshot_source(root, table.name)
-            names = ", ".join(f'"{c}"' for c in _snapshot_columns(con, source, table.name))
+            present = _snapshot_columns(con, source, table.name)
+            # a snapshot of an older release lacks the columns added since: they read as null
+            absent = [f'NULL::{c.type.replace(" PRIMARY KEY", "")} AS "{c.name}"' for c in table.columns if c.name not in present]
+            names = ", ".join([f'"{c}"' for c in present] + absent)
             con.execute(f"CREATE VIEW {table.name} AS SELECT {names} FROM {source}")
         create_views(con)
     except duckdb.Error as error:

@@ -331,3 +331,22 @@ def test_validation_on_worker_processes_loads_the_same_corpus(tmp_path, monkeypa
     assert (first.added, list(first.skipped)) == (second.added, list(second.skipped)) == (["r0", "r2"], [str(root / "r1")])
     query = "SELECT run_id, seq, type, t FROM events ORDER BY ALL"
     assert one.execute(query).fetchall() == many.execute(query).fetchall()
+
+
+def test_a_read_only_corpus_lacking_new_columns_still_scores(tmp_path):
+    """A corpus file written before runs.asset_revision, events.runtime_s and audits.audited
+    existed opens read-only with those columns as nulls, and scores."""
+    import duckdb
+
+    from labrecord.scorers.corpus import score_corpus
+
+    db = tmp_path / "old.duckdb"
+    ingest_runs(write_rollout(tmp_path / "r", RolloutSpec("a", physical=True)).parent, db)
+    raw = duckdb.connect(str(db))
+    for table, column in (("runs", "asset_revision"), ("events", "runtime_s"), ("audits", "audited")):
+        raw.execute(f"ALTER TABLE {table} DROP COLUMN {column}")
+    raw.close()
+    con = connect(db, read_only=True)
+    (group,) = score_corpus(con, resamples=0)["groups"]
+    assert group["metrics"]["completion.valid"]["value"] == 1.0
+    assert group["identity"]["asset_revision"] is None
