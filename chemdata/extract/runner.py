@@ -74,8 +74,9 @@ class ExtractConfig:
     #: the structure readers (:mod:`.readers`): osra alone, or osra with DECIMER arbitrated
     #: by chemistry (:func:`_second_reading`)
     readers: tuple[str, ...] = ("osra",)
-    #: at most this many DECIMER reads per figure (the template row first, then products)
-    learned_reads: int = 12
+    #: at most this many DECIMER reads per figure (the template row first, then products):
+    #: about 4 s each on a shared core, beside osra's 20 s a figure
+    learned_reads: int = 8
     tool_timeout_s: float = 120.0
     osra_command: tuple[str, ...] = ("osra",)
     tesseract_command: tuple[str, ...] = ("tesseract",)
@@ -498,7 +499,9 @@ def _second_reading(trajectory: Trajectory, image: Any, segments: list[layout.Se
     2. A drawn product the chosen templates do not fit (or that osra could not read) is
        read by DECIMER, and that reading kept when it fits (:func:`.arbitrate.pick_product`).
 
-    At most ``config.learned_reads`` DECIMER reads per figure; readings keep their ids
+    At most ``config.learned_reads`` DECIMER reads per figure, the row's templates and
+    the structures osra read unsoundly or not at all first, then the smaller drawings
+    (reagents), then the products; readings keep their ids
     where osra's is kept, DECIMER's get new ones."""
     reader = readers.DecimerReader()
     readings = list(found)
@@ -522,8 +525,17 @@ def _second_reading(trajectory: Trajectory, image: Any, segments: list[layout.Se
             return osra.Reading(f"m{numbered[0]}", result.smiles, result.confidence, seg.box, "crop", result.reader)
 
         row = [i for i, seg in enumerate(segments) if seg.kind == "structure" and seg.band in arrow_bands]
+
+        def urgency(index: int) -> tuple[bool, int]:
+            """Templates and what osra could not read soundly first, then small drawings
+            (reagents) before large ones."""
+            first = assigned.get(index)
+            settled = first is not None and arbitrate.sound(first.smiles) and not first.is_template
+            x0, y0, x1, y1 = segments[index].box
+            return settled, (x1 - x0) * (y1 - y0)
+
         options: dict[int, list[osra.Reading]] = {}
-        for index in sorted(row, key=lambda i: (segments[i].band, segments[i].box[0])):
+        for index in sorted(row, key=urgency):
             second = learned(index)
             options[index] = [r for r in (assigned.get(index), second) if r is not None]
 

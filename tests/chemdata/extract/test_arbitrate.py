@@ -28,7 +28,7 @@ def related(choice: dict[int, Reading]) -> int:
 
 def test_sound() -> None:
     assert sound("c1ccccc1") and sound("[R1]c1ccccc1") and sound("*c1ccccc1")
-    assert not sound("c1cccc1") and not sound("C(C)(C)(C)(C)C") and not sound("")
+    assert not sound("c1cccc1") and not sound("C(C)(C)(C)(C)C") and not sound("") and not sound("[C]O")
 
 
 def test_engine_beats_confidence() -> None:
@@ -42,11 +42,17 @@ def test_engine_beats_confidence() -> None:
 
 def test_soundness_then_confidence_break_ties() -> None:
     """No engine evidence (0 everywhere): a sound reading beats an unsound one whatever
-    the confidence; between two sound ones the more confident (0.8 > 0.2) is kept."""
+    the confidence (a radical is unsound); between two sound ones a DECIMER reading
+    0.95 confident (tie score 1.95) beats osra's (1), one 0.8 confident (0.8) does not,
+    whatever osra's own estimate (3.2 here)."""
     unsound = reading("a", "c1cccc1", 0.99, "decimer")
-    low, high = reading("b", "CCO", 0.2, "osra"), reading("c", "OCC(C)", 0.8, "decimer")
-    assert choose({0: [unsound, low]}, lambda _: 0) == {0: low}
-    assert choose({0: [low, high]}, lambda _: 0) == {0: high}
+    radical = reading("r", "[C]O", 0.99, "decimer")
+    by_osra = reading("b", "CCO", 3.2, "osra")
+    sure, unsure = reading("c", "OCC(C)", 0.95, "decimer"), reading("d", "OCC(C)", 0.8, "decimer")
+    assert choose({0: [unsound, by_osra]}, lambda _: 0) == {0: by_osra}
+    assert choose({0: [radical, by_osra]}, lambda _: 0) == {0: by_osra}
+    assert choose({0: [by_osra, sure]}, lambda _: 0) == {0: sure}
+    assert choose({0: [by_osra, unsure]}, lambda _: 0) == {0: by_osra}
 
 
 def test_greedy_search_past_the_exhaustive_limit() -> None:
