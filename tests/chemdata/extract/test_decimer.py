@@ -200,3 +200,32 @@ def test_extract_with_both_readers_end_to_end(model: decimer.Model, rendered: Pa
         main(["rxn", "score", "--gold", str(rendered), "--pred", str(out), "--json"])
     scores = json.loads(capsys.readouterr().out)
     assert scores["macro"]["strict"]["f1"] >= 0.6
+
+
+def test_cli_without_the_model_runs_on_osra_and_says_so_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                              capsys: pytest.CaptureFixture[str]) -> None:
+    """Two figures, no DECIMER model: one note on stderr, every record read by osra; asking
+    for DECIMER then is refused with one line naming the install script."""
+    from PIL import Image
+
+    from labrecord.cli import main
+
+    from .conftest import fake_tool
+
+    monkeypatch.setenv(decimer.HOME_ENV, str(tmp_path / "empty"))
+    figures = tmp_path / "figs"
+    figures.mkdir()
+    for name in ("a", "b"):
+        Image.new("L", (60, 40), 255).save(figures / f"{name}.png")
+    tool = fake_tool(tmp_path, "tool", "exit 0")
+    args = ["rxn", "extract", str(figures), "--out", str(tmp_path / "out"), "--osra", tool, "--tesseract", tool]
+    with pytest.raises(SystemExit) as exited:
+        main(args + ["--json"])
+    captured = capsys.readouterr()
+    assert exited.value.code == 0 and captured.err.count("note: reading structures with osra only") == 1
+    assert '"readers": [\n      "osra"\n    ]' in captured.out
+    with pytest.raises(SystemExit) as exited:
+        main(args + ["--readers", "osra,decimer"])
+    captured = capsys.readouterr()
+    assert exited.value.code == 1 and captured.err.strip().startswith("Error: --readers osra,decimer: ")
+    assert "install-ocsr.sh" in captured.err and len(captured.err.strip().splitlines()) == 1
