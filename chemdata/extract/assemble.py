@@ -170,11 +170,16 @@ def _expand_scope(scope: Any, by_id: dict[str, Reading]) -> tuple[list[Any], Any
     template = Template(id=str(scope.get("id") or "t"), reactants=[read_template(t) for t in reactant_templates],
                         products=[read_template(product_template)] if product_template else [])
     reactions, failures = [], []
-    for entry in scope.get("entries") or []:
-        try:
-            built = _expand_entry(entry, reactant_templates, product_template, by_id, sources)
-        except rgroup.RGroupError as error:
-            built = error.failure
+    entries = list(scope.get("entries") or [])
+    outcomes = [_try_entry(entry, reactant_templates, product_template, by_id, sources, ()) for entry in entries]
+    # a symmetric core: an entry matched several ways is settled by the others' bindings
+    settled = [{k: v for m in built[0] for k, v in (m.provenance.bindings or {}).items()}
+               for built in outcomes if not isinstance(built, rgroup.Failure)]
+    if settled:
+        outcomes = [_try_entry(entry, reactant_templates, product_template, by_id, sources, settled)
+                    if isinstance(built, rgroup.Failure) and built.kind == "ambiguous_match" else built
+                    for entry, built in zip(entries, outcomes)]
+    for entry, built in zip(entries, outcomes):
         if isinstance(built, rgroup.Failure):
             failures.append({"stage": "rgroup", "kind": built.kind,
                              "message": f"entry {entry.get('id')}: {built.message}"})
@@ -186,8 +191,17 @@ def _expand_scope(scope: Any, by_id: dict[str, Reading]) -> tuple[list[Any], Any
     return reactions, template, failures
 
 
+def _try_entry(entry: Any, reactant_templates: list[str], product_template: str | None, by_id: dict[str, Reading],
+               sources: dict[str, Reading], prefer: Any) -> tuple[list[Any], list[Any]] | rgroup.Failure:
+    try:
+        return _expand_entry(entry, reactant_templates, product_template, by_id, sources, prefer)
+    except rgroup.RGroupError as error:
+        return error.failure
+
+
 def _expand_entry(entry: Any, reactant_templates: list[str], product_template: str | None,
-                  by_id: dict[str, Reading], sources: dict[str, Reading]) -> tuple[list[Any], list[Any]] | rgroup.Failure:
+                  by_id: dict[str, Reading], sources: dict[str, Reading],
+                  prefer: Any = ()) -> tuple[list[Any], list[Any]] | rgroup.Failure:
     if not isinstance(entry, dict):
         raise PlanError(f"a scope entry must be an object, got {str(entry)[:80]!r}")
     if product_template is None:
@@ -196,7 +210,7 @@ def _expand_entry(entry: Any, reactant_templates: list[str], product_template: s
     if entry.get("product") is not None:
         product = _resolve({"reading": entry["product"]}, by_id)
         explicit = _fit_labels(reactant_templates + [product_template], bindings) if bindings else {}
-        derived = rgroup.derive_reactants(reactant_templates, product_template, product.smiles, explicit)
+        derived = rgroup.derive_reactants(reactant_templates, product_template, product.smiles, explicit, prefer=prefer)
         if isinstance(derived, rgroup.Failure):
             return derived
         return [_derived_molecule(str(s), s.template, s.bindings, sources.get(s.template)) for s in derived], [product]
