@@ -272,7 +272,7 @@ def _stages(trajectory: Trajectory, path: Path, data: bytes, config: ExtractConf
                                     lambda: _recognize(trajectory, path, image, segments, config, measured or 0.0, lines))
     if "decimer" in config.readers and "recognition" not in stages:
         readings = _timed(timing, state, "arbitration", lambda: _second_reading(trajectory, image, segments, readings,
-                                                                                 lines, config))
+                                                                                 lines, config, bond))
     state["readings"] = [r.to_json() for r in readings]
     plan, problems = _timed(timing, state, "association", lambda: associate.plan_from_rules(segments, readings, lines))
     for problem in problems:
@@ -488,7 +488,8 @@ def _recognize(trajectory: Trajectory, path: Path, image: Any, segments: list[la
 
 
 def _second_reading(trajectory: Trajectory, image: Any, segments: list[layout.Segment], found: list[osra.Reading],
-                    lines: list[tesseract.TextLine], config: ExtractConfig) -> list[osra.Reading]:
+                    lines: list[tesseract.TextLine], config: ExtractConfig,
+                    bond: float = layout.DEFAULT_BOND) -> list[osra.Reading]:
     """DECIMER beside osra, called only where its reading can decide something.
 
     1. Every structure of a row that holds an arrow (the template row: reactant and
@@ -499,6 +500,7 @@ def _second_reading(trajectory: Trajectory, image: Any, segments: list[layout.Se
     2. A drawn product the chosen templates do not fit (or that osra could not read) is
        read by DECIMER, and that reading kept when it fits (:func:`.arbitrate.pick_product`).
 
+    Blobs thinner than one bond (``bond`` px) are not read.
     At most ``config.learned_reads`` DECIMER reads per figure, the row's templates and
     the structures osra read unsoundly or not at all first, then the smaller drawings
     (reagents), then the products; readings keep their ids
@@ -524,7 +526,9 @@ def _second_reading(trajectory: Trajectory, image: Any, segments: list[layout.Se
             numbered[0] += 1
             return osra.Reading(f"m{numbered[0]}", result.smiles, result.confidence, seg.box, "crop", result.reader)
 
-        row = [i for i, seg in enumerate(segments) if seg.kind == "structure" and seg.band in arrow_bands]
+        # a blob thinner than one bond is a glyph or a stray mark, not a drawing worth a read
+        row = [i for i, seg in enumerate(segments) if seg.kind == "structure" and seg.band in arrow_bands
+               and min(seg.box[2] - seg.box[0], seg.box[3] - seg.box[1]) + 1 >= bond]
 
         def urgency(index: int) -> tuple[bool, int]:
             """Templates and what osra could not read soundly first, then small drawings
