@@ -8,8 +8,8 @@ keep, not the readers' confidences:
    loses to one it can (:func:`sound`; attachment labels such as ``[R1]`` count as sound).
 2. **The R-group engine.**  Among sound readings of the template row (reactant and
    product templates, reagents), the combination kept is the one under which the engine
-   relates the template to the most drawn or tabulated entries (``evaluate``: the number
-   of scope entries that assemble into reactions).
+   relates the template to the drawn or tabulated entries the most (``evaluate``; the
+   runner counts the reactants derived through a bound label, :func:`related_reactants`).
 3. **Confidence** only breaks what is still tied.  The two readers' confidences are on
    different scales (osra's linear estimate runs from below 0 to about 4, DECIMER's is a
    probability), so they are not compared with each other: a DECIMER reading at least
@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 from labrecord.chemdata import rgroup
 from labrecord.chemdata.extract.osra import Reading
@@ -101,6 +102,15 @@ def choose(options: Mapping[int, Sequence[Reading]], evaluate: Callable[[dict[in
                 if trial_key > best_key:
                     best, best_key, improved = trial, trial_key, True
     return best
+
+
+def related_reactants(reactions: Sequence[Any]) -> int:
+    """The engine's verdict on a choice of template readings: over the scope reactions it
+    assembled, the reactants it derived through a bound label.  A template row read with
+    a concrete molecule where a template was drawn still assembles, but that reactant is
+    copied, not related to the product, and does not count."""
+    return sum(1 for reaction in reactions for molecule in reaction.reactants
+               if molecule.provenance is not None and molecule.provenance.bindings)
 
 
 def fits_template(reactant_templates: Sequence[str], product_template: str, product: str) -> bool:

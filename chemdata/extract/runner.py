@@ -556,7 +556,7 @@ def _second_reading(trajectory: Trajectory, image: Any, segments: list[layout.Se
                 built, _, _ = assemble.assemble({"scopes": plan["scopes"]}, candidate)
             except assemble.PlanError:
                 return 0
-            return len(built)
+            return arbitrate.related_reactants(built)
 
         choice = arbitrate.choose(options, related)
         readings = replaced(choice)

@@ -5,7 +5,9 @@ from tests.support import require_module
 
 require_module("rdkit", 'pip install "labrecord[chem]"')
 
-from labrecord.chemdata.extract.arbitrate import choose, fits_template, pick_product, sound  # noqa: E402
+from labrecord.chemdata.extract.arbitrate import (  # noqa: E402
+    choose, fits_template, pick_product, related_reactants, sound,
+)
 from labrecord.chemdata.extract.osra import Reading  # noqa: E402
 
 
@@ -73,3 +75,24 @@ def test_pick_product_keeps_the_reading_that_fits() -> None:
     assert pick_product(bad, None, templates, product_template) is bad
     other = reading("p3", "CCO", 0.1, "decimer")
     assert pick_product(bad, other, templates, product_template) is bad
+
+
+def test_related_reactants_counts_only_reactants_derived_through_a_label() -> None:
+    """Template row ArCHO + RCHO -> ArCH(OH)C(=O)R with two drawn products.  Read with
+    both aldehyde templates, each entry relates 2 reactants (4 in all); with the second
+    template misread as a concrete alkene, both entries still assemble but relate only
+    1 reactant each (2)."""
+    from labrecord.chemdata.extract.assemble import assemble
+
+    drawn = [Reading("p1", "CC(=O)C(O)c1ccccc1", 1.0, (0, 50, 9, 59), "crop"),
+             Reading("p2", "O=C(CCc1ccccc1)C(O)c1ccccc1", 1.0, (10, 50, 19, 59), "crop")]
+    plan = {"scopes": [{"id": "t", "reactant_templates": ["a", "b"], "product_template": "p",
+                        "entries": [{"id": "1", "product": "p1"}, {"id": "2", "product": "p2"}]}]}
+
+    def built(second: str) -> int:
+        readings = [reading("a", "[R]C=O", 0.9, "decimer"), reading("b", second, 0.9, "decimer"),
+                    reading("p", "[Ar]C(O)C(=O)[R]", 0.9, "decimer"), *drawn]
+        reactions, _, _ = assemble(plan, readings)
+        return related_reactants(reactions)
+
+    assert built("[Ar]C=O") == 4 and built("CC(C)=C1CCCCC1") == 2
