@@ -1,6 +1,6 @@
 """Maps the top-level wing folders onto the ``labrecord`` namespace.
 
-``scorers/`` installs as ``labrecord.scorers`` and so on (see DESIGN.md, Layout).  The
+``scorers/`` installs as ``labrecord.scorers`` and so on (see docs/design.md, Layout).  The
 package list is derived from the folders so that a new sub-package cannot be forgotten.
 """
 from pathlib import Path

@@ -1,5 +1,5 @@
 """chemdata wing of labrecord: reaction records, RDKit normalization, adapters, the
-reaction tables of the corpus (see DESIGN.md, Reaction records).
+reaction tables of the corpus (see docs/design.md, Reaction records).
 
 Importing this package is light; RDKit is imported inside the functions that need it.
 """

@@ -303,8 +303,8 @@ def _run_status(run: Path) -> tuple[str, str | None]:
     status = data.get("status") if isinstance(data, dict) else None
     if status not in RUN_STATUSES:
         raise LabrecordError(f"{file}: status {status!r}, expected one of {', '.join(RUN_STATUSES)}")
-    error = data.get("error")
-    return RUN_STATUSES[status], None if error is None else str(error)
+    message = data.get("error")
+    return RUN_STATUSES[status], None if message is None else str(message)
 
 
 def collect_one(task: Path, system: str) -> Any:

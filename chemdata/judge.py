@@ -207,7 +207,7 @@ def _one_match(c: _Checker, match: dict[str, Any], field: str,
     _weights(c, field, flags, weights, base)
     composite = c.number(match.get("composite_score"), f"{field}.composite_score")
     if len(flags) == len(CATEGORIES) and all(values.get(cat) is not None for cat, f in flags.items() if f):
-        expected = sum(_num(weights.get(cat)) * values[cat] for cat, f in flags.items() if f)  # type: ignore[operator]
+        expected = sum(_num(weights.get(cat)) * score for cat, f in flags.items() if f and (score := values.get(cat)) is not None)
         c.close(composite, expected, f"{field}.composite_score", "sum(normalized_weight x score)")
     _structural(c, match, field, missing_pred)
     _molecular(c, match.get("molecular_scoring"), f"{field}.molecular_scoring")

@@ -57,7 +57,7 @@ def _match(gt_index: int, reaction: Mapping[str, Any], grade: ReactionGrade) -> 
     scores = {c: (None if not applicable[c] else 0.0 if missing else float(grade.scores.get(c, 0.0))) for c in CATEGORIES}
     live = sum(BASE_WEIGHTS[c] for c in CATEGORIES if applicable[c])
     weights = {c: _r(BASE_WEIGHTS[c] / live) if applicable[c] else 0.0 for c in CATEGORIES}
-    composite = sum(BASE_WEIGHTS[c] / live * scores[c] for c in CATEGORIES if applicable[c])  # type: ignore[operator]
+    composite = sum(BASE_WEIGHTS[c] / live * score for c in CATEGORIES if applicable[c] and (score := scores[c]) is not None)
     molecular = {}
     for cat, n in _entities(reaction).items():
         score = scores[cat] or 0.0

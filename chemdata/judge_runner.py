@@ -283,8 +283,8 @@ def prepare_tasks(gold_path: str, pred_path: str, figures_dir: str | None = None
         raise LabrecordError(f"{gold_path}: no gold documents")
     preds = load_documents(pred_path)
     by_system: dict[str, dict[str, Any]] = {}
-    for doc in preds:
-        by_system.setdefault(doc.system, {})[doc.figure_id] = doc
+    for pred in preds:
+        by_system.setdefault(pred.system, {})[pred.figure_id] = pred
     if not by_system:
         raise LabrecordError(f"{pred_path}: no prediction documents")
     folders = [Path(figures_dir)] if figures_dir else []

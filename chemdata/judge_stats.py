@@ -26,9 +26,12 @@ import json
 import os
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from labrecord.errors import LabrecordError
+
+if TYPE_CHECKING:
+    from duckdb import DuckDBPyConnection
 
 CATEGORY_COLUMNS = ("reactants", "products", "condition_molecules", "condition_text", "yield", "selectivity")
 
@@ -83,7 +86,7 @@ def _attempt_rows(r: dict[str, Any]) -> list[tuple[Any, ...]]:
              a.get("error"), list(a.get("findings") or []), a.get("response"), request) for a in r.get("attempts") or []]
 
 
-def _insert(con: Any, spec: Any, rows: Sequence[tuple[Any, ...]]) -> None:
+def _insert(con: DuckDBPyConnection, spec: Any, rows: Sequence[tuple[Any, ...]]) -> None:
     import pyarrow as pa
 
     if not rows:
@@ -98,7 +101,7 @@ def _insert(con: Any, spec: Any, rows: Sequence[tuple[Any, ...]]) -> None:
         con.unregister("_judge_rows")
 
 
-def ingest_judgments(con: Any, records: Sequence[dict[str, Any]]) -> int:
+def ingest_judgments(con: DuckDBPyConnection, records: Sequence[dict[str, Any]]) -> int:
     """Store records (replacing any with the same system, figure, model and rubric)."""
     import pyarrow as pa
 
@@ -151,7 +154,7 @@ def summarize_group(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
     return out
 
 
-def judge_stats(con: Any, system: str | None = None) -> dict[str, Any]:
+def judge_stats(con: DuckDBPyConnection, system: str | None = None) -> dict[str, Any]:
     """``{"groups": [{"system", "judge_model", "rubric_version", "figures", "categories",
     "rp", "rr", "rf1", "overall", "coverage", "origins", "failed"}]}`` from the corpus."""
     from labrecord.store.schema import create_judge_tables
@@ -168,7 +171,7 @@ def judge_stats(con: Any, system: str | None = None) -> dict[str, Any]:
                        for (s, m, v), rows in groups.items()]}
 
 
-def stats_for_path(path: str | os.PathLike[str], db: str | None = None, system: str | None = None) -> dict[str, Any]:
+def stats_for_path(path: str | os.PathLike[str] | None, db: str | None = None, system: str | None = None) -> dict[str, Any]:
     """Ingest the judgment records under ``path`` (into ``db``, or in memory) and summarize."""
     from labrecord.store import connect
 

@@ -158,9 +158,9 @@ def _sanitize_reason(mol: Any) -> str | None:
 
 def _parse(smiles: str) -> tuple[Any, str | None]:
     """Rule 3: an RDKit molecule, or None and the malformed reason."""
-    from rdkit import Chem, RDLogger
+    from rdkit import Chem, rdBase
 
-    RDLogger.DisableLog("rdApp.*")
+    rdBase.DisableLog("rdApp.*")
     mol = Chem.MolFromSmiles(smiles, sanitize=False)
     if mol is None:
         return None, "unparsable"

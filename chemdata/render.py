@@ -196,9 +196,9 @@ def draw_molecule(smiles: str) -> Any:
     drawer = rdMolDraw2D.MolDraw2DCairo(600, 500)
     options = drawer.drawOptions()
     options.useBWAtomPalette()
-    options.bondLineWidth = 2
-    options.fixedBondLength = 40
-    options.minFontSize = 14
+    options.bondLineWidth = 2  # type: ignore[assignment]  # the rdkit stubs give these properties the options type
+    options.fixedBondLength = 40  # type: ignore[assignment]
+    options.minFontSize = 14  # type: ignore[assignment]
     rdMolDraw2D.PrepareAndDrawMolecule(drawer, mol)
     drawer.FinishDrawing()
     image = Image.open(BytesIO(drawer.GetDrawingText())).convert("L")

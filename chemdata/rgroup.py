@@ -111,9 +111,9 @@ def normalize_label(key: str) -> str:
 # --------------------------------------------------------------------------- parsing
 
 def _chem() -> Any:
-    from rdkit import Chem, RDLogger
+    from rdkit import Chem, rdBase
 
-    RDLogger.DisableLog("rdApp.*")  # parse failures become Failure objects, not stderr noise
+    rdBase.DisableLog("rdApp.*")  # parse failures become Failure objects, not stderr noise
     return Chem
 
 
@@ -517,8 +517,8 @@ def _bare_reactant(template: str, bindings: Mapping[str, str], explicit: Mapping
 
 
 def _instantiate_all(reactant_templates: list[str], merged: Mapping[str, str], explicit: Mapping[str, str],
-                     c_h: bool, names: Collection[str]) -> list[str] | Failure:
-    reactants: list[str] = []
+                     c_h: bool, names: Collection[str]) -> list[DerivedSmiles] | Failure:
+    reactants: list[DerivedSmiles] = []
     for template in reactant_templates:
         try:
             labels = template_labels(template, names)
@@ -536,7 +536,7 @@ def _instantiate_all(reactant_templates: list[str], merged: Mapping[str, str], e
 
 def reactant_options(reactant_templates: list[str], product_template: str, product: str,
                      explicit: Mapping[str, str] | None = None, *, c_h_functionalization: bool = False,
-                     names: Collection[str] = ()) -> tuple[list[tuple[dict[str, str], list[str]]], str] | Failure:
+                     names: Collection[str] = ()) -> tuple[list[tuple[dict[str, str], list[DerivedSmiles]]], str] | Failure:
     """Every distinct set of reactants that the matches of ``product`` to
     ``product_template`` give, each with the bindings behind it, and the canonical
     product; a :class:`Failure` when none does.  :func:`derive_reactants` keeps one."""
@@ -546,7 +546,7 @@ def reactant_options(reactant_templates: list[str], product_template: str, produ
         return found
     candidates, target = found
     pool = _narrow(candidates, explicit)
-    results: dict[tuple[str, ...], tuple[dict[str, str], list[str]]] = {}
+    results: dict[tuple[str, ...], tuple[dict[str, str], list[DerivedSmiles]]] = {}
     failure: Failure | None = None
     for derived in pool:
         merged = {**derived, **{normalize_label(k): v for k, v in explicit.items()}}
@@ -560,13 +560,13 @@ def reactant_options(reactant_templates: list[str], product_template: str, produ
     return list(results.values()), target
 
 
-def _agreeing(options: list[tuple[dict[str, str], list[str]]],
-              prefer: Sequence[Mapping[str, str]]) -> list[tuple[dict[str, str], list[str]]]:
+def _agreeing(options: list[tuple[dict[str, str], list[DerivedSmiles]]],
+              prefer: Sequence[Mapping[str, str]]) -> list[tuple[dict[str, str], list[DerivedSmiles]]]:
     """The options whose bindings agree with the most ``prefer`` bindings (one point per
     label bound to the same substituent in one of them); all of them on a tie at the top."""
     wanted = [{normalize_label(k): _canonical_value(v) for k, v in other.items()} for other in prefer]
 
-    def agreement(option: tuple[dict[str, str], list[str]]) -> int:
+    def agreement(option: tuple[dict[str, str], list[DerivedSmiles]]) -> int:
         bindings = {k: _canonical_value(v) for k, v in option[0].items()}
         return sum(1 for other in wanted for k, v in bindings.items() if other.get(k) == v)
 
@@ -578,7 +578,7 @@ def _agreeing(options: list[tuple[dict[str, str], list[str]]],
 
 def derive_reactants(reactant_templates: list[str], product_template: str, product: str,
                      explicit: Mapping[str, str] | None = None, *, c_h_functionalization: bool = False,
-                     names: Collection[str] = (), prefer: Sequence[Mapping[str, str]] = ()) -> list[str] | Failure:
+                     names: Collection[str] = (), prefer: Sequence[Mapping[str, str]] = ()) -> list[DerivedSmiles] | Failure:
     """Concrete reactants for one entry of a product scope.
 
     Bindings recovered from ``product`` against ``product_template`` (stereo-blind) are
@@ -613,7 +613,7 @@ def derive_reactants(reactant_templates: list[str], product_template: str, produ
     return [_carry_stereo(r, product_template, target, names) for r in reactants]
 
 
-def _carry_stereo(reactant: str, product_template: str, product: str, names: Collection[str]) -> str:
+def _carry_stereo(reactant: DerivedSmiles, product_template: str, product: str, names: Collection[str]) -> DerivedSmiles:
     """Give ``reactant``'s core stereocentres the product's CIP labels, atom by atom, where
     the reactant template embeds in the product template; otherwise leave it as derived."""
     if not isinstance(reactant, DerivedSmiles):

@@ -19,13 +19,16 @@ leaves the corpus as it was.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 
 from labrecord.errors import LabrecordError
 from labrecord.models.rxn import FigureDocument
 from labrecord.store.schema import create_schema, table
+
+if TYPE_CHECKING:
+    from duckdb import DuckDBPyConnection
 
 def normalizer_tag() -> str:
     from labrecord.chemdata.normalize import NORMALIZER_VERSION, rdkit_version
@@ -70,7 +73,7 @@ def _reaction_rows(docs: Sequence[FigureDocument]) -> tuple[list[Row], list[Row]
     return reactions, molecules
 
 
-def _insert(con: Any, name: str, rows: Sequence[Row]) -> None:
+def _insert(con: DuckDBPyConnection, name: str, rows: Sequence[Row]) -> None:
     """Bulk insert ``rows`` (tuples in the table's column order) through one Arrow table."""
     import pyarrow as pa
 
@@ -86,7 +89,7 @@ def _insert(con: Any, name: str, rows: Sequence[Row]) -> None:
         con.unregister("_rxn_rows")
 
 
-def _new_smiles(con: Any, strings: Iterable[str]) -> tuple[str, list[str], list[Row]]:
+def _new_smiles(con: DuckDBPyConnection, strings: Iterable[str]) -> tuple[str, list[str], list[Row]]:
     """Canonicalize the strings not yet in ``rxn_smiles`` for this normalizer; writes nothing.
 
     Returns ``(normalizer tag, stored strings of an older normalizer, new rows)``.
@@ -110,7 +113,7 @@ def _new_smiles(con: Any, strings: Iterable[str]) -> tuple[str, list[str], list[
     return tag, stale, [(s, tag, f.status, f.reason, list(f.strict), list(f.nonstereo)) for s, f in forms.items()]
 
 
-def ingest_documents(con: Any, docs: Sequence[FigureDocument], *, gold: bool = False, replace: bool = True) -> dict[str, int]:
+def ingest_documents(con: DuckDBPyConnection, docs: Sequence[FigureDocument], *, gold: bool = False, replace: bool = True) -> dict[str, int]:
     """Write documents into the reaction tables of ``con`` (a corpus connection, see
     :func:`labrecord.store.connect`).
 
@@ -148,7 +151,7 @@ def ingest_documents(con: Any, docs: Sequence[FigureDocument], *, gold: bool = F
     return {"figures": len(docs), "reactions": len(reactions), "molecules": len(molecules), "new_smiles": len(smiles)}
 
 
-def _delete_smiles(con: Any, strings: list[str]) -> None:
+def _delete_smiles(con: DuckDBPyConnection, strings: list[str]) -> None:
     """Drop cached forms about to be rewritten (an older normalizer's, or a concurrent writer's)."""
     import pyarrow as pa
 
@@ -161,7 +164,7 @@ def _delete_smiles(con: Any, strings: list[str]) -> None:
         con.unregister("_rxn_stale")
 
 
-def _delete_existing(con: Any, keys: list[tuple[str, str]], replace: bool) -> None:
+def _delete_existing(con: DuckDBPyConnection, keys: list[tuple[str, str]], replace: bool) -> None:
     """Delete the stored rows of ``keys`` (system, figure id); refused unless ``replace``."""
     import pyarrow as pa
 
@@ -180,7 +183,7 @@ def _delete_existing(con: Any, keys: list[tuple[str, str]], replace: bool) -> No
         con.unregister("_rxn_keys")
 
 
-def systems(con: Any) -> list[tuple[str, bool, int]]:
+def systems(con: DuckDBPyConnection) -> list[tuple[str, bool, int]]:
     """``[(system, gold, figures)]`` stored in the corpus."""
     create_schema(con)
     return [tuple(row) for row in con.execute(

@@ -1,1 +1,1 @@
-"""exporters wing of labrecord (see DESIGN.md, Layout)."""
+"""exporters wing of labrecord (see docs/design.md, Layout)."""

@@ -296,7 +296,7 @@ class FrameSource:
             steps = [(name, step_times(ts, camera.name, n, f"{source.demo_path} data/{name}")) for name, ts, n in demos]
             aligned = align(paths[camera.name], frames, times, steps, self.period, source.demo_path)  # type: ignore[arg-type]
             for name in accepted:
-                decoded.setdefault((run_id, name), {})[camera.name] = aligned[name]  # type: ignore[index]
+                decoded.setdefault((run_id, name), {})[camera.name] = aligned[name]  # type: ignore[index, arg-type]
         return decoded, time.perf_counter() - start
 
     def close(self) -> None:

@@ -94,7 +94,7 @@ def export_hdf5(runs_dir: str | os.PathLike[str], out: str | os.PathLike[str], *
     with content.frames, atomic_path(out) as tmp, h5py.File(tmp, "w") as handle:
         frames = _copy_demos(handle, selection, content)
         attempts = _manifest(selection)
-        masks = split_masks([(a.export_name, a.success, a.split) for a in selection.accepted])
+        masks = split_masks([(a.export_name, a.success, a.split) for a in selection.accepted])  # type: ignore[misc]  # accepted rows are named
         rule = {"rule": accept, "valid_ratio": valid_ratio, "seed": seed}
         env_args = merged_env_args(selection)
         env_args["labrecord"].update({

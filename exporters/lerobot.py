@@ -299,7 +299,7 @@ def _write_dataset(datasets: Any, root: Path, repo_id: str, fps: int, features: 
         repo_id, fps=fps, features=features, root=root, use_videos=has_video, video_backend="pyav",
         rgb_encoder=RGBEncoderConfig(vcodec=codec), streaming_encoding=has_video, encoder_queue_maxsize=longest + 2)
     frames = 0
-    loaded: tuple[str, str, Demo, dict[str, np.ndarray]] | None = None
+    loaded: tuple[str, str | None, Demo, dict[str, np.ndarray]] | None = None
     try:
         for plan in plans:
             row = plan.row
@@ -307,7 +307,7 @@ def _write_dataset(datasets: Any, root: Path, repo_id: str, fps: int, features: 
                 with DemoReader(selection.runs[row.run_id].demo_path) as reader:  # type: ignore[arg-type]
                     demo = reader.demo(row.demo, keys=feature_map.read_keys)  # type: ignore[arg-type]
                 images = frame_source.frames(row.run_id, row.demo, demo.obs)  # type: ignore[arg-type]
-                loaded = (row.run_id, row.demo, demo, images)  # type: ignore[assignment]
+                loaded = (row.run_id, row.demo, demo, images)
             for frame in iter_frames(loaded[2], plan, feature_map, env_frames, loaded[3]):
                 dataset.add_frame(frame)
             dataset.save_episode()

@@ -103,7 +103,7 @@ class Selection:
 
 def _run_rows(source: RunSource) -> list[AttemptRow]:
     m = source.manifest
-    common = dict(status=m.status, family=m.task.family, task_id=m.task.task_id, condition=m.task.condition,
+    common: dict[str, Any] = dict(status=m.status, family=m.task.family, task_id=m.task.task_id, condition=m.task.condition,
                   system=m.system.name, system_kind=m.system.kind, intervention=m.intervention.mode,
                   branch=m.intervention.branch)
     if source.demo_path is None:
@@ -252,7 +252,7 @@ def check_same_obs(selection: Selection) -> dict[str, tuple[tuple[int, ...], Any
     for row in selection.accepted:
         source = selection.runs[row.run_id]
         with DemoReader(source.demo_path) as reader:  # type: ignore[arg-type]
-            shapes = reader.obs_shapes(row.demo)  # type: ignore[arg-type]
+            shapes: dict[str, tuple[tuple[int, ...], Any]] = reader.obs_shapes(row.demo)  # type: ignore[arg-type]
             shapes["__actions__"] = (reader.action_shape(row.demo), None)  # type: ignore[arg-type]
         name = f"{row.run_id}/{row.demo}"
         if reference is None:

@@ -1,1 +1,1 @@
-"""recorders wing of labrecord (see DESIGN.md, Layout)."""
+"""recorders wing of labrecord (see docs/design.md, Layout)."""

@@ -71,4 +71,4 @@ def robot_touch(touch: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 def hand_on_pan(touch: np.ndarray) -> np.ndarray:
     """(n,) a robot link touches the pan or the sample (hand pressure on the load)."""
     robot = slice(FINGER_LEFT, ARM + 1)  # fingers, palm and arm are adjacent codes
-    return touch[:, robot, PAN].any(axis=1) | touch[:, robot, OBJECT0].any(axis=1)
+    return np.logical_or(touch[:, robot, PAN].any(axis=1), touch[:, robot, OBJECT0].any(axis=1))

@@ -462,6 +462,7 @@ class StepOwner:
             self.scorer.reported(chunk.report, observation.t)
         if tool is not None:
             log.tool_calls += 1
+            assert self.tools is not None  # refused above when no tools were offered
             self.tools.handle(self, tool, observation)
             return
         self._queue.extend(check.applied)

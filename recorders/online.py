@@ -49,7 +49,7 @@ class ContractScorer:
         self._failure_seqs: list[int] = []  # seq of each failure written (a recovery names one)
         self.tracker = self.contract.tracker(self.instance, window_s=self.window_s)
         self.stepper = self.contract.stepper(self.instance)
-        self.last: Any = None
+        self.last = None
         self.advanced: Any = None
         self._last_sig: Any = None
         self._closed = False

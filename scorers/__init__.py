@@ -1,1 +1,1 @@
-"""scorers wing of labrecord (see DESIGN.md, Layout)."""
+"""scorers wing of labrecord (see docs/design.md, Layout)."""

@@ -25,9 +25,12 @@ identified_given_reach.d = N_identified/N_reach.
 """
 from __future__ import annotations
 
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 from labrecord.scorers.reference import RefCorpus, first_choices
+
+if TYPE_CHECKING:
+    from duckdb import DuckDBPyConnection
 
 
 
@@ -73,11 +76,11 @@ LEFT JOIN ({FIRST_PER_DECISION_SQL}) f ON f.run_id = r.run_id AND f.decision = d
 """
 
 
-def checkpoint_units(con: Any) -> list[CheckpointUnit]:
+def checkpoint_units(con: DuckDBPyConnection) -> list[CheckpointUnit]:
     return [CheckpointUnit(*row) for row in con.execute(CHECKPOINT_UNITS_SQL).fetchall()]
 
 
-def reach_units(con: Any) -> list[ReachUnit]:
+def reach_units(con: DuckDBPyConnection) -> list[ReachUnit]:
     return [ReachUnit(*row) for row in con.execute(REACH_UNITS_SQL).fetchall()]
 
 

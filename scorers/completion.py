@@ -20,10 +20,13 @@ event whose obligation is the subgoal.  E_fixed = Σconfirmed/|K|.
 """
 from __future__ import annotations
 
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 from labrecord.models import Confirm, EpisodeEnd, EpisodeStart, Failure, Recovery, Violation
 from labrecord.scorers.reference import RefCorpus, RefRun, first_choices
+
+if TYPE_CHECKING:
+    from duckdb import DuckDBPyConnection
 
 
 
@@ -67,11 +70,11 @@ WHERE p.type = 'fixed_start'
 """
 
 
-def episode_units(con: Any) -> list[EpisodeUnit]:
+def episode_units(con: DuckDBPyConnection) -> list[EpisodeUnit]:
     return [EpisodeUnit(*row) for row in con.execute(EPISODE_UNITS_SQL).fetchall()]
 
 
-def fixed_units(con: Any) -> list[FixedUnit]:
+def fixed_units(con: DuckDBPyConnection) -> list[FixedUnit]:
     return [FixedUnit(*row) for row in con.execute(FIXED_UNITS_SQL).fetchall()]
 
 

@@ -22,7 +22,7 @@ import os
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from labrecord.errors import LabrecordError
 from labrecord.scorers import oracle
@@ -39,6 +39,9 @@ from labrecord.scorers.metrics import (
 )
 from labrecord.scorers.pairs import MemberUnit
 from labrecord.scorers.reference import RefCorpus, load_reference, unresolved_reason
+
+if TYPE_CHECKING:
+    from duckdb import DuckDBPyConnection
 
 RUN_COLUMNS = ("run_id", *IDENTITY_FIELDS, "population_name", "instance_id", "status", "family")
 REGISTERED_TYPES = ("instance", "checkpoint", "fixed_start")
@@ -62,7 +65,7 @@ _EMPTY_AUDITS = "(SELECT NULL::VARCHAR AS run_id, NULL::VARCHAR AS content_hash,
 class SqlSource:
     """Units from the SQL of the registry over a corpus connection."""
 
-    def __init__(self, con: Any) -> None:
+    def __init__(self, con: DuckDBPyConnection) -> None:
         self.con = con
         self.tables = {row[0] for row in con.execute(
             "SELECT table_name FROM duckdb_tables() UNION ALL SELECT view_name FROM duckdb_views()").fetchall()}
@@ -97,7 +100,7 @@ class SqlSource:
 
     def _has_column(self, table: str, column: str) -> bool:
         return bool(self.con.execute("SELECT count(*) FROM (DESCRIBE SELECT * FROM " + table + ") WHERE column_name = ?",
-                                     [column]).fetchone()[0])
+                                     [column]).fetchall()[0][0])
 
 
 class ReferenceSource:
@@ -248,7 +251,7 @@ class CorpusScorer:
 
     def checkpoints(self, group: Group, missing: list[tuple[str, str]]) -> dict[str, Members]:
         rows = self._registered(group, missing, "checkpoint", self.units["checkpoint"], "decision",
-                                lambda *key: CheckpointUnit(*key, False, False))
+                                lambda run_id, population, instance, key: CheckpointUnit(run_id, population, instance, key, False, False))
         if not rows:
             return {}
         group.coverage["checkpoints"] = len(rows)
@@ -285,7 +288,7 @@ class CorpusScorer:
 
     def fixed(self, group: Group, missing: list[tuple[str, str]]) -> dict[str, Members]:
         rows = self._registered(group, missing, "fixed_start", self.units["fixed"], "subgoal",
-                                lambda *key: FixedUnit(*key, False))
+                                lambda run_id, population, instance, key: FixedUnit(run_id, population, instance, key, False))
         return fixed_metrics(rows) if rows else {}
 
     def pairs(self, group: Group) -> dict[str, Members]:
@@ -304,7 +307,7 @@ class CorpusScorer:
                     run = runs[0] if runs else None
                     resolved = run is not None and self.resolved(run)
                     members.append(scored.get(run["run_id"], MemberUnit(run["run_id"], pair["population"], instance, False, None))
-                                   if resolved else None)  # type: ignore[index]
+                                   if resolved and run is not None else None)
                 cluster = f"pair:{pair['population']}/{pair['pair_id']}"
                 ids[cluster] = pair
                 pairs.append((cluster, members))
@@ -422,7 +425,7 @@ class CorpusScorer:
         open_runs = [r for r in group.runs if not self.resolved(r)]
         group.coverage.update({
             "runs": len(group.runs), "valid_runs": len(group.runs) - len(open_runs),
-            "invalid_runs": sorted(r["run_id"] or r.get("run_dir") for r in open_runs),
+            "invalid_runs": sorted(r["run_id"] or r.get("run_dir") for r in open_runs),  # type: ignore[type-var]
             "missing": [{"population": p, "instance_id": i} for p, i in missing],
             "unresolved_runs": [{"run_id": r["run_id"], "reason": r["reason"]} for r in open_runs],
         })
@@ -558,7 +561,7 @@ def audit_verdict(run_id: str, digest: str, audit: Any) -> dict[str, Any]:
             "findings": len(audit.findings)}
 
 
-def audit_corpus(con: Any, advance: Any = None) -> list[dict[str, Any]]:
+def audit_corpus(con: DuckDBPyConnection, advance: Any = None) -> list[dict[str, Any]]:
     """Replay-audit every run of the corpus without a verdict for its current content and
     store the verdicts (``audits`` table); returns them.  A run that disagrees is then an
     unresolved member with the first disagreement as its reason."""

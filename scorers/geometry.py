@@ -17,10 +17,13 @@ mean over valid reports and ``p_valid`` is valid/all reports.
 from __future__ import annotations
 
 import math
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 from labrecord.models import Geometry
 from labrecord.scorers.reference import RefCorpus
+
+if TYPE_CHECKING:
+    from duckdb import DuckDBPyConnection
 
 
 
@@ -77,7 +80,7 @@ FROM u
 """
 
 
-def geometry_units(con: Any) -> list[GeometryUnit]:
+def geometry_units(con: DuckDBPyConnection) -> list[GeometryUnit]:
     return [GeometryUnit(*row) for row in con.execute(GEOMETRY_UNITS_SQL).fetchall()]
 
 
@@ -87,7 +90,7 @@ def is_valid_vector(vec: list[float | None] | None, length: int) -> bool:
         return False
     if any(x is None or not math.isfinite(x) for x in vec):
         return False
-    return math.sqrt(sum(x * x for x in vec)) >= MIN_NORM  # type: ignore[operator]
+    return math.sqrt(sum(x * x for x in vec if x is not None)) >= MIN_NORM
 
 
 def axis_error(v_hat: list[float], v_ref: list[float]) -> float:

@@ -66,7 +66,7 @@ def latency_rows(summary: list[dict[str, Any]]) -> list[tuple[str, ...]]:
     def ms(value: Any) -> str:
         return "–" if value is None else f"{1000 * value:.2f}"
 
-    out = []
+    out: list[tuple[str, ...]] = []
     for row in summary:
         lat = row["latency"] or {}
         wall = row["episode_wall"] or {}

@@ -29,10 +29,13 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from labrecord.scorers import choice, completion, geometry, oracle, pairs
 from labrecord.scorers.reference import RefCorpus
+
+if TYPE_CHECKING:
+    from duckdb import DuckDBPyConnection
 
 # -- units of evidence -----------------------------------------------------------------------
 
@@ -46,7 +49,7 @@ class UnitKind:
     sql: str
     reference: Callable[[RefCorpus], list[Any]]
 
-    def from_sql(self, con: Any) -> list[Any]:
+    def from_sql(self, con: DuckDBPyConnection) -> list[Any]:
         return [self.row(*r) for r in con.execute(self.sql).fetchall()]
 
 
@@ -387,7 +390,7 @@ def contrast_unit(cluster: str, outcome: str, coefficients: dict[str, float], va
     if all(resolved.values()):
         if any(v is None for v in values.values()):
             return None
-        return Unit(cluster, oracle.OUTCOMES[outcome] * sum(coefficients[k] * float(v) for k, v in values.items()), 1.0)  # type: ignore[arg-type]
+        return Unit(cluster, oracle.OUTCOMES[outcome] * sum(coefficients[k] * float(v) for k, v in values.items() if v is not None), 1.0)
     known = {k: (v if resolved[k] else None) for k, v in values.items()}
     span = oracle.contrast_range(outcome, coefficients, known)
     return interval_unit(cluster, None, *(span or (None, None)))

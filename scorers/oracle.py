@@ -40,13 +40,16 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from statistics import fmean
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from labrecord.models import Choice, InterventionEvent, Operation
 from labrecord.scorers.completion import EPISODE_UNITS_SQL, episode_units_reference
 from labrecord.scorers.geometry import GEOMETRY_UNITS_SQL, geometry_units_reference
 from labrecord.scorers.pairs import SCORED_CHOICE_SQL, scored_choices_reference
 from labrecord.scorers.reference import RefCorpus
+
+if TYPE_CHECKING:
+    from duckdb import DuckDBPyConnection
 
 
 
@@ -133,7 +136,7 @@ def support_units_reference(corpus: RefCorpus) -> list[SupportUnit]:
     return sorted(units)
 
 
-def run_outcomes(con: Any) -> list[OutcomeUnit]:
+def run_outcomes(con: DuckDBPyConnection) -> list[OutcomeUnit]:
     return [OutcomeUnit(*row) for row in con.execute(RUN_OUTCOMES_SQL).fetchall()]
 
 
@@ -143,8 +146,8 @@ def run_outcomes_reference(corpus: RefCorpus) -> list[OutcomeUnit]:
         completion.setdefault(run_id, []).append(float(valid))
     errors: dict[str, list[float]] = {}
     for unit in geometry_units_reference(corpus):
-        if unit[3]:
-            errors.setdefault(unit[0], []).append(unit[4])
+        if unit.p_valid and unit.e_p is not None:
+            errors.setdefault(unit[0], []).append(unit.e_p)
     scored = scored_choices_reference(corpus)
     units = []
     for run in corpus.runs:
@@ -185,7 +188,7 @@ def contrast_range(outcome: str, coefficients: Mapping[str, float], known: Mappi
     unknown = [k for k in coefficients if known.get(k) is None]
     if unknown and outcome not in BOUNDED:
         return None
-    fixed = sum(coefficients[k] * float(known[k]) for k in coefficients if known.get(k) is not None)  # type: ignore[arg-type]
+    fixed = sum(coefficients[k] * float(value) for k in coefficients if (value := known.get(k)) is not None)
     low = fixed + sum(min(0.0, coefficients[k]) for k in unknown)
     high = fixed + sum(max(0.0, coefficients[k]) for k in unknown)
     return (sign * low, sign * high) if sign > 0 else (sign * high, sign * low)

@@ -20,10 +20,13 @@ and N planned (valid) pairs: P = s/N once u = 0 (null before), bounds [s/N, (s+u
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 from labrecord.scorers.choice import FIRST_PER_DECISION_SQL
 from labrecord.scorers.reference import RefCorpus, first_choices
+
+if TYPE_CHECKING:
+    from duckdb import DuckDBPyConnection
 
 
 class MemberUnit(NamedTuple):
@@ -63,7 +66,7 @@ FROM ({SCORED_CHOICE_SQL}) s JOIN members m ON m.population = s.population AND m
 """
 
 
-def member_units(con: Any) -> list[MemberUnit]:
+def member_units(con: DuckDBPyConnection) -> list[MemberUnit]:
     return [MemberUnit(*row) for row in con.execute(MEMBER_UNITS_SQL).fetchall()]
 
 

@@ -49,13 +49,18 @@ def format_provisional(name: str, metrics: dict[str, Any], coverage: dict[str, A
     return f"provisional [{_shown(name, lower['value'])}, {_shown(name, upper['value'])}], {unresolved} of {registered} unresolved"
 
 
+def is_bound(name: str, metrics: dict[str, Any]) -> bool:
+    """Whether ``name`` is the ``.lower`` / ``.upper`` bound of another metric in ``metrics``."""
+    return name.endswith((".lower", ".upper")) and name.rsplit(".", 1)[0] in metrics
+
+
 def metric_rows(group: dict[str, Any]) -> list[tuple[str, str, Any, str]]:
     """``(name, value text, n, interval text)`` per metric of a scored group; the
     ``.lower``/``.upper`` siblings are shown inside their metric's provisional text."""
     metrics, coverage = group["metrics"], group["coverage"]
     rows = []
     for name, metric in metrics.items():
-        if name.endswith((".lower", ".upper")) and name.rsplit(".", 1)[0] in metrics:
+        if is_bound(name, metrics):
             continue
         text = format_provisional(name, metrics, coverage) or format_value(name, metric)
         rows.append((name, text, metric.get("n"), format_ci(name, metric)))

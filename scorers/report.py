@@ -16,12 +16,15 @@ import html
 import io
 import os
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from labrecord.fileio import atomic_write_bytes
 from labrecord.scorers.present import (
     format_ci, format_provisional, format_value, identity_title, metric_rows, unresolved_lines,
 )
+
+if TYPE_CHECKING:
+    from duckdb import DuckDBPyConnection
 
 #: checkpoint rate metrics shown in the comparison figure, in order, with their level
 #: (per-decision rates of complete rollouts have their own section: they depend on reach)
@@ -313,7 +316,7 @@ GROUP BY ALL ORDER BY ALL
 """
 
 
-def timing_table(con: Any) -> str:
+def timing_table(con: DuckDBPyConnection) -> str:
     """Per system: run wall time and per-decision inference latency (seconds), as recorded."""
     rows = con.execute(TIMING_SQL).fetchall()
     if not rows:
@@ -443,7 +446,7 @@ def write_report(runs_or_db: str | os.PathLike[str] | Any, out_path: str | os.Pa
 
     from labrecord.scorers.latency import latency_summary
 
-    con = runs_or_db
+    con: Any = runs_or_db
     if not hasattr(runs_or_db, "execute"):
         from labrecord.store import open_source
 

@@ -1,4 +1,4 @@
-"""The package layout of DESIGN.md: wings install under labrecord, the core stays light."""
+"""The package layout of docs/design.md: wings install under labrecord, the core stays light."""
 from __future__ import annotations
 
 import importlib
@@ -71,3 +71,39 @@ def test_every_command_takes_the_shared_json_option() -> None:
     missing = [name for name, command in commands
                if not any(p.name == "as_json" and "--json" in p.opts for p in command.params)]
     assert missing == []
+
+
+def test_the_checked_tree_is_the_installed_layout(tmp_path) -> None:
+    """scripts/lint.sh type-checks and layer-checks a tree of links built from setup.py's
+    WINGS; each wing there must be the folder the installed package imports it from."""
+    import importlib.util
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    spec = importlib.util.spec_from_file_location("package_tree", root / "scripts" / "package_tree.py")
+    assert spec is not None and spec.loader is not None
+    package_tree = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(package_tree)
+    table = package_tree.wings(root / "setup.py")
+    assert set(table.values()) == {"labrecord", *(f"labrecord.{w}" for w in ("scorers", "recorders", "sim", "exporters", "chemdata"))}
+    package_tree.build(tmp_path, root)
+    for folder, dotted in table.items():
+        installed = Path(importlib.import_module(dotted).__file__).resolve().parent  # type: ignore[arg-type]
+        assert installed == (root / folder).resolve()
+        assert tmp_path.joinpath(*dotted.split("."), "__init__.py").resolve() == installed / "__init__.py"
+    assert (tmp_path / "labrecord" / "rundir.py").resolve() == (root / "labrecord" / "rundir.py").resolve()
+
+
+def test_the_design_lives_in_the_repository() -> None:
+    """docs/design.md is the design document; nothing points to one kept outside the clone."""
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    assert (root / "docs" / "design.md").is_file()
+    outside = ("DESIGN" + ".md", "../" + "shared")
+    folders = ("labrecord", "scorers", "recorders", "sim", "exporters", "chemdata", "docs", "tests", "scripts",
+               "benchmarks", "examples")
+    files = [root / name for name in ("README.md", "CONTRIBUTING.md", "setup.py", "pyproject.toml")]
+    files += [p for folder in folders for p in (root / folder).rglob("*") if p.suffix in (".py", ".md", ".sh", ".toml")]
+    found = [f"{p.relative_to(root)}: {word}" for p in files for word in outside if word in p.read_text(errors="replace")]
+    assert found == []

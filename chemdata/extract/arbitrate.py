@@ -36,9 +36,9 @@ from labrecord.chemdata.extract.readers import provenance_confidence
 
 def sound(smiles: str) -> bool:
     """RDKit parses the reading; attachment points and printed labels are allowed."""
-    from rdkit import Chem, RDLogger
+    from rdkit import Chem, rdBase
 
-    RDLogger.DisableLog("rdApp.*")
+    rdBase.DisableLog("rdApp.*")
     if not smiles:
         return False
     mol = Chem.MolFromSmiles(smiles)

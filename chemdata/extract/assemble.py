@@ -30,9 +30,9 @@ class PlanError(Exception):
 def canonical(smiles: str) -> str:
     """RDKit canonical isomeric SMILES, or the input unchanged when RDKit refuses it
     (a malformed molecule then sinks only its own reaction at scoring time)."""
-    from rdkit import Chem, RDLogger
+    from rdkit import Chem, rdBase
 
-    RDLogger.DisableLog("rdApp.*")
+    rdBase.DisableLog("rdApp.*")
     mol = Chem.MolFromSmiles(smiles) if smiles else None
     return Chem.MolToSmiles(mol) if mol is not None else smiles
 
@@ -45,11 +45,10 @@ def _region(reading: Reading) -> str:
 def _read_molecule(reading: Reading) -> Any:
     """A reading as a molecule: ``tool_read``, or ``model_written`` when the model endpoint
     read it (recognition taken over), with its region either way."""
-    from labrecord.models.rxn import Molecule, Provenance
-
     from labrecord.chemdata.extract.readers import provenance_confidence
+    from labrecord.models.rxn import Molecule, Origin, Provenance
 
-    origin = "model_written" if reading.source == "model" else "tool_read"
+    origin: Origin = "model_written" if reading.source == "model" else "tool_read"
     return Molecule(smiles=canonical(reading.smiles), provenance=Provenance(
         origin=origin, region=_region(reading), bbox=[float(v) for v in reading.box], reader=reading.reader,
         confidence=provenance_confidence(reading.reader, reading.confidence)))
@@ -87,7 +86,8 @@ def assemble(plan: Any, readings: list[Reading]) -> tuple[list[Any], list[Any], 
     if not isinstance(plan, dict):
         raise PlanError(f"plan must be a JSON object, got {type(plan).__name__}")
     by_id = {r.id: r for r in readings}
-    reactions, templates, failures = [], [], []
+    reactions: list[Reaction] = []
+    templates, failures = [], []
     for item in plan.get("reactions") or []:
         if not isinstance(item, dict):
             raise PlanError(f"a plan reaction must be an object, got {str(item)[:80]!r}")

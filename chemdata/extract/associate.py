@@ -301,7 +301,7 @@ def _scope(band: int, stages: list[list[Reading]], segments: list[Segment], assi
     if below_readings:
         for index, reading in sorted(below_readings, key=lambda item: (segments[item[0]].box[1], segments[item[0]].box[0])):
             used.add(reading.id)
-            entry = {"id": _label_under(segments[index], lines) or reading.id, "product": reading.id}
+            entry: dict[str, Any] = {"id": _label_under(segments[index], lines) or reading.id, "product": reading.id}
             if figure_level:
                 entry["bindings"] = dict(figure_level)
             scope["entries"].append(entry)

@@ -163,11 +163,11 @@ def clean(smiles: str, reader: str) -> tuple[str, list[str]]:
     """(cleaned SMILES, names of the rows applied) for a reading by ``reader``.  Printed
     labels (``[R1]``, ``[X]``) are kept as they are.  A SMILES RDKit cannot parse, or an
     edit that leaves an unsound molecule, is returned as read."""
-    from rdkit import Chem, RDLogger
+    from rdkit import Chem, rdBase
 
     from labrecord.chemdata.rgroup import BRACKET_LABEL
 
-    RDLogger.DisableLog("rdApp.*")
+    rdBase.DisableLog("rdApp.*")
     names: list[str] = []
 
     def handle(found: re.Match[str]) -> str:

@@ -104,7 +104,7 @@ def figure_reactions(figure: GoldFigure) -> list[tuple[list[str], list[str], str
     """Every concrete reaction of ``figure`` (canonical SMILES), scope entries instantiated."""
     from labrecord.chemdata.rgroup import RGroupError, instantiate
 
-    found = []
+    found: list[tuple[list[str], list[str], str | None, dict[str, str] | None]] = []
     for reactants, products, entry in figure.reactions:
         where = f"{figure.figure_id} {entry or ''}".strip()
         found.append(([_canonical(s, where) for s in reactants], [_canonical(s, where) for s in products], entry, None))
@@ -192,7 +192,7 @@ def rgroup_recovery(cases: list[ScopeCase] | None = None) -> dict[str, Any]:
     from labrecord.chemdata.rgroup import Failure, derive_reactants, template_labels
 
     cases = scope_cases() if cases is None else cases
-    recovered, kinds, rows = 0, Counter(), []
+    recovered, kinds, rows = 0, Counter[str](), []
     for case in cases:
         shown = set(template_labels(case.product_template))
         evidence = {k: v for k, v in case.bindings.items() if k not in shown}

@@ -87,7 +87,8 @@ def bond_length(text_lines: list[TextLine], default: float | None = DEFAULT_BOND
 def _runs(mask: Any, min_gap: int) -> list[tuple[int, int]]:
     """Inclusive (start, end) index runs of True separated by ≥ ``min_gap`` False values."""
     runs: list[tuple[int, int]] = []
-    start = last = None
+    start: int | None = None
+    last = 0  # read only once start is set
     for index, value in enumerate(mask.tolist()):
         if not value:
             continue
@@ -315,7 +316,7 @@ def segment(image: Any, text_lines: list[TextLine], bond: float | None = None) -
     """The laid-out items of one figure, rows top to bottom and left to right within a row."""
     ink = ink_mask(image)
     page_height, page_width = ink.shape
-    bond = bond or bond_length(text_lines)
+    bond = bond or bond_length(text_lines) or DEFAULT_BOND
     comps = _join_dashes([c for c in _components(ink) if c.pixels >= 3], bond)
     char = 0.8 * bond
     peeled_boxes = [ln.box for ln in text_lines if _peeled(ln, page_width, bond)]

@@ -90,9 +90,9 @@ def installed_table(command: list[str], name: str) -> str:
 def rooted_fragment(fragment: str) -> str | None:
     """A fragment SMILES with one ``*`` rewritten as osra wants it: no ``*``, the attachment
     atom first (``CC(C)*`` -> ``C(C)C``).  None when RDKit cannot do it."""
-    from rdkit import Chem, RDLogger
+    from rdkit import Chem, rdBase
 
-    RDLogger.DisableLog("rdApp.*")
+    rdBase.DisableLog("rdApp.*")
     mol = Chem.MolFromSmiles(fragment)
     if mol is None:
         return None
@@ -178,9 +178,9 @@ def restore_prefixed_alkyls(smiles: str, words: list[str]) -> str:
     reading is returned unchanged (a real n-butyl is never touched when the counts
     differ).  ``restore_prefixed_alkyls("CCCCc1ccccc1O", ["‘Bu"])`` gives
     ``CC(C)(C)c1ccccc1O``."""
-    from rdkit import Chem, RDLogger
+    from rdkit import Chem, rdBase
 
-    RDLogger.DisableLog("rdApp.*")
+    rdBase.DisableLog("rdApp.*")
     mol = Chem.MolFromSmiles(smiles)
     if mol is None:
         return smiles
@@ -222,9 +222,9 @@ def linear_formula(text: str) -> str | None:
     (OCR reads ``≡`` as ``=``).  Anything else — a valence still short or exceeded, an
     unknown group — gives None rather than a guess.
     ``linear_formula("H.N-C=N")`` gives ``N#CN``."""
-    from rdkit import Chem, RDLogger
+    from rdkit import Chem, rdBase
 
-    RDLogger.DisableLog("rdApp.*")
+    rdBase.DisableLog("rdApp.*")
     cleaned = re.sub(r"[—–−]", "-", text.replace("≡", "#").replace(" ", ""))
     parts = re.split(r"([-=#])", cleaned)
     if len(parts) % 2 == 0 or any(not p for p in parts):

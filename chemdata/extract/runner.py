@@ -105,7 +105,7 @@ class FigureResult:
 
 
 def figure_id_of(path: Path) -> str:
-    """The file stem: ``X.png`` and ``X.jpg`` name one figure (DESIGN.md)."""
+    """The file stem: ``X.png`` and ``X.jpg`` name one figure (docs/design.md)."""
     return path.stem
 
 
@@ -315,7 +315,7 @@ def _crop_file(image: Any, box: tuple[int, int, int, int], folder: str, name: st
         for a0, b0, a1, b1 in parts:
             crop.paste(image.crop((a0, b0, a1 + 1, b1 + 1)), (a0 - x0, b0 - y0))
     if abs(scale - 1.0) > 0.05:
-        crop = crop.resize((max(1, round(crop.width * scale)), max(1, round(crop.height * scale))), Image.LANCZOS)
+        crop = crop.resize((max(1, round(crop.width * scale)), max(1, round(crop.height * scale))), Image.Resampling.LANCZOS)
     crop = ImageOps.expand(crop, CROP_MARGIN, fill=255)
     path = os.path.join(folder, name)
     crop.save(path)
@@ -588,9 +588,9 @@ def _second_reading(trajectory: Trajectory, image: Any, segments: list[layout.Se
 
 
 def _sanitizes(smiles: str) -> bool:
-    from rdkit import Chem, RDLogger
+    from rdkit import Chem, rdBase
 
-    RDLogger.DisableLog("rdApp.*")
+    rdBase.DisableLog("rdApp.*")
     return Chem.MolFromSmiles(smiles) is not None
 
 

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 import click
 
@@ -157,7 +158,7 @@ def rack(condition: str, policy: str, slot: str | None, episodes: int, seed: int
     """
     from labrecord.sim.rack import run_rack
 
-    options = {"slot": slot} if slot is not None and policy == "fixed-preference" else {}
+    options: dict[str, Any] = {"slot": slot} if slot is not None and policy == "fixed-preference" else {}
     with progress(episodes, f"rack {condition} / {policy}") as advance:
         paths = run_rack(out_dir, condition, policy, episodes, seed, workers, cameras=not no_cameras, size=size,
                          progress=advance, **options)

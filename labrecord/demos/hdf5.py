@@ -1,6 +1,6 @@
 """Demonstration files in the robomimic layout (``demo.hdf5``), written and read.
 
-Layout (DESIGN.md, "HDF5 demonstrations")::
+Layout (docs/design.md, "HDF5 demonstrations")::
 
     data/                 attrs: total, env_args (JSON: env_name, type=2, env_kwargs, labrecord),
                                  format ("labrecord.demo/1")

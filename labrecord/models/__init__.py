@@ -1,4 +1,4 @@
-"""Typed models of every record labrecord stores (see DESIGN.md, run directory)."""
+"""Typed models of every record labrecord stores (see docs/design.md, run directory)."""
 from labrecord.models.events import (
     EVENT_TYPES, OPP_BOUND_TYPES, BaseEvent, Choice, Confirm, Dwell, EpisodeEnd, EpisodeStart,
     Event, Failure, Geometry, InterventionEvent, Opportunity, Recovery, StateReport, Validity,

@@ -1,6 +1,6 @@
 """Reaction records (schema ``labrecord.rxn/1``): one document per figure and system.
 
-See DESIGN.md, Reaction records.  A :class:`FigureDocument` holds the concrete reactions a
+See docs/design.md, Reaction records.  A :class:`FigureDocument` holds the concrete reactions a
 system (or the gold annotation) read from one figure, the generic templates it used as
 context, and how the run ended.  Gold uses the same document.  Only concrete reactions are
 scored; templates are context.  This module is core: it never imports RDKit.

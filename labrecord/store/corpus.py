@@ -7,17 +7,20 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from labrecord.errors import LabrecordError
 from labrecord.fileio import atomic_path
 from labrecord.store.schema import TABLES, create_schema, create_views, missing_tables, stale_views
 
+if TYPE_CHECKING:
+    from duckdb import DuckDBPyConnection
+
 #: tables written to a snapshot partitioned by task family and system
 PARTITIONED = ("runs", "events", "observations", "online_scores", "final_scores", "measurements")
 
 
-def connect(db_path: str | os.PathLike[str] | None = None, *, read_only: bool = False) -> Any:
+def connect(db_path: str | os.PathLike[str] | None = None, *, read_only: bool = False) -> DuckDBPyConnection:
     """Open (creating if needed) a corpus file with every registered table; ``None`` gives
     an in-memory corpus.
 
@@ -51,7 +54,7 @@ def _first_line(error: BaseException) -> str:
     return text.splitlines()[0] if text else type(error).__name__
 
 
-def open_snapshot(parquet_dir: str | os.PathLike[str]) -> Any:
+def open_snapshot(parquet_dir: str | os.PathLike[str]) -> DuckDBPyConnection:
     """An in-memory connection whose tables are views over a Parquet snapshot.
 
     The scorers run on it unchanged: every table name of the corpus is a view with the
@@ -90,14 +93,14 @@ def _snapshot_source(root: Path, name: str) -> str:
     return f"read_parquet('{path}.parquet')"
 
 
-def _snapshot_columns(con: Any, source: str, table: str) -> list[str]:
+def _snapshot_columns(con: DuckDBPyConnection, source: str, table: str) -> list[str]:
     columns = [row[0] for row in con.execute(f"DESCRIBE SELECT * FROM {source}").fetchall()]
     own = {c.name for spec in TABLES if spec.name == table for c in spec.columns}
     # partition columns come back from the folder names; keep them only where they belong
     return [c for c in columns if c not in ("family", "system_name") or c in own]
 
 
-def write_snapshot(con: Any, out_dir: str | os.PathLike[str]) -> dict[str, int]:
+def write_snapshot(con: DuckDBPyConnection, out_dir: str | os.PathLike[str]) -> dict[str, int]:
     """Write every corpus table as Parquet under ``out_dir``; run tables Hive-partitioned by
     ``family`` and ``system_name``.  Returns rows written per table."""
     out = Path(out_dir)
@@ -110,7 +113,7 @@ def write_snapshot(con: Any, out_dir: str | os.PathLike[str]) -> dict[str, int]:
         (tmp / "_empty").mkdir()
         root = str(tmp.resolve()).replace("'", "''")
         for table in TABLES:
-            counts[table.name] = con.execute(f"SELECT count(*) FROM {table.name}").fetchone()[0]
+            counts[table.name] = con.execute(f"SELECT count(*) FROM {table.name}").fetchall()[0][0]
             target = f"{root}/{table.name}"
             if table.name in PARTITIONED:
                 # empty tables still leave a typed file so the snapshot reopens with all columns
@@ -125,7 +128,7 @@ def write_snapshot(con: Any, out_dir: str | os.PathLike[str]) -> dict[str, int]:
     return counts
 
 
-def schema_rows(con: Any) -> list[tuple[str, str, str, str, str]]:
+def schema_rows(con: DuckDBPyConnection) -> list[tuple[str, str, str, str, str]]:
     """``(kind, relation, column, type, comment)`` for every user table and view present."""
     return con.execute(
         "SELECT CASE WHEN v.view_name IS NULL THEN 'table' ELSE 'view' END, c.table_name, c.column_name, c.data_type, "

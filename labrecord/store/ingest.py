@@ -15,7 +15,7 @@ import os
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 
@@ -30,6 +30,9 @@ from labrecord.store.corpus import connect
 from labrecord.store.schema import (
     AUDITS, EVENTS, INVALID_RUNS, OBSERVATIONS, ONLINE_SCORES, POPULATIONS, RUNS, TableSpec, json_columns,
 )
+
+if TYPE_CHECKING:
+    from duckdb import DuckDBPyConnection
 
 #: files whose bytes enter the content hash, in this order (only these are loaded)
 LOADED_FILES = (RUN_FILE, EVENTS_FILE, OBSERVATIONS_FILE, ONLINE_SCORES_FILE, SCORES_FILE, MEASUREMENTS_FILE)
@@ -174,7 +177,7 @@ def _structure(spec: TableSpec) -> str:
     return "{" + fields + "}"
 
 
-def _load_jsonl(con: Any, table: str, files: list[tuple[str, str]], spec: TableSpec) -> None:
+def _load_jsonl(con: DuckDBPyConnection, table: str, files: list[tuple[str, str]], spec: TableSpec) -> None:
     """Bulk-load JSONL files into ``table``.
 
     The lines are read as raw JSON objects (``read_ndjson_objects``) and then parsed in
@@ -207,7 +210,7 @@ def _load_jsonl(con: Any, table: str, files: list[tuple[str, str]], spec: TableS
     con.execute("DROP TABLE _raw")
 
 
-def _load_measurements(con: Any, files: list[tuple[str, str]]) -> None:
+def _load_measurements(con: DuckDBPyConnection, files: list[tuple[str, str]]) -> None:
     if not files:
         return
     con.execute("CREATE OR REPLACE TEMP TABLE _files (run_id VARCHAR, filename VARCHAR)")
@@ -222,7 +225,7 @@ def _load_measurements(con: Any, files: list[tuple[str, str]]) -> None:
                 f"FROM (SELECT *, NULL::VARCHAR AS run_id FROM {source}) m JOIN _files f ON f.filename = m.filename")
 
 
-def _load_scores(con: Any, files: list[tuple[str, str]]) -> None:
+def _load_scores(con: DuckDBPyConnection, files: list[tuple[str, str]]) -> None:
     if not files:
         return
     con.execute("CREATE OR REPLACE TEMP TABLE _files (run_id VARCHAR, filename VARCHAR)")
@@ -237,7 +240,7 @@ def _load_scores(con: Any, files: list[tuple[str, str]]) -> None:
 _RUN_TABLES = ("events", "observations", "online_scores", "final_scores", "measurements", "runs")
 
 
-def load_batch(con: Any, pending: Sequence[_Pending]) -> None:
+def load_batch(con: DuckDBPyConnection, pending: Sequence[_Pending]) -> None:
     """Replace the listed runs in one transaction; on any error nothing of the batch stays."""
     import pyarrow as pa
 
@@ -267,7 +270,7 @@ def load_batch(con: Any, pending: Sequence[_Pending]) -> None:
         raise LabrecordError(f"{where}: bulk load of {len(pending)} run(s) failed, nothing of the batch was kept: {error}") from error
 
 
-def ingest_populations(con: Any, root: Path, summary: IngestSummary) -> None:
+def ingest_populations(con: DuckDBPyConnection, root: Path, summary: IngestSummary) -> None:
     """Load ``root/populations/*.jsonl``; an invalid registry is skipped with its findings."""
     from labrecord.validation.files import validate_population_file
     from labrecord.validation.findings import Report
@@ -418,7 +421,7 @@ def invalid_run_row(run_dir: Path, reason: str, document: Any, digest: str, inge
     return row
 
 
-def record_invalid_runs(con: Any, examined: Sequence[Path], rows: Sequence[dict[str, Any]]) -> None:
+def record_invalid_runs(con: DuckDBPyConnection, examined: Sequence[Path], rows: Sequence[dict[str, Any]]) -> None:
     """Replace the ``invalid_runs`` rows of the ``examined`` run directories by ``rows``, and
     drop every earlier table row of the run ids now invalid (never left stale)."""
     import pyarrow as pa
@@ -446,13 +449,13 @@ def record_invalid_runs(con: Any, examined: Sequence[Path], rows: Sequence[dict[
         raise LabrecordError(f"could not record {len(rows)} invalid run(s): {error}") from error
 
 
-def runs_to_audit(con: Any) -> list[tuple[str, str, str]]:
+def runs_to_audit(con: DuckDBPyConnection) -> list[tuple[str, str, str]]:
     """``(run_id, run_dir, content_hash)`` of every run without a verdict for its current content."""
     return con.execute("SELECT r.run_id, r.run_dir, r.content_hash FROM runs r LEFT JOIN audits a USING (run_id) "
                        "WHERE a.content_hash IS DISTINCT FROM r.content_hash ORDER BY r.run_id").fetchall()
 
 
-def record_audits(con: Any, verdicts: Sequence[dict[str, Any]]) -> None:
+def record_audits(con: DuckDBPyConnection, verdicts: Sequence[dict[str, Any]]) -> None:
     """Store replay-audit verdicts (one ``audits`` row each, replacing an earlier one)."""
     if not verdicts:
         return

@@ -20,9 +20,12 @@ from __future__ import annotations
 import os
 import re
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from labrecord.errors import LabrecordError
+
+if TYPE_CHECKING:
+    from duckdb import DuckDBPyConnection
 
 #: statement types that only read
 READ_TYPES = ("SELECT",)
@@ -62,7 +65,7 @@ def read_statements(query: str) -> list[str]:
     return texts
 
 
-def open_read_only(db: str | os.PathLike[str] | None = None, parquet_dir: str | os.PathLike[str] | None = None) -> Any:
+def open_read_only(db: str | os.PathLike[str] | None = None, parquet_dir: str | os.PathLike[str] | None = None) -> DuckDBPyConnection:
     """A connection to a corpus file or a Parquet snapshot that cannot touch other files."""
     import duckdb
 
@@ -91,7 +94,7 @@ _LOCKED = {"enable_external_access": False, "autoinstall_known_extensions": Fals
            "autoload_known_extensions": False, "lock_configuration": True}
 
 
-def _refresh_views(con: Any) -> None:
+def _refresh_views(con: DuckDBPyConnection) -> None:
     """Connection-local run views over an older corpus; none for a corpus without runs (reactions only)."""
     from labrecord.store.schema import create_views, stale_views
 
@@ -100,7 +103,7 @@ def _refresh_views(con: Any) -> None:
         create_views(con, temp=True)
 
 
-def run_read_only(con: Any, query: str) -> tuple[list[str], list[tuple[Any, ...]]]:
+def run_read_only(con: DuckDBPyConnection, query: str) -> tuple[list[str], list[tuple[Any, ...]]]:
     """Run the read statements of ``query``; returns the columns and rows of the last one."""
     import duckdb
 

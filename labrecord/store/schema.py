@@ -13,6 +13,10 @@ only, or reactions only) opens as a whole corpus.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from duckdb import DuckDBPyConnection
 
 OP = "STRUCT(kind VARCHAR, object VARCHAR, dest VARCHAR)"
 
@@ -321,7 +325,7 @@ RXN_JUDGE_ATTEMPTS = TableSpec("rxn_judge_attempts", "One row per request sent t
 RXN_JUDGE_TABLES: tuple[TableSpec, ...] = (RXN_JUDGMENTS, RXN_JUDGE_ATTEMPTS)
 
 
-def create_judge_tables(con: object) -> None:
+def create_judge_tables(con: DuckDBPyConnection) -> None:
     """Create the judge tables a corpus file written before them lacks (idempotent)."""
     present = _relations(con)
     for spec in RXN_JUDGE_TABLES:
@@ -455,7 +459,7 @@ def _quote(text: str) -> str:
     return "'" + text.replace("'", "''") + "'"
 
 
-def create_schema(con: object) -> None:
+def create_schema(con: DuckDBPyConnection) -> None:
     """Create every table and view that is missing, with comments; idempotent.
 
     Runs in one transaction (one commit instead of one per comment), and not at all when
@@ -467,61 +471,61 @@ def create_schema(con: object) -> None:
     added = missing_columns(con)
     if not missing and not added and {v.name for v in VIEWS} <= present and not stale_views(con):
         return
-    con.execute("BEGIN TRANSACTION")  # type: ignore[attr-defined]
+    con.execute("BEGIN TRANSACTION")
     try:
         for spec in missing:
             _create_table(con, spec)
         for spec, column in added:
             # a column added by a newer release (events.payload in 1.1): older rows read null
-            con.execute(f'ALTER TABLE {spec.name} ADD COLUMN "{column.name}" {column.type}')  # type: ignore[attr-defined]
-            con.execute(f'COMMENT ON COLUMN {spec.name}."{column.name}" IS {_quote(column.comment)}')  # type: ignore[attr-defined]
+            con.execute(f'ALTER TABLE {spec.name} ADD COLUMN "{column.name}" {column.type}')
+            con.execute(f'COMMENT ON COLUMN {spec.name}."{column.name}" IS {_quote(column.comment)}')
         create_views(con)
     except BaseException:
-        con.execute("ROLLBACK")  # type: ignore[attr-defined]
+        con.execute("ROLLBACK")
         raise
-    con.execute("COMMIT")  # type: ignore[attr-defined]
+    con.execute("COMMIT")
 
 
-def _relations(con: object) -> set[str]:
-    return {row[0] for row in con.execute(  # type: ignore[attr-defined]
+def _relations(con: DuckDBPyConnection) -> set[str]:
+    return {row[0] for row in con.execute(
         "SELECT table_name FROM duckdb_tables() UNION ALL SELECT view_name FROM duckdb_views()").fetchall()}
 
 
-def missing_tables(con: object) -> list[TableSpec]:
+def missing_tables(con: DuckDBPyConnection) -> list[TableSpec]:
     """Registered tables the connection does not have."""
     present = _relations(con)
     return [t for t in TABLES if t.name not in present]
 
 
-def missing_columns(con: object) -> list[tuple[TableSpec, Column]]:
+def missing_columns(con: DuckDBPyConnection) -> list[tuple[TableSpec, Column]]:
     """Registered columns that the connection's existing tables lack."""
-    rows = con.execute("SELECT table_name, column_name FROM duckdb_columns()").fetchall()  # type: ignore[attr-defined]
+    rows = con.execute("SELECT table_name, column_name FROM duckdb_columns()").fetchall()
     have: dict[str, set[str]] = {}
     for table, name in rows:
         have.setdefault(table, set()).add(name)
-    tables = {row[0] for row in con.execute("SELECT table_name FROM duckdb_tables()").fetchall()}  # type: ignore[attr-defined]
+    tables = {row[0] for row in con.execute("SELECT table_name FROM duckdb_tables()").fetchall()}
     return [(spec, column) for spec in TABLES if spec.name in tables
             for column in spec.columns if column.name not in have.get(spec.name, set())]
 
 
-def _create_table(con: object, spec: TableSpec) -> None:
-    con.execute(spec.ddl())  # type: ignore[attr-defined]
-    con.execute(f"COMMENT ON TABLE {spec.name} IS {_quote(spec.comment)}")  # type: ignore[attr-defined]
+def _create_table(con: DuckDBPyConnection, spec: TableSpec) -> None:
+    con.execute(spec.ddl())
+    con.execute(f"COMMENT ON TABLE {spec.name} IS {_quote(spec.comment)}")
     for column in spec.columns:
-        con.execute(f'COMMENT ON COLUMN {spec.name}."{column.name}" IS {_quote(column.comment)}')  # type: ignore[attr-defined]
+        con.execute(f'COMMENT ON COLUMN {spec.name}."{column.name}" IS {_quote(column.comment)}')
 
 
-def stale_views(con: object) -> list[str]:
+def stale_views(con: DuckDBPyConnection) -> list[str]:
     """Derived views of the corpus whose columns differ from this release's definition
     (a corpus file written by an older release)."""
-    rows = con.execute(  # type: ignore[attr-defined]
+    rows = con.execute(
         "SELECT table_name, list(column_name ORDER BY column_index) FROM duckdb_columns() "
         "WHERE schema_name = 'main' GROUP BY table_name").fetchall()
     have = dict(rows)
     return [v.name for v in VIEWS if have.get(v.name) != [c.name for c in v.columns]]
 
 
-def create_views(con: object, *, temp: bool = False) -> None:
+def create_views(con: DuckDBPyConnection, *, temp: bool = False) -> None:
     """(Re)create the derived views over whatever ``runs``/``events`` relations exist.
 
     ``temp`` makes connection-local views (they shadow stale stored ones on a read-only
@@ -529,12 +533,12 @@ def create_views(con: object, *, temp: bool = False) -> None:
     """
     for view in VIEWS:
         if temp:
-            con.execute(f"CREATE OR REPLACE TEMP VIEW {view.name} AS {view.sql}")  # type: ignore[attr-defined]
+            con.execute(f"CREATE OR REPLACE TEMP VIEW {view.name} AS {view.sql}")
             continue
-        con.execute(f"CREATE OR REPLACE VIEW {view.name} AS {view.sql}")  # type: ignore[attr-defined]
-        con.execute(f"COMMENT ON VIEW {view.name} IS {_quote(view.comment)}")  # type: ignore[attr-defined]
+        con.execute(f"CREATE OR REPLACE VIEW {view.name} AS {view.sql}")
+        con.execute(f"COMMENT ON VIEW {view.name} IS {_quote(view.comment)}")
         for column in view.columns:
-            con.execute(f'COMMENT ON COLUMN {view.name}."{column.name}" IS {_quote(column.comment)}')  # type: ignore[attr-defined]
+            con.execute(f'COMMENT ON COLUMN {view.name}."{column.name}" IS {_quote(column.comment)}')
 
 
 def json_columns(table: TableSpec, skip: tuple[str, ...] = ("run_id",)) -> dict[str, str]:

@@ -3,14 +3,17 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from labrecord.errors import LabrecordError
 from labrecord.store.corpus import connect, open_snapshot
 from labrecord.store.ingest import ingest_runs
 
+if TYPE_CHECKING:
+    from duckdb import DuckDBPyConnection
 
-def open_source(source: str | os.PathLike[str], *, parquet: bool = False) -> tuple[Any, str, Any]:
+
+def open_source(source: str | os.PathLike[str], *, parquet: bool = False) -> tuple[DuckDBPyConnection, str, Any]:
     """Open whatever a command was given: a corpus file, a runs folder or a snapshot.
 
     Returns ``(connection, kind, summary)`` with kind ``db``, ``runs`` or ``parquet``.  A

@@ -155,7 +155,7 @@ def letterbox(frame: np.ndarray, size: int) -> np.ndarray:
         return frame
     scale = size / max(h, w)
     nh, nw = max(1, round(h * scale)), max(1, round(w * scale))
-    resized = np.asarray(Image.fromarray(frame).resize((nw, nh), resample=Image.BILINEAR))
+    resized = np.asarray(Image.fromarray(frame).resize((nw, nh), resample=Image.Resampling.BILINEAR))
     out = np.zeros((size, size, 3), dtype=np.uint8)
     top, left = (size - nh) // 2, (size - nw) // 2
     out[top:top + nh, left:left + nw] = resized

@@ -52,7 +52,7 @@ import re
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Generic, TypeVar
 
 import numpy as np
 
@@ -85,7 +85,7 @@ class ContractEvent:
             fields["of_seq"] = failure_seqs[self.fields["of_failure"]]
         event = run.emit(EVENT_TYPES[self.type], t=self.t, **fields)
         if self.type == "failure" and failure_seqs is not None:
-            failure_seqs.append(getattr(event, "seq", None))
+            failure_seqs.append(getattr(event, "seq", None))  # type: ignore[arg-type]  # None from a sink that returns no event
         return event
 
 
@@ -170,13 +170,25 @@ def float_of(row: Mapping[str, Any], name: str) -> float:
     return float(value) if value is not None else float("nan")
 
 
-class TaskContract(ABC):
-    """One task family's contract; subclasses fill the family-specific parts."""
+#: a family's state z, its instance (goal, start, calibration) and its step features
+StateT = TypeVar("StateT", bound=TaskState)
+InstanceT = TypeVar("InstanceT")
+FeaturesT = TypeVar("FeaturesT")
+
+
+class TaskContract(ABC, Generic[StateT, InstanceT, FeaturesT]):
+    """One task family's contract; subclasses fill the family-specific parts.
+
+    A family names its types once, ``class WeighingContract(TaskContract[WeighingState,
+    WeighingInstance, WeighingFeatures])``, and its methods take them in place of the
+    generic ``TaskState`` / instance / features.
+    """
 
     family: ClassVar[str]
     version: ClassVar[str]
     recognizer: ClassVar[str]
-    features_type: ClassVar[type]
+    #: the family's step features, a ``NamedTuple`` class (``_fields`` in order)
+    features_type: ClassVar[Any]
     #: feature fields whose change can produce an event (the rest are values)
     signature: ClassVar[tuple[str, ...]]
     #: ``source`` of the validity events for sensor errors
@@ -269,23 +281,23 @@ class TaskContract(ABC):
 
     # -- instances and state ---------------------------------------------------------
     @abstractmethod
-    def instance_from_task(self, task: Task) -> Any:
+    def instance_from_task(self, task: Task) -> InstanceT:
         """Read the instance (goal, start, calibration) from ``run.json`` task.variant."""
 
     @abstractmethod
-    def initial_state(self, instance: Any) -> TaskState:
+    def initial_state(self, instance: InstanceT) -> StateT:
         """z_0: the initialized context; policy credit begins after it."""
 
     @abstractmethod
-    def legal_set(self, state: TaskState, goal: Any) -> list[Operation]:
+    def legal_set(self, state: StateT, goal: InstanceT) -> list[Operation]:
         """U(z, g), sorted deterministically."""
 
     @abstractmethod
-    def decision_key(self, state: TaskState) -> Any:
+    def decision_key(self, state: StateT) -> Any:
         """What must change for a delivered observation to open a new opportunity."""
 
     @abstractmethod
-    def state_ref(self, state: TaskState, f: Any) -> str:
+    def state_ref(self, state: StateT, f: FeaturesT) -> str:
         """A short description of the reference state an opportunity is scored against."""
 
     #: ``violation`` kinds the contract derives from measurements
@@ -293,43 +305,43 @@ class TaskContract(ABC):
     #: whether the contract derives ``recovery`` events
     derives_recovery: ClassVar[bool] = False
 
-    def sensor_fault(self, f: Any) -> bool:
+    def sensor_fault(self, f: FeaturesT) -> bool:
         """Whether an invalid step is an evaluator-side sensor fault (a ``validity`` event);
         a contract returns False where the policy caused it (then a violation says so)."""
         return True
 
-    def evidence_ready(self, state: TaskState, f: Any) -> bool:
+    def evidence_ready(self, state: StateT, f: FeaturesT) -> bool:
         """Whether evidence acquired at features ``f`` makes the pending choice scorable."""
         return True
 
     @abstractmethod
-    def update(self, state: TaskState, f: Any, prev: Any, instance: Any) -> list[ContractEvent]:
+    def update(self, state: StateT, f: FeaturesT, prev: FeaturesT | None, instance: InstanceT) -> list[ContractEvent]:
         """Eq. 1: apply the measured outcome ``f`` (Δt is inside the feature timers) to
         ``state`` in place; returns the confirm / failure events it implies."""
 
-    def end_events(self, state: TaskState, f: Any, instance: Any) -> list[ContractEvent]:
+    def end_events(self, state: StateT, f: FeaturesT | None, instance: InstanceT) -> list[ContractEvent]:
         """Events judged at the end of an episode from its last row's features ``f`` (None:
         no row), e.g. an early stop; none by default."""
         return []
 
     @abstractmethod
-    def recognize(self, state: TaskState, f: Any, prev: Any, instance: Any) -> Operation | None:
+    def recognize(self, state: StateT, f: FeaturesT, prev: FeaturesT | None, instance: InstanceT) -> Operation | None:
         """The operation a behaviour at ``f`` identifies (the versioned recognizer), or None."""
 
     # -- features --------------------------------------------------------------------
     @abstractmethod
-    def stepper(self, instance: Any) -> Any:
+    def stepper(self, instance: InstanceT) -> Any:
         """An object with ``push(row) -> features`` for one physics step at a time."""
 
     @abstractmethod
-    def features_bulk(self, table: Any, instance: Any) -> dict[str, np.ndarray]:
+    def features_bulk(self, table: Any, instance: InstanceT) -> dict[str, np.ndarray]:
         """Features of every row of a measurements table: field -> array (n,)."""
 
     # -- drivers ---------------------------------------------------------------------
-    def tracker(self, instance: Any, *, window_s: float | None = None, first_opp: int = 0) -> Tracker:
+    def tracker(self, instance: InstanceT, *, window_s: float | None = None, first_opp: int = 0) -> Tracker:
         return Tracker(self, instance, window_s=window_s, first_opp=first_opp)
 
-    def replay(self, table: Any, receipts: Sequence[ObservationReceipt], instance: Any, *,
+    def replay(self, table: Any, receipts: Sequence[ObservationReceipt], instance: InstanceT, *,
                window_s: float | None = None, first_opp: int = 0,
                judge_end: bool = True) -> tuple[list[ContractEvent], dict[str, Any]]:
         """Rebuild every contract event of one episode from a measurements table.
@@ -369,8 +381,8 @@ class TaskContract(ABC):
         columns = [arrays[name][visit].tolist() for name in self.features_type._fields]
         events: list[ContractEvent] = []
         make = self.features_type
-        for k, values in zip(visit.tolist(), zip(*columns)):
-            events.extend(tracker.advance(make(*values)))
+        for k, row_values in zip(visit.tolist(), zip(*columns)):
+            events.extend(tracker.advance(make(*row_values)))
             for receipt in receipt_rows.get(k, ()):
                 opened = tracker.observe(receipt)
                 if opened is not None:
@@ -394,7 +406,7 @@ class Tracker:
       evidence is ready shows a decision key different from the current opportunity's.
     """
 
-    def __init__(self, contract: TaskContract, instance: Any, *, window_s: float | None = None, first_opp: int = 0) -> None:
+    def __init__(self, contract: TaskContract[Any, Any, Any], instance: Any, *, window_s: float | None = None, first_opp: int = 0) -> None:
         self.contract = contract
         self.instance = instance
         self.state = contract.initial_state(instance)
@@ -496,7 +508,7 @@ class Tracker:
         return {"physical_complete": self.state.complete}
 
 
-def sorted_ops(ops: Iterable[Operation], order: Mapping[str | None, int] | None = None) -> list[Operation]:
+def sorted_ops(ops: Iterable[Operation], order: Mapping[str, int] | None = None) -> list[Operation]:
     """Operations in a deterministic order (kind, then object rank or name, then dest)."""
     rank = order or {}
 
@@ -504,7 +516,7 @@ def sorted_ops(ops: Iterable[Operation], order: Mapping[str | None, int] | None 
         parts = re.split(r"(\d+)", text or "")
         return tuple(int(p) if p.isdigit() else p for p in parts)
 
-    return sorted(set(ops), key=lambda op: (op.kind, rank.get(op.object, 0), op.object or "", natural(op.dest)))
+    return sorted(set(ops), key=lambda op: (op.kind, rank.get(op.object or "", 0), op.object or "", natural(op.dest)))
 
 
 def hold_key(key: np.ndarray, t: np.ndarray, duration: float) -> np.ndarray:

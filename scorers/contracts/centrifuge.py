@@ -212,7 +212,7 @@ def centrifuge_features(get: Callable[..., np.ndarray], th: CentrifugeThresholds
     return out
 
 
-class CentrifugeContract(TaskContract):
+class CentrifugeContract(TaskContract[CentrifugeState, CentrifugeInstance, Any]):
     family: ClassVar[str] = "centrifuge"
     version: ClassVar[str] = "centrifuge/1"
     recognizer: ClassVar[str] = "directed-entry/1"

@@ -174,7 +174,7 @@ def rack_features(get: Callable[..., np.ndarray], th: RackThresholds, instance: 
             "stray": timers.flag("stray", resting_on_table & ~inside & ~in_rack, th.place_hold_s)}
 
 
-class RackContract(TaskContract):
+class RackContract(TaskContract[RackState, RackInstance, Any]):
     family: ClassVar[str] = "rack"
     version: ClassVar[str] = "rack/1"
     recognizer: ClassVar[str] = "descending-approach/1"

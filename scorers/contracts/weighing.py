@@ -36,6 +36,7 @@ import numpy as np
 from labrecord.errors import LabrecordError
 from labrecord.measurements import WEIGHING_STANDARDS
 from labrecord.models import Operation, Task
+from labrecord.models.operation import OperationKind
 from labrecord.scorers.contracts.base import (
     ContractEvent, HoldTimer, TaskContract, TaskState, bool_of, float_of, hold_flags, sorted_ops,
 )
@@ -175,7 +176,7 @@ class DisplayFilter:
                     hi.clear()
                     lo.clear()
                 else:
-                    d = t - prev_t
+                    d = t - prev_t  # type: ignore[operator]  # prev_valid: a previous time is set
                     a = cache.get(d)
                     if a is None:
                         a = cache[d] = 1.0 - math.exp(-d / tau)
@@ -461,7 +462,7 @@ def display_chain(t: np.ndarray, force_n: np.ndarray, valid: np.ndarray, f_empty
                                    np.asarray(valid, dtype=bool).tolist())
 
 
-class WeighingContract(TaskContract):
+class WeighingContract(TaskContract[WeighingState, WeighingInstance, WeighingFeatures]):
     family: ClassVar[str] = "weighing"
     version: ClassVar[str] = "weighing/1"
     recognizer: ClassVar[str] = "grasp/1"
@@ -536,7 +537,7 @@ class WeighingContract(TaskContract):
         events: list[ContractEvent] = []
         rising = f.grasped & ~before
         for w in names_of(rising):
-            kind = "remove" if state.supported & BIT[w] else "add"
+            kind: OperationKind = "remove" if state.supported & BIT[w] else "add"
             op = Operation(kind, w, PAN)
             if kind == "add" and not f.stable:
                 events.append(ContractEvent("violation", f.t, f.step, {"kind": "premature", "irreversible": False, "op": op}))

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from pathlib import Path
 
 from labrecord.models.rxn import FigureDocument, Molecule, Reaction
 
@@ -21,3 +22,13 @@ def figure(figure_id: str, reactions: Sequence[Rxn], *, system: str = "sys", sta
 
 def gold(figure_id: str, reactions: Sequence[Rxn], layout: str | None = None) -> FigureDocument:
     return figure(figure_id, reactions, system="gold", layout=layout)
+
+
+def write_folder(folder: Path, docs: Sequence[FigureDocument]) -> str:
+    """``folder/<figure_id>.json`` for each document (the folder is created); its path."""
+    from labrecord.chemdata.extract.records import write_document
+
+    folder.mkdir()
+    for doc in docs:
+        write_document(folder / f"{doc.figure_id}.json", doc)
+    return str(folder)

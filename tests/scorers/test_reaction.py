@@ -126,7 +126,8 @@ def test_gold_figure_without_reactions_is_refused() -> None:
 
 def test_json_shape_is_exact() -> None:
     result = score_documents([gold("a", [ESTER])], [figure("a", [ESTER])])
-    assert list(result) == ["figures", "macro", "molecule", "per_figure"]
+    assert list(result) == ["figures", "coverage", "macro", "molecule", "per_figure"]
+    assert result["coverage"] == {"figures": 1, "answered": 1, "refused": 0, "timed_out": 0, "failed": 0, "missing": 0}
     assert list(result["macro"]) == ["strict", "nonstereo"]
     assert list(result["per_figure"][0]) == ["figure_id", "n_gold", "n_pred", "matched_strict", "matched_nonstereo",
                                              "precision", "recall", "f1", "status"]

@@ -66,3 +66,25 @@ def test_a_row_is_a_block_of_one() -> None:
     pushed = [stepper.push(row) for row in rows[:400]]
     for name in contract.features_type._fields:
         assert same(np.array([getattr(f, name) for f in pushed]), bulk[name][:400]), name
+
+
+def test_each_family_declares_its_state_and_instance_types() -> None:
+    """TaskContract is generic over (state, instance, features); a family's parameters are
+    the types its methods really take and return."""
+    import typing
+
+    from labrecord.scorers.contracts import families
+    from labrecord.scorers.contracts.base import TaskContract, TaskState
+    from labrecord.scorers.contracts.weighing import WeighingInstance
+
+    instances = {"rack": RackInstance(rack_pose=START), "centrifuge": CentrifugeInstance(start=(("tube_a", 0),), held="tube_b"),
+                 "weighing": WeighingInstance(target_g=180.0, sample_g=110.0, goal=frozenset(["w50"]), f_empty_n=2.0)}
+    assert sorted(instances) == families()
+    for family, instance in instances.items():
+        contract = get_contract(family)
+        base = next(b for b in type(contract).__orig_bases__ if typing.get_origin(b) is TaskContract)  # type: ignore[attr-defined]
+        state_type, instance_type, _ = typing.get_args(base)
+        assert issubclass(state_type, TaskState) and state_type is not TaskState
+        assert isinstance(instance, instance_type)
+        assert type(contract.initial_state(instance)) is state_type
+        assert type(contract.tracker(instance).state) is state_type
