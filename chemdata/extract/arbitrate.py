@@ -4,8 +4,8 @@ Where two readers read one drawing differently, the figure decides which reading
 keep, not the readers' confidences:
 
 1. **Soundness.**  A reading RDKit cannot parse (a valence error, a broken ring) or
-   that has a radical (figures draw none; a reader writes ``[C]O`` for a stray mark)
-   loses to one it can (:func:`sound`; attachment labels such as ``[R1]`` count as sound).
+   that has a radical (figures draw none; a reader writes ``[C]O`` for a stray mark),
+   or that falls into more than :data:`MAX_PIECES` pieces (a reader running on), loses to one it can (:func:`sound`; attachment labels such as ``[R1]`` count as sound).
 2. **The R-group engine.**  Among sound readings of the template row (reactant and
    product templates, reagents), the combination kept is the one under which the engine
    relates the template to the drawn or tabulated entries the most (``evaluate``; the
@@ -43,7 +43,8 @@ def sound(smiles: str) -> bool:
         return False
     mol = Chem.MolFromSmiles(smiles)
     if mol is not None:
-        return not any(atom.GetNumRadicalElectrons() for atom in mol.GetAtoms())
+        pieces = len(Chem.GetMolFrags(mol))
+        return pieces <= MAX_PIECES and not any(atom.GetNumRadicalElectrons() for atom in mol.GetAtoms())
     try:
         rgroup.template_labels(smiles)
     except rgroup.RGroupError:
@@ -52,6 +53,9 @@ def sound(smiles: str) -> bool:
         return False
     return True
 
+
+#: a reading of one drawing in more pieces than this is a reader running on, not a drawing
+MAX_PIECES = 3
 
 #: DECIMER's own confidence from which its reading wins a tie against osra's
 TRUSTED = 0.9

@@ -10,7 +10,9 @@ belongs to, what the figure drew, what the reader writes instead, a worked examp
   becomes an attachment point ``*`` (named later from the printed labels, or fitted to an
   entry's single variable).  A real boron has three bonds; argon and astatine none.
 * ``Ph`` read as lead (``[Pb]``) or as a terminal phosphorus (``P`` with one single bond,
-  a PH₂ group that the figures never draw): the atom becomes a phenyl ring.
+  a PH₂ group that the figures never draw): the atom becomes a phenyl ring — only where
+  ``Ph`` is printed in the drawing, when its words are known (DECIMER writes ``[Pb]``
+  for a printed ``Bpin`` as well).
 * Drawn hydrogens (``H–N–H``) read as deuterium or tritium: the isotope is dropped.
 * A label run together with a compound number (``[R19a]`` for an ``R`` printed beside
   ``9a``): the label becomes a bare attachment point.
@@ -25,7 +27,7 @@ the names of the rows that changed it (kept in the trajectory).
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from typing import Any
 
@@ -40,6 +42,9 @@ class Fix:
     read_as: str
     example: tuple[str, str]
     apply: Callable[[Any], bool]
+    #: a word that must be printed in the drawing for the row to apply, when the printed
+    #: words are known (``Ph``: DECIMER writes ``[Pb]`` for a printed ``Bpin`` too)
+    printed_as: str | None = None
 
 
 def _one_bond(atom: Any) -> bool:
@@ -146,9 +151,9 @@ FIXES: tuple[Fix, ...] = (
     Fix("label-as-boron", DECIMER, "an R-group label", "a lone [B] bonded once, no hydrogen",
         ("[B]c1ccccc1N", "*c1ccccc1N"), _to_attachment({"B"}, need_no_h=True)),
     Fix("phenyl-as-lead", DECIMER, "Ph", "[Pb] bonded once",
-        ("O=N[Pb]", "O=Nc1ccccc1"), _to_phenyl("Pb")),
+        ("O=N[Pb]", "O=Nc1ccccc1"), _to_phenyl("Pb"), printed_as="Ph"),
     Fix("phenyl-as-phosphorus", DECIMER, "Ph", "a terminal P with one single bond",
-        ("PC#C", "C#Cc1ccccc1"), _to_phenyl("P")),
+        ("PC#C", "C#Cc1ccccc1"), _to_phenyl("P"), printed_as="Ph"),
     Fix("label-glued-to-number", DECIMER, "an R label beside a compound number", "[R19a]",
         ("[R19a]c1ccccc1", "*c1ccccc1"), _unglue_labels),
     Fix("hydrogen-as-isotope", DECIMER, "a drawn H", "[2H] or [3H]",
@@ -159,10 +164,12 @@ FIXES: tuple[Fix, ...] = (
 )
 
 
-def clean(smiles: str, reader: str) -> tuple[str, list[str]]:
+def clean(smiles: str, reader: str, printed: Collection[str] | None = None) -> tuple[str, list[str]]:
     """(cleaned SMILES, names of the rows applied) for a reading by ``reader``.  Printed
-    labels (``[R1]``, ``[X]``) are kept as they are.  A SMILES RDKit cannot parse, or an
-    edit that leaves an unsound molecule, is returned as read."""
+    labels (``[R1]``, ``[X]``) are kept as they are.  ``printed`` are the words printed
+    inside the drawing, when known: a row with ``printed_as`` applies only if its word is
+    among them.  A SMILES RDKit cannot parse, or an edit that leaves an unsound molecule,
+    is returned as read."""
     from rdkit import Chem, rdBase
 
     from labrecord.chemdata.rgroup import BRACKET_LABEL
@@ -183,7 +190,9 @@ def clean(smiles: str, reader: str) -> tuple[str, list[str]]:
         if atom.GetAtomicNum() == 0 and 0 < atom.GetAtomMapNum() <= len(names):
             atom.SetProp(LABEL_PROP, names[atom.GetAtomMapNum() - 1])
         atom.SetAtomMapNum(0)
-    applied = [fix.name for fix in FIXES if reader in fix.readers and fix.apply(mol)]
+    words = None if printed is None else {w.strip(",.;:()") for w in printed}
+    applied = [fix.name for fix in FIXES if reader in fix.readers
+               and (fix.printed_as is None or words is None or fix.printed_as in words) and fix.apply(mol)]
     if not applied:
         return smiles, []
     try:

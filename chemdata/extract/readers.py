@@ -66,7 +66,10 @@ class DecimerReader:
     model: decimer.Model | None = None
     name: str = "decimer"
 
-    def read(self, trajectory: Trajectory, crop_path: str, *, region: str, limit_s: float) -> ReaderResult | None:
+    def read(self, trajectory: Trajectory, crop_path: str, *, region: str, limit_s: float,
+             printed: tuple[str, ...] | None = None) -> ReaderResult | None:
+        """``printed``: the words printed inside the drawing, when known (for the
+        clean-up rows that depend on them)."""
         trajectory.check_budget(self.name)
         if self.model is None:
             loaded_before = decimer.loaded_seconds()
@@ -75,7 +78,7 @@ class DecimerReader:
                 trajectory.add("reader_load", reader=self.name, elapsed_s=self.model.load_s)
         began = time.monotonic()
         smiles, confidence = self.model.read(crop_path)
-        cleaned, fixes = cleanup.clean(smiles, self.name)
+        cleaned, fixes = cleanup.clean(smiles, self.name, printed)
         trajectory.add("reader_call", reader=self.name, args=[crop_path], region=region, output=smiles,
                        cleaned=cleaned, fixes=fixes, confidence=confidence,
                        elapsed_s=round(time.monotonic() - began, 6), status="ok")

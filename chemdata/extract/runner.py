@@ -60,6 +60,8 @@ TRAJECTORY_DIR = "trajectories"
 TRAJECTORY_SUFFIX = ".ndjson"
 SUMMARY_NAME = "summary.ndjson"
 CROP_MARGIN = 30
+#: a region more than this many bond lengths across both ways is not given to DECIMER
+MAX_LEARNED_BONDS = 14
 
 
 @dataclass(frozen=True)
@@ -500,7 +502,8 @@ def _second_reading(trajectory: Trajectory, image: Any, segments: list[layout.Se
     2. A drawn product the chosen templates do not fit (or that osra could not read) is
        read by DECIMER, and that reading kept when it fits (:func:`.arbitrate.pick_product`).
 
-    Blobs thinner than one bond (``bond`` px) are not read.
+    Blobs thinner than one bond (``bond`` px), or more than :data:`MAX_LEARNED_BONDS`
+    bonds across both ways, are not read.
     At most ``config.learned_reads`` DECIMER reads per figure, the row's templates and
     the structures osra read unsoundly or not at all first, then the smaller drawings
     (reagents), then the products; readings keep their ids
@@ -520,15 +523,22 @@ def _second_reading(trajectory: Trajectory, image: Any, segments: list[layout.Se
             seg = segments[index]
             crop_path, _ = _crop_file(image, seg.box, scratch, f"learned{index}.png", seg.parts, 1.0,
                                       foreign_boxes(segments, index))
-            result = reader.read(trajectory, crop_path, region=",".join(map(str, seg.box)), limit_s=config.tool_timeout_s)
+            result = reader.read(trajectory, crop_path, region=",".join(map(str, seg.box)), limit_s=config.tool_timeout_s,
+                                 printed=tuple(_words_in(seg.box, lines)))
             if result is None:
                 return None
             numbered[0] += 1
             return osra.Reading(f"m{numbered[0]}", result.smiles, result.confidence, seg.box, "crop", result.reader)
 
-        # a blob thinner than one bond is a glyph or a stray mark, not a drawing worth a read
+        # a blob thinner than one bond is a glyph or a stray mark, and one more than
+        # MAX_LEARNED_BONDS bonds across both ways holds several drawings (a catalytic
+        # cycle): neither is worth a read (DECIMER runs on to its longest output there)
+        def readable(seg: layout.Segment) -> bool:
+            sides = (seg.box[2] - seg.box[0] + 1, seg.box[3] - seg.box[1] + 1)
+            return min(sides) >= bond and min(sides) <= MAX_LEARNED_BONDS * bond
+
         row = [i for i, seg in enumerate(segments) if seg.kind == "structure" and seg.band in arrow_bands
-               and min(seg.box[2] - seg.box[0], seg.box[3] - seg.box[1]) + 1 >= bond]
+               and readable(seg)]
 
         def urgency(index: int) -> tuple[bool, int]:
             """Templates and what osra could not read soundly first, then small drawings

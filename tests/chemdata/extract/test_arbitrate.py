@@ -96,3 +96,9 @@ def test_related_reactants_counts_only_reactants_derived_through_a_label() -> No
         return related_reactants(reactions)
 
     assert built("[Ar]C=O") == 4 and built("CC(C)=C1CCCCC1") == 2
+
+
+def test_a_reading_in_many_pieces_is_not_sound() -> None:
+    """Three pieces (a salt with two acetates) is a reading; four is a reader running on."""
+    assert sound("CC(=O)O.CC(=O)O.CCOC(=CN1C=CC=CC1)OCC")
+    assert not sound("[Cl-].[Cl-].[Cl-].C[N+](C)(C)C")

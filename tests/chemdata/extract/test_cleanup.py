@@ -61,3 +61,12 @@ def test_cleaning_is_idempotent(parts: list[str]) -> None:
     """Cleaning a cleaned reading changes nothing more."""
     once, _ = clean(".".join(parts), "decimer")
     assert clean(once, "decimer") == (once, [])
+
+
+def test_phenyl_rows_need_a_printed_ph_when_the_words_are_known() -> None:
+    """DECIMER writes [Pb] for a printed Bpin too: with the drawing's words known and no
+    ``Ph`` among them the lead stays (and the reading is judged as read); with ``Ph``
+    printed, or the words unknown, it becomes phenyl."""
+    assert clean("O=N[Pb]", "decimer", printed=["Bpin", "O"]) == ("O=N[Pb]", [])
+    assert clean("O=N[Pb]", "decimer", printed=["Ph,"])[1] == ["phenyl-as-lead"]
+    assert clean("O=N[Pb]", "decimer")[1] == ["phenyl-as-lead"]
