@@ -34,16 +34,19 @@ from typing import Any
 
 @dataclass(frozen=True)
 class Fix:
-    """One known misreading: ``apply`` edits the molecule in place, True when it changed it."""
+    """One known misreading: ``apply(mol, limit)`` edits the molecule in place, True when it
+    changed it."""
 
     name: str
     readers: frozenset[str]
     drawn: str
     read_as: str
     example: tuple[str, str]
-    apply: Callable[[Any], bool]
+    #: edits the molecule in place, at most ``limit`` atoms where a limit is given
+    apply: Callable[[Any, int | None], bool]
     #: a word that must be printed in the drawing for the row to apply, when the printed
-    #: words are known (``Ph``: DECIMER writes ``[Pb]`` for a printed ``Bpin`` too)
+    #: words are known, and then to as many atoms as it is printed (``Ph``: DECIMER
+    #: writes ``[Pb]`` for a printed ``Bpin`` too)
     printed_as: str | None = None
 
 
@@ -51,8 +54,8 @@ def _one_bond(atom: Any) -> bool:
     return atom.GetDegree() == 1 and atom.GetFormalCharge() == 0 and not atom.IsInRing()
 
 
-def _to_attachment(symbols: set[str], need_no_h: bool = False) -> Callable[[Any], bool]:
-    def apply(mol: Any) -> bool:
+def _to_attachment(symbols: set[str], need_no_h: bool = False) -> Callable[[Any, int | None], bool]:
+    def apply(mol: Any, limit: int | None = None) -> bool:
         changed = False
         for atom in mol.GetAtoms():
             if atom.GetSymbol() in symbols and _one_bond(atom) and (not need_no_h or atom.GetTotalNumHs() == 0):
@@ -71,12 +74,13 @@ def _single_bonded(atom: Any) -> bool:
     return all(b.GetBondType() == Chem.BondType.SINGLE for b in atom.GetBonds())
 
 
-def _to_phenyl(symbol: str) -> Callable[[Any], bool]:
-    def apply(mol: Any) -> bool:
+def _to_phenyl(symbol: str) -> Callable[[Any, int | None], bool]:
+    def apply(mol: Any, limit: int | None = None) -> bool:
         from rdkit import Chem
 
         targets = [a.GetIdx() for a in mol.GetAtoms()
                    if a.GetSymbol() == symbol and _one_bond(a) and _single_bonded(a) and a.GetIsotope() == 0]
+        targets = targets if limit is None else targets[:limit]
         for index in targets:
             atom = mol.GetAtomWithIdx(index)
             atom.SetAtomicNum(6)
@@ -100,7 +104,7 @@ _LABEL_TOKEN = re.compile(r"\[(R\d*[a-z]+)\]")
 LABEL_PROP = "label"
 
 
-def _unglue_labels(mol: Any) -> bool:
+def _unglue_labels(mol: Any, limit: int | None = None) -> bool:
     changed = False
     for atom in mol.GetAtoms():
         if atom.HasProp(LABEL_PROP) and _GLUED.match(atom.GetProp(LABEL_PROP)):
@@ -109,7 +113,7 @@ def _unglue_labels(mol: Any) -> bool:
     return changed
 
 
-def _drop_hydrogen_isotopes(mol: Any) -> bool:
+def _drop_hydrogen_isotopes(mol: Any, limit: int | None = None) -> bool:
     changed = False
     for atom in mol.GetAtoms():
         if atom.GetAtomicNum() == 1 and atom.GetIsotope() in (2, 3):
@@ -118,7 +122,7 @@ def _drop_hydrogen_isotopes(mol: Any) -> bool:
     return changed
 
 
-def _drop_stray_pieces(mol: Any) -> bool:
+def _drop_stray_pieces(mol: Any, limit: int | None = None) -> bool:
     from rdkit import Chem
 
     pieces = Chem.GetMolFrags(mol, asMols=False, sanitizeFrags=False)
@@ -167,8 +171,8 @@ FIXES: tuple[Fix, ...] = (
 def clean(smiles: str, reader: str, printed: Collection[str] | None = None) -> tuple[str, list[str]]:
     """(cleaned SMILES, names of the rows applied) for a reading by ``reader``.  Printed
     labels (``[R1]``, ``[X]``) are kept as they are.  ``printed`` are the words printed
-    inside the drawing, when known: a row with ``printed_as`` applies only if its word is
-    among them.  A SMILES RDKit cannot parse, or an edit that leaves an unsound molecule,
+    inside the drawing, when known: a row with ``printed_as`` applies to at most as many
+    atoms as its word is printed there.  A SMILES RDKit cannot parse, or an edit that leaves an unsound molecule,
     is returned as read."""
     from rdkit import Chem, rdBase
 
@@ -190,9 +194,12 @@ def clean(smiles: str, reader: str, printed: Collection[str] | None = None) -> t
         if atom.GetAtomicNum() == 0 and 0 < atom.GetAtomMapNum() <= len(names):
             atom.SetProp(LABEL_PROP, names[atom.GetAtomMapNum() - 1])
         atom.SetAtomMapNum(0)
-    words = None if printed is None else {w.strip(",.;:()") for w in printed}
-    applied = [fix.name for fix in FIXES if reader in fix.readers
-               and (fix.printed_as is None or words is None or fix.printed_as in words) and fix.apply(mol)]
+    words = None if printed is None else [w.strip(",.;:()") for w in printed]
+    applied = []
+    for fix in FIXES:
+        limit = None if fix.printed_as is None or words is None else words.count(fix.printed_as)
+        if reader in fix.readers and limit != 0 and fix.apply(mol, limit):
+            applied.append(fix.name)
     if not applied:
         return smiles, []
     try:

@@ -70,3 +70,11 @@ def test_phenyl_rows_need_a_printed_ph_when_the_words_are_known() -> None:
     assert clean("O=N[Pb]", "decimer", printed=["Bpin", "O"]) == ("O=N[Pb]", [])
     assert clean("O=N[Pb]", "decimer", printed=["Ph,"])[1] == ["phenyl-as-lead"]
     assert clean("O=N[Pb]", "decimer")[1] == ["phenyl-as-lead"]
+
+
+def test_phenyl_rows_convert_as_many_atoms_as_ph_is_printed() -> None:
+    """An isocoumarin drawn with ``Ph`` at C3 and ``Bpin`` at C4, both read as [Pb]: one
+    ``Ph`` printed, so one lead becomes phenyl; the other stays lead (a radical, which
+    arbitration judges unsound)."""
+    cleaned, applied = clean("O=C1OC([Pb])=C([Pb])c2ccccc21", "decimer", printed=["Ph", "Bpin", "O"])
+    assert applied == ["phenyl-as-lead"] and cleaned == "O=c1oc(-c2ccccc2)[c]([Pb])c2ccccc12"
