@@ -57,6 +57,7 @@ Placement recall (target ``tube``; distractors are optional):
 """
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 #: column -> pyarrow type family ("int", "float", "bool", "string", "list")
@@ -176,3 +177,87 @@ def nonfinite_columns(table: Any) -> list[tuple[str, int, int]]:
         if count:
             found.append((field.name, count, pc.index(bad, True).as_py()))
     return found
+
+
+#: column names the store adds to every measurement row (and its readers' file column);
+#: a measurements file may not use them, in any letter case (DuckDB names ignore case)
+RESERVED_COLUMNS = ("run_id", "filename")
+
+
+def column_name_problems(names: Sequence[str]) -> list[tuple[str, str]]:
+    """``(column, message)`` for each reserved name and each name repeated (letter case
+    ignored, as the corpus ignores it)."""
+    problems: list[tuple[str, str]] = []
+    seen: dict[str, str] = {}
+    for name in names:
+        folded = name.casefold()
+        if folded in RESERVED_COLUMNS:
+            problems.append((name, f"column {name!r} is a name the store reserves ({', '.join(RESERVED_COLUMNS)})"))
+        elif folded in seen:
+            problems.append((name, f"column {name!r} repeats column {seen[folded]!r} (names ignore letter case)"))
+        seen.setdefault(folded, name)
+    return problems
+
+
+def _nested_columns(schema: Any) -> list[tuple[str, str]]:
+    """Columns of a record type (struct, map, union, at any list depth): measurements hold
+    scalars or lists of scalars, and a record's field names would reach the store's SQL."""
+    import pyarrow as pa
+
+    problems = []
+    for field in schema:
+        kind = field.type
+        while pa.types.is_list(kind) or pa.types.is_large_list(kind) or pa.types.is_fixed_size_list(kind):
+            kind = kind.value_type
+        if pa.types.is_dictionary(kind):
+            kind = kind.value_type
+        if pa.types.is_struct(kind) or pa.types.is_map(kind) or pa.types.is_union(kind):
+            problems.append((field.name, f"column {field.name!r} is of a record type ({excerpt_type(field.type)}); "
+                                         "measurement columns hold scalars or lists of scalars"))
+    return problems
+
+
+def excerpt_type(arrow_type: Any) -> str:
+    text = str(arrow_type)
+    return text if len(text) <= 60 else text[:60] + "…"
+
+
+def open_measurements(data: bytes, where: str) -> Any:
+    """A ``pyarrow.parquet.ParquetFile`` over the bytes of a measurements file, after its
+    footer has been checked against the row, cell and size limits (nothing of a column is
+    decoded before that, so a small file declaring millions of rows is refused unread) and
+    its column names against :func:`column_name_problems`.  Raises :class:`LabrecordError`
+    naming ``where``."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from labrecord.errors import LabrecordError
+    from labrecord.safeio import (
+        MAX_MEASUREMENT_CELLS, MAX_MEASUREMENT_COLUMNS, MAX_MEASUREMENT_ROWS, MAX_MEASUREMENT_UNCOMPRESSED_BYTES,
+    )
+
+    try:
+        parquet = pq.ParquetFile(pa.BufferReader(data))
+        meta = parquet.metadata
+        rows, columns = meta.num_rows, meta.num_columns
+        declared = sum(meta.row_group(g).num_rows for g in range(meta.num_row_groups))
+        unpacked = sum(meta.row_group(g).total_byte_size for g in range(meta.num_row_groups))
+        names = parquet.schema_arrow.names
+    except Exception as error:  # pyarrow raises several types for damaged files
+        raise LabrecordError(f"{where}: not a readable Parquet file: {error}") from error
+    if rows != declared or rows < 0:
+        raise LabrecordError(f"{where}: footer declares {rows} rows but its row groups {declared}; refused")
+    if columns > MAX_MEASUREMENT_COLUMNS:
+        raise LabrecordError(f"{where}: {columns} columns, over the {MAX_MEASUREMENT_COLUMNS}-column limit; refused unread")
+    if rows > MAX_MEASUREMENT_ROWS:
+        raise LabrecordError(f"{where}: declares {rows} rows, over the {MAX_MEASUREMENT_ROWS}-row limit; refused unread")
+    if rows * max(columns, 1) > MAX_MEASUREMENT_CELLS:
+        raise LabrecordError(f"{where}: declares {rows} rows x {columns} columns, over the "
+                             f"{MAX_MEASUREMENT_CELLS}-cell limit; refused unread")
+    if unpacked > MAX_MEASUREMENT_UNCOMPRESSED_BYTES:
+        raise LabrecordError(f"{where}: declares {unpacked} uncompressed bytes, over the "
+                             f"{MAX_MEASUREMENT_UNCOMPRESSED_BYTES}-byte limit; refused unread")
+    problems = column_name_problems(names) + _nested_columns(parquet.schema_arrow)
+    if problems:
+        raise LabrecordError(f"{where}: {problems[0][1]}" + (f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""))
+    return parquet

@@ -16,13 +16,14 @@ from __future__ import annotations
 import contextlib
 import os
 import stat
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
 import msgspec
 
 from labrecord.errors import LabrecordError
+from labrecord.fileio import dumps
 
 #: JSON documents (run.json, scores.json, judge files) larger than this are refused unread
 MAX_DOCUMENT_BYTES = 64 << 20
@@ -30,10 +31,28 @@ MAX_DOCUMENT_BYTES = 64 << 20
 MAX_LOG_BYTES = 1 << 30
 #: binary files labrecord hands to a library (Parquet, HDF5) larger than this are refused
 MAX_BINARY_BYTES = 64 << 30
+#: ``measurements.parquet`` is read into memory once (checked, then loaded from the same
+#: bytes): larger files are refused unread
+MAX_MEASUREMENTS_BYTES = 1 << 30
+#: a measurements file declaring more rows, or more cells (rows x columns), or more
+#: uncompressed bytes than this in its footer is refused before any column is read
+MAX_MEASUREMENT_ROWS = 10_000_000
+MAX_MEASUREMENT_CELLS = 200_000_000
+#: each column of a measurements file may become a corpus column: more are refused
+MAX_MEASUREMENT_COLUMNS = 1024
+MAX_MEASUREMENT_UNCOMPRESSED_BYTES = 4 << 30
 #: deeper JSON nesting is refused (the formats need fewer than ten levels)
 MAX_JSON_DEPTH = 64
 #: longest quote of input text inside a message
 EXCERPT_CHARS = 80
+#: the range of the integer columns of the stored run tables (DuckDB ``BIGINT``): a JSON
+#: integer outside it is refused, since the store could not hold it as written
+STORED_INT_MIN, STORED_INT_MAX = -(1 << 63), (1 << 63) - 1
+#: a run of this many digits may be an integer outside the stored range (shorter never is):
+#: found by mapping every digit to "0" and everything else to " " (``bytes.translate``)
+LONG_DIGIT_RUN = b"0" * 19
+DIGITS_ONLY = bytes(0x30 if 0x30 <= c <= 0x39 else 0x20 for c in range(256))
+_compact_encoder = msgspec.json.Encoder()
 
 _ENV = "LABRECORD_FOLLOW_SYMLINKS"
 
@@ -108,6 +127,9 @@ def check_file(path: str | os.PathLike[str], limit: int) -> int:
     return info.st_size
 
 
+_CHUNK = 1 << 24
+
+
 def read_bounded(path: str | os.PathLike[str], limit: int = MAX_LOG_BYTES) -> bytes:
     """The bytes of a regular file, checked before reading and never more than ``limit``."""
     path = Path(path)
@@ -117,13 +139,20 @@ def read_bounded(path: str | os.PathLike[str], limit: int = MAX_LOG_BYTES) -> by
         fd = os.open(path, flags)
     except OSError as error:
         raise LabrecordError(f"{path}: cannot read: {error.strerror}") from error
-    with os.fdopen(fd, "rb") as fh:
-        if not stat.S_ISREG(os.fstat(fh.fileno()).st_mode):
+    with os.fdopen(fd, "rb", buffering=0) as fh:
+        info = os.fstat(fh.fileno())
+        if not stat.S_ISREG(info.st_mode):
             raise LabrecordError(f"{path}: not a regular file; refused")
-        data = fh.read(limit + 1)
-    if len(data) > limit:
+        # one read sized by the file, not by the limit (a read of ``limit`` bytes allocates
+        # them up front); a file that grows while open is read on in bounded chunks
+        chunks = [fh.read(min(limit, info.st_size) + 1)]
+        total = len(chunks[0])
+        while chunks[-1] and total <= limit:
+            chunks.append(fh.read(min(_CHUNK, limit + 1 - total)))
+            total += len(chunks[-1])
+    if total > limit:
         raise LabrecordError(f"{path}: grew past the {limit}-byte limit while being read; refused")
-    return data
+    return b"".join(chunks)
 
 
 def depth_problem(raw: bytes) -> str | None:
@@ -153,18 +182,130 @@ def depth_problem(raw: bytes) -> str | None:
 
 
 def decode_json(raw: bytes, where: str, **options: Any) -> Any:
-    """``msgspec.json.decode`` with the nesting limit; every failure is one :class:`LabrecordError`."""
+    """``msgspec.json.decode`` with the nesting limit and the :func:`strict_problem` checks
+    (no repeated key, no integer the store cannot hold); every failure is one
+    :class:`LabrecordError`."""
     problem = depth_problem(raw)
     if problem is not None:
         raise LabrecordError(f"{where}: {problem}")
     try:
-        return msgspec.json.decode(raw, **options)
+        value = msgspec.json.decode(raw, **options)
+        problem = strict_problem(raw)
+        if problem is not None:
+            raise LabrecordError(f"{where}: {problem}")
+        return value
     except RecursionError as error:
         raise LabrecordError(f"{where}: JSON nested deeper than {MAX_JSON_DEPTH} levels") from error
     except msgspec.DecodeError as error:
         raise LabrecordError(f"{where}: invalid JSON: {error}") from error
     except msgspec.ValidationError as error:
         raise LabrecordError(f"{where}: {error}") from error
+
+
+class RecordProblem(LabrecordError):
+    """A JSON line that decodes but may not be stored (nesting, a repeated key, a huge integer)."""
+
+
+def decode_record(raw: bytes, decoder: msgspec.json.Decoder[Any]) -> tuple[Any, bytes]:
+    """Decode one JSONL record strictly: ``(typed record, canonical JSON text)``.
+
+    The one line decoder of every reader (validation, the replay audit, the writer
+    resuming a log), so they all see the same record.  The canonical text is the typed
+    record encoded again as the writer encodes it (sorted keys, defaults left out), which
+    is what the store loads; a line the writer wrote is its own canonical text, which
+    proves at once that it repeats no key.  Raises :class:`RecordProblem` (message only,
+    no path) for nesting past :data:`MAX_JSON_DEPTH` or a :func:`strict_problem`, and
+    msgspec's own errors for text that does not decode to the record type.
+
+    (:func:`labrecord.validation.jsonl.decode_jsonl` does the same checks a chunk of lines
+    at a time, which is much cheaper.)
+    """
+    problem = depth_problem(raw)
+    if problem is not None:
+        raise RecordProblem(problem)
+    record = decoder.decode(raw)
+    canonical = dumps(record)
+    if raw != canonical or LONG_DIGIT_RUN in raw.translate(DIGITS_ONLY):
+        problem = strict_problem(raw)
+        if problem is not None:
+            raise RecordProblem(problem)
+    return record, canonical
+
+
+def canonical_json(value: Any) -> bytes:
+    """The canonical JSON text of a decoded value (:func:`labrecord.fileio.dumps`): what
+    every later reader (the DuckDB load) parses instead of the input bytes, so no reader
+    can see a value the checks did not."""
+    return dumps(value)
+
+
+def strict_problem(raw: bytes) -> str | None:
+    """Why JSON text that decodes may still not be stored, else None.
+
+    * A key repeated in one object: decoders disagree on which copy wins (msgspec and
+      Python keep the last, DuckDB the first), so a record could mean one thing to the
+      checks and another to the store.
+    * An integer outside the stored 64-bit range (:data:`STORED_INT_MIN` ..
+      :data:`STORED_INT_MAX`).
+
+    The repeated-key test is exact and needs two counts for most text.  Each member of an
+    object is written with one colon, and a string holds a colon only literally or as a
+    ``\\u`` escape.  The untyped decoding keeps every distinct key with the same
+    strings, so when the text has no backslash and as many colons as that decoding
+    encoded again, no member was lost to a repeat; otherwise the text is read member by
+    member.
+    """
+    plain = msgspec.json.decode(raw)
+    again = _compact_encoder.encode(plain)
+    if b"\\" in raw or raw.count(b":") != again.count(b":"):
+        repeated = _repeated_key(raw)
+        if repeated is not None:
+            return repeated
+    if LONG_DIGIT_RUN in again.translate(DIGITS_ONLY):
+        return _int_out_of_range(plain)
+    return None
+
+
+def _repeated_key(raw: bytes) -> str | None:
+    import json
+
+    found: list[tuple[str, str]] = []
+
+    def pairs_hook(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+        seen: set[str] = set()
+        for key, _ in pairs:
+            if key in seen and not found:
+                found.append((key, ", ".join(sorted(k for k, _ in pairs))))
+            seen.add(key)
+        return dict(pairs)
+
+    try:
+        json.loads(raw, object_pairs_hook=pairs_hook)
+    except (ValueError, RecursionError):
+        return None  # msgspec decoded it: nothing more to learn here
+    if not found:
+        return None
+    key, members = found[0]
+    return (f"key {excerpt(key)!r} appears more than once in one object (of keys {excerpt(members)}); "
+            "readers disagree on which copy counts, so the record is refused")
+
+
+def _int_out_of_range(plain: Any) -> str | None:
+    stack: list[tuple[Any, str]] = [(plain, "")]
+    while stack:
+        item, where = stack.pop()
+        if isinstance(item, bool):
+            continue
+        if isinstance(item, int):
+            if not STORED_INT_MIN <= item <= STORED_INT_MAX:
+                at = f" at `{where.lstrip('.')}`" if where else ""
+                return (f"integer {excerpt(str(item))}{at} is outside the stored 64-bit range "
+                        f"({STORED_INT_MIN} .. {STORED_INT_MAX})")
+        elif isinstance(item, dict):
+            stack.extend((v, f"{where}.{k}") for k, v in item.items())
+        elif isinstance(item, list):
+            stack.extend((v, f"{where}[{i}]") for i, v in enumerate(item))
+    return None
 
 
 def check_writable(path: str | os.PathLike[str]) -> Path:
@@ -181,3 +322,33 @@ def check_writable(path: str | os.PathLike[str]) -> Path:
     except OSError as error:
         raise LabrecordError(f"{path}: cannot write in folder {parent}: {error.strerror}") from error
     return path
+
+
+def check_apart(out: str | os.PathLike[str], inputs: Iterable[str | os.PathLike[str]], *, what: str = "output") -> Path:
+    """Refuse an output path that is one of ``inputs``, lies inside an input folder or holds
+    an input, whatever ``--overwrite`` says: writing it would replace or delete what the
+    command reads.  Links are resolved first, and an existing output that is a hard link
+    to an input is caught too.  Every command with an output and an input calls this
+    before any work."""
+    out = Path(out)
+    real_out = Path(os.path.realpath(out))
+    for given in inputs:
+        real_in = Path(os.path.realpath(given))
+        if real_out == real_in or _same_file(out, Path(given)):
+            relation = "is the input"
+        elif real_in in real_out.parents:
+            relation = "lies inside the input"
+        elif real_out in real_in.parents:
+            relation = "holds the input"
+        else:
+            continue
+        raise LabrecordError(f"{out}: {what} {relation} {given}; choose a path outside the inputs "
+                             "(--overwrite does not change this)")
+    return out
+
+
+def _same_file(a: Path, b: Path) -> bool:
+    try:
+        return os.path.samefile(a, b)
+    except OSError:
+        return False

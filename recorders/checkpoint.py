@@ -76,7 +76,9 @@ class Verification(msgspec.Struct, kw_only=True):
 
     @property
     def verified(self) -> bool:
-        return self.periods > 0 and self.bitwise and self.tracker_equal and self.handoff_ready
+        from labrecord.scorers.audit import handoff_verified
+
+        return handoff_verified(msgspec.to_builtins(self))
 
 
 class CheckpointHeader(msgspec.Struct, kw_only=True):

@@ -238,6 +238,8 @@ class StepOwner:
         #: answers agent tool calls (None: the system is offered no tools); see :class:`ToolHost`
         self.tools: ToolHost | None = tools
         self.status = "complete"
+        #: simulated time at the current episode's start (its runtime is measured from there)
+        self._episode_t0 = 0.0
         self.blocks: list[dict[str, np.ndarray]] = []
         self.logs: list[EpisodeLog] = []
         self._step = 0
@@ -273,6 +275,7 @@ class StepOwner:
         self._started = time.perf_counter()
         self._end_reason: str | None = None
         self.writer.emit(EpisodeStart, t=self.env.time, episode=episode)
+        self._episode_t0 = self.env.time
         self.scorer.start(self._emit, self.env.time)
         self._last_action = self._initial_action()
         self._next_snapshot = self.env.time
@@ -383,6 +386,11 @@ class StepOwner:
         end = self.scorer.episode_end()
         if self._end_reason is not None:
             end = {**end, "reason": self._end_reason, "valid_complete": False}
+        # the runtime on the simulated clock (physics pauses during inference, so it leaves
+        # out model computation), and the wall time of the policy per query beside it
+        log = self._log
+        end = {**end, "runtime_s": round(env.time - self._episode_t0, 6), "runtime_clock": "sim",
+               "policy_s_per_query": round(log.inference_s / log.queries, 6) if log.queries else None}
         writer.emit(EpisodeEnd, t=env.time, episode=self._episode, **end)
         self._log.wall_s = time.perf_counter() - self._started
         self.logs.append(self._log)

@@ -29,15 +29,19 @@ import msgspec
 from labrecord.errors import LabrecordError
 from labrecord.fileio import Line, iter_lines
 from labrecord.measurements import (
-    COMMON_COLUMNS, FAMILY_COLUMNS, OPTIONAL_COLUMNS, check_measurement_schema, nonfinite_columns,
+    COMMON_COLUMNS, FAMILY_COLUMNS, OPTIONAL_COLUMNS, check_measurement_schema, nonfinite_columns, open_measurements,
 )
 from labrecord.models import BaseEvent, ObservationReceipt, Opportunity, RunManifest
-from labrecord.rundir import EVENTS_FILE, MEASUREMENTS_FILE, OBSERVATIONS_FILE, find_run_dirs, iter_events, read_manifest
-from labrecord.safeio import MAX_BINARY_BYTES, MAX_LOG_BYTES, check_file, depth_problem, read_bounded
-from labrecord.scorers.contracts import ContractEvent, TaskContract, get_contract
+from labrecord.rundir import (
+    EVENTS_FILE, LOADED_FILES, MEASUREMENTS_FILE, OBSERVATIONS_FILE, RUN_FILE, content_digest, decode_line,
+    find_run_dirs, iter_events, parse_manifest, read_loaded_files,
+)
+from labrecord.safeio import MAX_BINARY_BYTES, MAX_LOG_BYTES, MAX_MEASUREMENTS_BYTES, read_bounded
+from labrecord.scorers.contracts import ContractEvent, TaskContract, families, get_contract
 
-#: ``episode_end`` reasons of evaluator-side faults (the step owner's ``validity`` kinds)
-FAULT_END_REASONS = frozenset({"service_fault", "transport_fault"})
+#: ``episode_end`` reasons of evaluator-side faults (the episode is not an evaluated outcome)
+#: ``outcome_unknown``: an imported episode whose source does not record its outcome
+FAULT_END_REASONS = frozenset({"service_fault", "transport_fault", "outcome_unknown"})
 #: event types the contract rebuilds (choices only from the contract's own recognizer)
 REPLAYED_TYPES = ("opportunity", "confirm", "failure", "recovery", "violation", "choice", "dwell", "validity",
                   "episode_end")
@@ -76,6 +80,8 @@ class RunAudit:
     steps: int = 0
     events_checked: int = 0
     findings: list[AuditFinding] = field(default_factory=list)
+    #: False when the run declares no measurement stream: nothing was replayed
+    audited: bool = True
 
     @property
     def ok(self) -> bool:
@@ -83,7 +89,8 @@ class RunAudit:
 
     def to_json(self) -> dict[str, Any]:
         return {"run_dir": self.run_dir, "run_id": self.run_id, "family": self.family, "steps": self.steps,
-                "events_checked": self.events_checked, "ok": self.ok, "findings": [f.to_json() for f in self.findings]}
+                "events_checked": self.events_checked, "ok": self.ok, "audited": self.audited,
+                "findings": [f.to_json() for f in self.findings]}
 
 
 def audit_runs(runs_dir: str | os.PathLike[str]) -> list[RunAudit]:
@@ -91,33 +98,74 @@ def audit_runs(runs_dir: str | os.PathLike[str]) -> list[RunAudit]:
     return [audit_run(run_dir) for run_dir in find_run_dirs(runs_dir)]
 
 
-def audit_run(run_dir: str | os.PathLike[str]) -> RunAudit:
-    """Replay one run through its family's contract and compare with its events."""
+def audit_run(run_dir: str | os.PathLike[str], expect: str | None = None) -> RunAudit:
+    """Replay one run through its family's contract and compare with its events.
+
+    Each file is read once and every record goes through the line decoder validation
+    uses (:func:`labrecord.safeio.decode_record`), so the audit judges the records the
+    store holds.  ``expect``: the content hash the store keeps for the run; when the bytes
+    read now hash otherwise, or cannot be read, the one finding has check
+    ``unreadable`` (the verdict would not be about the stored run, and is not stored).
+    """
     run_dir = Path(run_dir)
     result = RunAudit(str(run_dir))
     try:
-        _audit(run_dir, result)
+        files = read_loaded_files(run_dir)
+    except LabrecordError as error:
+        result.findings.append(AuditFinding(str(run_dir), None, None, "read" if expect is None else "unreadable",
+                                            str(error)))
+        return result
+    if expect is not None:
+        digest = content_digest((name, [files[name]]) for name in LOADED_FILES if name in files)
+        if digest != expect:
+            result.findings.append(AuditFinding(
+                str(run_dir), None, None, "unreadable",
+                f"{run_dir}: files changed since they were loaded (or cannot be found there); ingest again"))
+            return result
+    try:
+        _audit(run_dir, files, result)
     except LabrecordError as error:
         result.findings.append(AuditFinding(str(run_dir), None, None, "read", str(error)))
     return result
 
 
-def _audit(run_dir: Path, result: RunAudit) -> None:
-    manifest = read_manifest(run_dir).manifest
+def _required(files: dict[str, bytes], path: Path, what: str) -> bytes:
+    if path.name not in files:
+        raise LabrecordError(f"{path}: missing {what}")
+    return files[path.name]
+
+
+def _audit(run_dir: Path, files: dict[str, bytes], result: RunAudit) -> None:
+    manifest = parse_manifest(_required(files, run_dir / RUN_FILE, "run.json"), str(run_dir / RUN_FILE)).manifest
     result.run_id, result.family = manifest.run_id, manifest.task.family
+    if manifest.evaluation.measurements == "none" and manifest.task.family not in families():
+        # events only, of a task no contract here describes (an imported dataset): unaudited
+        result.findings.extend(check_handoffs(run_dir, manifest))
+        result.audited = False
+        return
     contract = get_contract(manifest.task.family)
     events_path = str(run_dir / EVENTS_FILE)
     if manifest.task.contract_hash is not None and manifest.task.contract_hash != contract.contract_hash():
         result.findings.append(AuditFinding(str(run_dir / "run.json"), None, None, "contract_hash",
                                             "run was scored under another contract version",
                                             contract.contract_hash(), manifest.task.contract_hash))
+    result.findings.extend(check_handoffs(run_dir, manifest))
+    if manifest.evaluation.measurements == "none":
+        # events-only records (a harness without a measurement stream, an import): nothing to
+        # replay; scored from the events and reported as unaudited.  A stream the manifest
+        # declares is never excused by its absence: then the replay below refuses.
+        result.audited = False
+        return
     try:
         instance = contract.instance_from_task(manifest.task)
     except LabrecordError as error:
         raise LabrecordError(f"{run_dir / 'run.json'}: {error}") from error
-    events = list(iter_events(run_dir / EVENTS_FILE))
-    receipts = read_receipts(run_dir / OBSERVATIONS_FILE)
-    table = read_measurements(run_dir / MEASUREMENTS_FILE, contract)
+    events = list(iter_events(events_path, _required(files, run_dir / EVENTS_FILE, "events.jsonl")))
+    receipts = read_receipts(run_dir / OBSERVATIONS_FILE, files.get(OBSERVATIONS_FILE, b""))
+    measurements = files.get(MEASUREMENTS_FILE)
+    if measurements is None:
+        raise LabrecordError(f"{run_dir / MEASUREMENTS_FILE}: missing measurements (the audit replays from them)")
+    table = read_measurements(run_dir / MEASUREMENTS_FILE, contract, measurements)
     result.steps = table.num_rows
     first_episode = next((e.episode for _, e in events if e.__struct_config__.tag == "episode_start"), 0)  # type: ignore[attr-defined]
     # an episode that ended on an evaluator-side fault is not judged at its end (no early stop)
@@ -131,41 +179,87 @@ def _audit(run_dir: Path, result: RunAudit) -> None:
     result.findings.extend(check_bindings(events_path, events, receipts, manifest))
 
 
-def read_receipts(path: Path) -> list[ObservationReceipt]:
-    if not path.exists():
-        return []
-    receipts = []
-    for item in iter_lines(path, read_bounded(path, MAX_LOG_BYTES)):
-        if not isinstance(item, Line):
-            raise item
-        problem = depth_problem(item.raw)
+def handoff_verified(verification: Any) -> bool:
+    """A checkpoint's verification passed: at least one control period re-stepped, every
+    measurement column equal, the tracker state equal, and a ready handoff (sec. 6.1)."""
+    v = verification
+    return bool(v.get("periods", 0) > 0 and v.get("bitwise") and v.get("tracker_equal") and v.get("handoff_ready"))
+
+
+def check_handoffs(run_dir: Path, manifest: Any) -> list[AuditFinding]:
+    """Every saved checkpoint the manifest names (``evaluation.checkpoints[].file``, relative
+    to the folder holding the run) must exist, be intact (its body digest) and record the
+    verification the manifest claims — so deleting or editing a checkpoint file leaves the
+    run unresolved instead of keeping its members in J."""
+    import hashlib
+
+    findings = []
+    where = str(run_dir / "run.json")
+    for entry in manifest.evaluation.checkpoints:
+        if entry.file is None:
+            continue
+        path = run_dir.parent / entry.file
+        problem = _handoff_problem(path, entry, hashlib)
         if problem is not None:
-            raise LabrecordError(f"{path}:{item.number}: {problem}")
-        try:
-            receipts.append(_receipt_decoder.decode(item.raw))
-        except (msgspec.DecodeError, msgspec.ValidationError) as error:
-            raise LabrecordError(f"{path}:{item.number}: {error}") from error
-    return receipts
+            findings.append(AuditFinding(where, None, None, "checkpoint", f"{path}: {problem}"))
+    return findings
 
 
-def read_measurements(path: Path, contract: TaskContract) -> Any:
-    """The columns the contract replays from; a schema problem is a one-line error."""
-    import pyarrow.parquet as pq
-
-    if not os.path.lexists(path):
-        raise LabrecordError(f"{path}: missing measurements (the audit replays from them)")
-    check_file(path, MAX_BINARY_BYTES)
+def _handoff_problem(path: Path, entry: Any, hashlib: Any) -> str | None:
+    if not path.is_file() and not path.is_symlink():
+        return f"checkpoint of decision {entry.decision!r} is missing"
     try:
-        parquet = pq.ParquetFile(path)
-    except Exception as error:  # pyarrow raises several types for damaged files
-        raise LabrecordError(f"{path}: not a readable Parquet file: {error}") from error
+        data = read_bounded(path, MAX_BINARY_BYTES)  # a link or an oversized file is refused unread
+    except LabrecordError as error:
+        return str(error).removeprefix(f"{path}: ")
+    head, _, body = data.partition(b"\n")
+    try:
+        header = msgspec.json.decode(head)
+    except msgspec.DecodeError as error:
+        return f"unreadable checkpoint header: {error}"
+    if not isinstance(header, dict) or header.get("decision") != entry.decision:
+        return f"checkpoint is not of decision {entry.decision!r}"
+    if header.get("body_sha256") != hashlib.sha256(body).hexdigest():
+        return "checkpoint body does not match its digest"
+    verified = handoff_verified(header.get("verification") or {})
+    if verified != entry.verified:
+        return f"checkpoint verification is {verified}, the manifest says {entry.verified}"
+    return None
+
+
+def read_receipts(path: Path, data: bytes | None = None) -> list[ObservationReceipt]:
+    """The delivery receipts of ``path`` (or of its bytes ``data``, already read)."""
+    if data is None:
+        if not path.exists():
+            return []
+        data = read_bounded(path, MAX_LOG_BYTES)
+    return [decode_line(item, path, _receipt_decoder) if isinstance(item, Line) else _raise(item)
+            for item in iter_lines(path, data)]
+
+
+def _raise(error: Exception) -> Any:
+    raise error
+
+
+def read_measurements(path: Path, contract: TaskContract, data: bytes | None = None) -> Any:
+    """The columns the contract replays from (of ``path``, or of its bytes ``data``, already
+    read); the footer is checked before any column is decoded, and a schema problem is a
+    one-line error."""
+    if data is None:
+        if not os.path.lexists(path):
+            raise LabrecordError(f"{path}: missing measurements (the audit replays from them)")
+        data = read_bounded(path, MAX_MEASUREMENTS_BYTES)
+    parquet = open_measurements(data, str(path))
     problems = check_measurement_schema(parquet.schema_arrow, contract.family)
     if problems:
         raise LabrecordError(f"{path}: {problems[0][1]}" + (f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""))
     names = parquet.schema_arrow.names
     optional = [c for c in list(OPTIONAL_COLUMNS.get(contract.family, {})) + ["episode"] if c in names]
     columns = list(COMMON_COLUMNS) + list(FAMILY_COLUMNS[contract.family]) + optional
-    table = parquet.read(columns=columns)
+    try:
+        table = parquet.read(columns=columns)
+    except Exception as error:  # pyarrow raises several types for damaged pages
+        raise LabrecordError(f"{path}: unreadable columns: {error}") from error
     nonfinite = nonfinite_columns(table)
     if nonfinite:
         name, count, first = nonfinite[0]

@@ -25,41 +25,80 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from labrecord.errors import LabrecordError
-from labrecord.scorers import oracle
+from labrecord.scorers import choice, oracle
 from labrecord.scorers.identity import (
     IDENTITY_FIELDS, INTERVENTION_FIELDS, SYSTEM_FIELDS, first_difference, identity_dict, identity_of,
     require_same_identity,
 )
 from labrecord.scorers.metric import SharedBootstrap, rng_for, wilson
-from labrecord.scorers.choice import CheckpointUnit, ReachUnit
+from labrecord.scorers.choice import ReachUnit
 from labrecord.scorers.completion import FixedUnit
 from labrecord.scorers.metrics import (
-    BOOTSTRAP, UNIT_KINDS, WILSON, Estimate, Members, Unit, checkpoint_metrics, completion_metrics, contrast_unit,
+    BOOTSTRAP, UNIT_KINDS, WILSON, Estimate, Members, Unit, average_within_members, checkpoint_metrics, completion_metrics, contrast_unit,
     fixed_metrics, geometry_metrics, measure, pair_metric, reach_metrics, support_metrics,
 )
 from labrecord.scorers.pairs import MemberUnit
-from labrecord.scorers.reference import RefCorpus, load_reference, unresolved_reason
+from labrecord.scorers.audit import FAULT_END_REASONS
+from labrecord.scorers.reference import RefCorpus, episode_reasons, load_reference, unresolved_as_a_whole, unresolved_reason
 
 if TYPE_CHECKING:
     from duckdb import DuckDBPyConnection
 
 RUN_COLUMNS = ("run_id", *IDENTITY_FIELDS, "population_name", "instance_id", "status", "family")
 REGISTERED_TYPES = ("instance", "checkpoint", "fixed_start")
+#: how repeated runs of one registered member are treated: refused, or averaged within the member
+REPEATS = ("refuse", "mean")
 POPULATION_KEYS = ("population", "type", "instance_id", "decision", "subgoal", "pair_id", "members", "kind", "base",
                    "supported", "mode", "oracle", "site")
 
-#: why a loaded run is unresolved: not complete, an evaluator-side validity fault, a failed audit
-UNRESOLVED_SQL = """
-SELECT r.run_id,
-       CASE WHEN r.status <> 'complete' THEN 'status ' || r.status
-            WHEN v.seq IS NOT NULL THEN v.kind || ' from ' || v.source || ' at seq ' || v.seq
-            WHEN a.ok = false THEN 'replay audit: ' || a.reason END AS reason
-FROM runs r
-LEFT JOIN (SELECT run_id, arg_min(kind, seq) AS kind, arg_min(source, seq) AS source, min(seq) AS seq
-           FROM events WHERE type = 'validity' GROUP BY run_id) v USING (run_id)
-LEFT JOIN {audits} a ON a.run_id = r.run_id AND a.content_hash = r.content_hash
+#: why each recorded episode is unresolved (null: an evaluated outcome) — the SQL twin of
+#: :func:`~labrecord.scorers.reference.episode_reasons`
+EPISODE_REASONS_SQL = f"""
+SELECT s.run_id, s.episode,
+       CASE WHEN v.seq IS NOT NULL THEN v.kind || ' from ' || v.source || ' at seq ' || v.seq
+            WHEN e.seq IS NULL THEN 'episode ' || s.episode || ' has no episode_end (interrupted or cut log)'
+            WHEN e.reason IN ({", ".join(f"'{r}'" for r in sorted(FAULT_END_REASONS))}) THEN 'episode ' || s.episode || ' ended on ' || e.reason
+       END AS reason
+FROM events s
+LEFT JOIN (SELECT run_id, episode, min(seq) AS seq FROM events WHERE type = 'episode_end' GROUP BY run_id, episode) x
+       ON x.run_id = s.run_id AND x.episode = s.episode
+LEFT JOIN events e ON e.run_id = x.run_id AND e.seq = x.seq
+LEFT JOIN (SELECT run_id, episode, arg_min(kind, seq) AS kind, arg_min(source, seq) AS source, min(seq) AS seq
+           FROM events WHERE type = 'validity' AND episode IS NOT NULL GROUP BY run_id, episode) v
+       ON v.run_id = s.run_id AND v.episode = s.episode
+WHERE s.type = 'episode_start'
 """
-_EMPTY_AUDITS = "(SELECT NULL::VARCHAR AS run_id, NULL::VARCHAR AS content_hash, NULL::BOOLEAN AS ok, NULL::VARCHAR AS reason WHERE false)"
+
+#: why a loaded run is not wholly an evaluated outcome: a failed audit, a validity fault
+#: outside any episode, its first unresolved episode, or (no episode recorded) its status
+UNRESOLVED_SQL = f"""
+WITH ep AS ({EPISODE_REASONS_SQL}),
+first_open AS (SELECT run_id, arg_min(reason, episode) AS reason FROM ep WHERE reason IS NOT NULL GROUP BY run_id),
+counted AS (SELECT run_id, count(*) AS episodes FROM ep GROUP BY run_id),
+loose AS (SELECT run_id, arg_min(kind, seq) AS kind, arg_min(source, seq) AS source, min(seq) AS seq
+          FROM events WHERE type = 'validity' AND episode IS NULL GROUP BY run_id)
+SELECT r.run_id,
+       CASE WHEN a.ok = false THEN 'replay audit: ' || a.reason
+            ELSE CASE WHEN r.status <> 'complete' THEN 'status ' || r.status ELSE '' END
+                 || CASE WHEN r.status <> 'complete' AND (l.seq IS NOT NULL OR f.reason IS NOT NULL) THEN ': ' ELSE '' END
+                 || coalesce(l.kind || ' from ' || l.source || ' at seq ' || l.seq, f.reason, '') END AS reason,
+       (a.ok = false OR l.seq IS NOT NULL OR f.reason IS NOT NULL
+        OR (r.status <> 'complete' AND coalesce(c.episodes, 0) = 0)) AS unresolved,
+       (a.ok = false OR l.seq IS NOT NULL OR (r.status <> 'complete' AND coalesce(c.episodes, 0) = 0)) AS whole
+FROM runs r
+LEFT JOIN loose l USING (run_id)
+LEFT JOIN first_open f USING (run_id)
+LEFT JOIN counted c USING (run_id)
+LEFT JOIN {{audits}} a ON a.run_id = r.run_id AND a.content_hash = r.content_hash
+"""
+UNVERIFIED_SQL = """
+SELECT run_id FROM (SELECT run_id, unnest(from_json(json_extract(manifest, '$.evaluation.checkpoints'),
+                                                  '[{"verified": "BOOLEAN"}]')) AS c FROM runs)
+WHERE c.verified = false GROUP BY run_id
+"""
+AUDITED_SQL = "SELECT a.run_id FROM {audits} a JOIN runs r ON a.run_id = r.run_id AND a.content_hash = r.content_hash WHERE a.ok AND coalesce(a.audited, true)"
+_EMPTY_AUDITS = ("(SELECT NULL::VARCHAR AS run_id, NULL::VARCHAR AS content_hash, NULL::BOOLEAN AS ok, NULL::VARCHAR AS reason, "
+                 "NULL::BOOLEAN AS audited WHERE false)")
 
 
 class SqlSource:
@@ -74,10 +113,28 @@ class SqlSource:
         cols = ", ".join(f'"{c}"' for c in RUN_COLUMNS)
         return [dict(zip(RUN_COLUMNS, row)) for row in self.con.execute(f"SELECT {cols} FROM runs ORDER BY run_id").fetchall()]
 
+    def _audits(self) -> str:
+        return "audits" if "audits" in self.tables else _EMPTY_AUDITS
+
     def unresolved(self) -> dict[str, str]:
-        audits = "audits" if "audits" in self.tables else _EMPTY_AUDITS
-        rows = self.con.execute(UNRESOLVED_SQL.format(audits=audits)).fetchall()
-        return {run_id: reason for run_id, reason in rows if reason is not None}
+        rows = self.con.execute(UNRESOLVED_SQL.format(audits=self._audits())).fetchall()
+        return {run_id: reason for run_id, reason, unresolved, _ in rows if unresolved}
+
+    def whole_run(self) -> set[str]:
+        """Runs unresolved as a whole (failed audit, a fault outside any episode, no episode
+        recorded), not episode by episode."""
+        rows = self.con.execute(UNRESOLVED_SQL.format(audits=self._audits())).fetchall()
+        return {run_id for run_id, _, _, whole in rows if whole}
+
+    def episode_reasons(self) -> dict[tuple[str, int], str | None]:
+        return {(run_id, episode): reason for run_id, episode, reason in self.con.execute(EPISODE_REASONS_SQL).fetchall()}
+
+    def audited(self) -> set[str]:
+        return {row[0] for row in self.con.execute(AUDITED_SQL.format(audits=self._audits())).fetchall()}
+
+    def unverified(self) -> set[str]:
+        """Runs whose manifest records a checkpoint handoff that was not verified."""
+        return {row[0] for row in self.con.execute(UNVERIFIED_SQL).fetchall()}
 
     def invalid_runs(self) -> list[dict[str, Any]]:
         if "invalid_runs" not in self.tables:
@@ -92,15 +149,9 @@ class SqlSource:
         return [dict(zip(names, row)) for row in cur.fetchall()]
 
     def units(self, kind: str) -> list[Any]:
-        unit = UNIT_KINDS[kind]
-        if kind == "support" and not self._has_column("events", "payload"):
-            # a read-only corpus or snapshot of a release before events.payload (run schema 1.1)
-            return [unit.row(*r) for r in self.con.execute(unit.sql.replace("arg_min(payload, seq)", "NULL::JSON")).fetchall()]
-        return unit.from_sql(self.con)
-
-    def _has_column(self, table: str, column: str) -> bool:
-        return bool(self.con.execute("SELECT count(*) FROM (DESCRIBE SELECT * FROM " + table + ") WHERE column_name = ?",
-                                     [column]).fetchall()[0][0])
+        # a read-only corpus or snapshot of an older release reads the columns added since
+        # as nulls (labrecord.store.connect / open_snapshot), so every unit's SQL runs as is
+        return UNIT_KINDS[kind].from_sql(self.con)
 
 
 class ReferenceSource:
@@ -115,6 +166,18 @@ class ReferenceSource:
     def unresolved(self) -> dict[str, str]:
         reasons = {r.run_id: unresolved_reason(r) for r in self.corpus.runs}
         return {k: v for k, v in reasons.items() if v is not None}
+
+    def episode_reasons(self) -> dict[tuple[str, int], str | None]:
+        return {(r.run_id, episode): reason for r in self.corpus.runs for episode, reason in episode_reasons(r).items()}
+
+    def audited(self) -> set[str]:
+        return set()  # the reference reads the files; it replays nothing
+
+    def unverified(self) -> set[str]:
+        return {r.run_id for r in self.corpus.runs if any(not c.verified for c in r.manifest.evaluation.checkpoints)}
+
+    def whole_run(self) -> set[str]:
+        return {r.run_id for r in self.corpus.runs if unresolved_as_a_whole(r)}
 
     def invalid_runs(self) -> list[dict[str, Any]]:
         return sorted(({k: v for k, v in r.items() if k not in ("ingested_at", "content_hash")} for r in self.corpus.invalid),
@@ -157,10 +220,17 @@ class _Registry:
 class CorpusScorer:
     """Forms each group's registered members from the source's units and measures every metric."""
 
-    def __init__(self, source: Any, seed: int, resamples: int, decisions: Sequence[str] | None) -> None:
-        self.source, self.seed, self.resamples = source, seed, resamples
+    def __init__(self, source: Any, seed: int, resamples: int, decisions: Sequence[str] | None,
+                 repeats: str = "refuse") -> None:
+        if repeats not in REPEATS:
+            raise LabrecordError(f"repeats {repeats!r}: expected one of {', '.join(REPEATS)}")
+        self.source, self.seed, self.resamples, self.repeats = source, seed, resamples, repeats
         self.decisions = list(decisions) if decisions else None
         self.reasons = source.unresolved()
+        self.whole = source.whole_run()
+        self.episode_reasons = source.episode_reasons()
+        self.audited = source.audited()
+        self.unverified = source.unverified()
         self.invalid = source.invalid_runs()
         loaded = [{**r, "reason": self.reasons.get(r["run_id"]), "invalid": False} for r in source.runs()]
         placed = [{**{c: r.get(c) for c in RUN_COLUMNS}, "reason": r["reason"], "invalid": True}
@@ -235,11 +305,12 @@ class CorpusScorer:
             for record in self.registry.of(population, kind):
                 instance = record["instance_id"]
                 for run in self.runs_of(group, population, instance):
+                    cluster = self.member_cluster(run, population, instance)
                     if not self.resolved(run):
-                        out.append((self.cluster(run), None))
+                        out.append((cluster, None))
                         continue
                     unit = index.get((run["run_id"], population, instance, record[key]))
-                    out.append((run["run_id"], unit or absent(run["run_id"], population, instance, record[key])))
+                    out.append((cluster, unit or absent(run["run_id"], population, instance, record[key])))
                 if (population, instance) in missing_set:
                     out.append((f"missing:{population}/{instance}", None))
         return out
@@ -249,19 +320,89 @@ class CorpusScorer:
         """The cluster name of a run: its id when resolved, else marked as unresolved."""
         return run["run_id"] if run["reason"] is None else f"run:{run['run_id'] or run.get('run_dir')}"
 
+    def member_cluster(self, run: dict[str, Any], population: str | None, instance: str | None) -> str:
+        """The resampling cluster of a run at a registered member: the run, or under
+        ``repeats="mean"`` the member itself (its runs are averaged first)."""
+        if self.repeats == "mean" and population is not None and instance is not None:
+            return f"member:{population}/{instance}"
+        return self.cluster(run)
+
+    def refuse_repeats(self, group: Group) -> None:
+        """One rule for repeats: two runs of one registered member are refused (naming both)
+        unless ``repeats="mean"``."""
+        if self.repeats == "mean":
+            return
+        seen: dict[tuple[str, str], str] = {}
+        for run in sorted(group.runs, key=lambda r: (r["run_id"] or r.get("run_dir") or "")):
+            key = (run["population_name"], run["instance_id"])
+            if key[0] is None or key[1] is None:
+                continue
+            name = str(run["run_id"] or run.get("run_dir"))
+            if key in seen:
+                raise LabrecordError(f"runs {seen[key]!r} and {name!r} both ran member {key[1]!r} of population "
+                                     f"{key[0]!r}: remove one, or give --repeats mean to average repeated runs per member")
+            seen[key] = name
+
+    def episode_open(self, run: dict[str, Any], episode: int | None) -> str | None:
+        """Why ``episode`` of a loaded ``run`` is not an evaluated outcome, or None.  A run
+        unresolved as a whole (invalid, failed audit, a fault outside episodes) leaves every
+        episode open; otherwise each episode stands on its own (sec. 7.4, per episode)."""
+        if run["invalid"] or run["run_id"] in self.whole:
+            return run["reason"] or "unresolved run"
+        if episode is None:
+            return run["reason"]
+        return self.episode_reasons.get((run["run_id"], episode))
+
     def checkpoints(self, group: Group, missing: list[tuple[str, str]]) -> dict[str, Members]:
-        rows = self._registered(group, missing, "checkpoint", self.units["checkpoint"], "decision",
-                                lambda run_id, population, instance, key: CheckpointUnit(run_id, population, instance, key, False, False))
-        if not rows:
+        """J (sec. 7.1): each registered checkpoint member is scored, unresolved (its run or
+        episode unresolved, missing, unverified, not delivered, not delivered in time) or —
+        Wait/Stop only — outside J; ``coverage.J`` counts each."""
+        index = {(u.run_id, u.population, u.instance_id, u.decision): u for u in self.units["checkpoint"]}
+        counts: dict[str, int] = defaultdict(int)
+        rows: list[tuple[str, Any]] = []
+        missing_set = set(missing)
+        for population in self.populations_of(group):
+            for record in self.registry.of(population, "checkpoint"):
+                instance = record["instance_id"]
+                for run in self.runs_of(group, population, instance):
+                    unit = None if run["invalid"] else index.get((run["run_id"], population, instance, record["decision"]))
+                    status = self._checkpoint_status(run, unit)
+                    counts[status] += 1
+                    if status == choice.NO_PHYSICAL_CHOICE:
+                        continue
+                    rows.append((self.member_cluster(run, population, instance), unit if status == choice.IN_J else None))
+                if (population, instance) in missing_set:
+                    counts["missing"] += 1
+                    rows.append((f"missing:{population}/{instance}", None))
+        if not rows and not counts:
             return {}
         group.coverage["checkpoints"] = len(rows)
         group.coverage["identified_checkpoints"] = sum(1 for _, u in rows if u is not None and u.identified)
-        return checkpoint_metrics(rows)
+        group.coverage["J"] = {"registered": sum(counts.values()), **dict(sorted(counts.items()))}
+        return checkpoint_metrics(rows) if rows else {}
+
+    def _checkpoint_status(self, run: dict[str, Any], unit: Any) -> str:
+        """``scored`` or why the member is not in J's resolved part (see :mod:`~labrecord.scorers.choice`)."""
+        if unit is not None and unit.status == choice.UNVERIFIED:
+            return choice.UNVERIFIED
+        if unit is None or unit.status == choice.NOT_DELIVERED:
+            # never opened: undelivered — unless the run was cut or faulted before it could open
+            return "unresolved_run" if run["reason"] is not None else choice.NOT_DELIVERED
+        if self.episode_open(run, unit.episode) is not None:
+            return "unresolved_run"
+        return unit.status
+
+    def registered_decisions(self, group: Group) -> list[str]:
+        """The decisions of the group's registered checkpoints (sec. 7.1: "a registered later decision")."""
+        return sorted({r["decision"] for p in self.populations_of(group) for r in self.registry.of(p, "checkpoint")})
 
     def reach(self, group: Group, missing: list[tuple[str, str]]) -> dict[str, Members]:
+        """The reach triple of every registered decision (kept, with bounds, when its runs are
+        unresolved), of every ``--decision`` and of every decision reached in the group."""
         resolved = {r["run_id"] for r in group.runs if self.resolved(r)}
         rows = {(u.run_id, u.decision): u for u in self.units["reach"] if u.run_id in resolved}
-        decisions = self.decisions or sorted({d for (_, d), u in rows.items() if u.reached})
+        decisions = self.decisions or sorted({d for (_, d), u in rows.items() if u.reached}
+                                             | set(self.registered_decisions(group)))
         clusters = [self.cluster(r) for r in group.runs] + [f"missing:{p}/{i}" for p, i in missing]
         metrics: dict[str, Members] = {}
         for decision in decisions:
@@ -276,10 +417,12 @@ class CorpusScorer:
             episodes[u.run_id].append(u)
         rows: list[tuple[str, Any]] = []
         for run in group.runs:
-            if self.resolved(run):
-                rows += [(run["run_id"], u) for u in episodes.get(run["run_id"], [])]
-            else:
+            if run["invalid"] or run["run_id"] in self.whole:
                 rows.append((self.cluster(run), None))
+                continue
+            # each episode on its own: a fault or a cut log leaves that episode unresolved
+            cluster = self.member_cluster(run, run["population_name"], run["instance_id"])
+            rows += [(cluster, None if self.episode_open(run, u.episode) else u) for u in episodes.get(run["run_id"], [])]
         rows += [(f"missing:{p}/{i}", None) for p, i in missing]
         if not rows:
             return {}
@@ -289,6 +432,8 @@ class CorpusScorer:
     def fixed(self, group: Group, missing: list[tuple[str, str]]) -> dict[str, Members]:
         rows = self._registered(group, missing, "fixed_start", self.units["fixed"], "subgoal",
                                 lambda run_id, population, instance, key: FixedUnit(run_id, population, instance, key, False))
+        # K holds verified starts (sec. 7.2): an unverified one is unresolved, never a failure
+        rows = [(c, None if u is not None and u.verified is False else u) for c, u in rows]
         return fixed_metrics(rows) if rows else {}
 
     def pairs(self, group: Group) -> dict[str, Members]:
@@ -305,7 +450,7 @@ class CorpusScorer:
                 for instance in pair["members"]:
                     runs = sorted(self.runs_of(group, pair["population"], instance), key=lambda r: r["run_id"] or "")
                     run = runs[0] if runs else None
-                    resolved = run is not None and self.resolved(run)
+                    resolved = run is not None and self.resolved(run) and run["run_id"] not in self.unverified
                     members.append(scored.get(run["run_id"], MemberUnit(run["run_id"], pair["population"], instance, False, None))
                                    if resolved and run is not None else None)
                 cluster = f"pair:{pair['population']}/{pair['pair_id']}"
@@ -352,9 +497,21 @@ class CorpusScorer:
                     f"identities: {differing} differs ({run[differing]!r} vs {target[differing]!r})")
         return min(matched, key=lambda r: (r["run_id"] or "", r["invalid"])) if matched else None
 
+    def late(self, run: dict[str, Any]) -> bool:
+        """A support of the run reached the system only after its first choice at the
+        supported opportunity: the branch is *not delivered in time* (sec. 6.3)."""
+        return any(not u.in_time for u in self.supports.get(run["run_id"], []))
+
+    def branch_resolved(self, run: dict[str, Any] | None) -> bool:
+        """A branch run counts when it is resolved, started from a verified handoff (or from
+        the registered initialization) and got its support in time."""
+        return run is not None and self.resolved(run) and run["run_id"] not in self.unverified and not self.late(run)
+
     def _sides(self, runs: dict[str, dict[str, Any] | None], outcome: str) -> tuple[dict[str, Any], dict[str, bool]]:
-        """Outcome values and resolved flags of the branch runs of a pair or matched set."""
-        resolved = {k: run is not None and self.resolved(run) for k, run in runs.items()}
+        """Outcome values and resolved flags of the branch runs of a pair or matched set
+        (a branch from an unverified checkpoint, or whose support came after the choice, is
+        unresolved)."""
+        resolved = {k: self.branch_resolved(run) for k, run in runs.items()}
         values = {k: self.outcomes[run["run_id"]][outcome] if resolved[k] else None for k, run in runs.items()}  # type: ignore[index]
         return values, resolved
 
@@ -371,6 +528,10 @@ class CorpusScorer:
                                                              group.field("intervention_mode"), group.field("oracle"))})
                         for pair in planned]
             for outcome in oracle.OUTCOMES:
+                if outcome == "correct" and self.replaces_decision(group):
+                    # the executed choice is the Oracle's: its "gain" is the substitution share
+                    # by construction; own_correct scores the system's original instead
+                    continue
                 units = [u for pair, runs in branches
                          if (u := contrast_unit(f"oracle_pair:{pair['pair_id']}", outcome, oracle.GAIN, *self._sides(runs, outcome)))
                          is not None]
@@ -378,9 +539,18 @@ class CorpusScorer:
                     metrics[f"gain.{outcome}"] = Members(units, "oracle_pair", BOOTSTRAP)
                     group.coverage[f"gain.{outcome}_unresolved_pairs"] = sum(1 for u in units if not u.resolved)
             group.coverage["oracle_pairs"] = len(planned)
+            group.coverage["supports_not_delivered_in_time"] = sum(
+                1 for _, runs in branches if runs["supported"] is not None and self.late(runs["supported"]))
             metrics.update(self._supports(group, branches))
             metrics.update(self._interactions(group, population, planned))
         return metrics
+
+    @staticmethod
+    def replaces_decision(group: Group) -> bool:
+        """The group's supports include decision:replace (the choice executed is substituted)."""
+        sites = (group.field("intervention_site") or "").split("+")
+        modes = (group.field("intervention_mode") or "").split("+")
+        return ("decision", "replace") in zip(sites, modes)
 
     def _supports(self, group: Group, branches: list[tuple[dict[str, Any], dict[str, Any]]]) -> dict[str, Members]:
         """Delivery, agreement and substitution share over the supported branches (sec. 6.3)."""
@@ -389,7 +559,7 @@ class CorpusScorer:
         rows = []
         for pair, runs in branches:
             run = runs["supported"]
-            resolved = run is not None and self.resolved(run)
+            resolved = run is not None and self.resolved(run) and run["run_id"] not in self.unverified
             rows.append((f"oracle_pair:{pair['pair_id']}", self.supports.get(run["run_id"], []) if resolved else None))  # type: ignore[index]
         return support_metrics(rows, supports)
 
@@ -429,11 +599,18 @@ class CorpusScorer:
             "missing": [{"population": p, "instance_id": i} for p, i in missing],
             "unresolved_runs": [{"run_id": r["run_id"], "reason": r["reason"]} for r in open_runs],
         })
+        self.refuse_repeats(group)
         members = self.members(group)
+        if self.repeats == "mean":
+            members = {name: m._replace(units=average_within_members(m.units)) for name, m in members.items()}
+        group.coverage["audited"] = {"audited": sum(1 for r in group.runs if r["run_id"] in self.audited),
+                                     "runs": len(group.runs)}
         estimates = {name: measure(m.units) for name, m in members.items()}
         intervals = self.intervals(group, members, estimates)
         for name, estimate in estimates.items():
             group.metrics[name] = _metric_json(estimate, intervals.get(name))
+            if name in intervals and intervals[name] is None and estimate.value is not None and estimate.clusters == 1:
+                group.metrics[name]["ci_reason"] = "one cluster: no interval from a single run or pair"
             if estimate.value is None and estimate.registered > estimate.resolved:
                 for side, value, counts in (("lower", estimate.lower, estimate.lower_counts),
                                             ("upper", estimate.upper, estimate.upper_counts)):
@@ -450,6 +627,10 @@ class CorpusScorer:
         out: dict[str, list[float] | None] = {}
         sums = {name: _cluster_sums(m.units) for name, m in members.items() if estimates[name].value is not None}
         resampled = {}
+        for name, per_cluster in list(sums.items()):
+            if len(per_cluster) == 1:
+                out[name] = None  # one cluster carries no information on its own spread
+                del sums[name]
         for name, per_cluster in sums.items():
             binary = all(d in (0.0, 1.0) and n in (0.0, d) for n, d in per_cluster.values())
             if members[name].interval == WILSON and binary:
@@ -467,10 +648,11 @@ class CorpusScorer:
             clusters = list(per_cluster)
             ci = shared[metric.clusters].interval(clusters, [per_cluster[c][0] for c in clusters],
                                                   [per_cluster[c][1] for c in clusters])
-            if metric.interval == WILSON and ci is not None and ci[0] == ci[1]:
-                # every cluster had the same share (e.g. all episodes failed): a rate over the runs
-                k = sum(1 for _, d in per_cluster.values() if d > 0)
-                ci = wilson(estimates[name].value * k, k)  # type: ignore[operator]
+            shares = [n / d for n, d in per_cluster.values() if d > 0]
+            if metric.interval == WILSON and ci is not None and ci[0] == ci[1] and shares and set(shares) <= {0.0, 1.0}:
+                # every cluster all-success or all-failure (e.g. all episodes failed): Wilson
+                # over the clusters, an integer count of successes
+                ci = wilson(sum(1 for x in shares if x == 1.0), len(shares))
             out[name] = ci
         return out
 
@@ -511,13 +693,15 @@ def form_groups(runs: Iterable[dict[str, Any]], one_group: bool = False) -> list
 
 
 def score_source(source: Any, *, seed: int = 0, resamples: int = 1000, decisions: Sequence[str] | None = None,
-                 one_group: bool = False, where: Any = None) -> dict[str, Any]:
+                 one_group: bool = False, where: Any = None, repeats: str = "refuse") -> dict[str, Any]:
     """Score every group of ``source``; returns ``{"groups": [{identity, metrics, coverage}],
     "unassigned_invalid_runs": [...]}``.
 
-    ``where`` optionally filters runs: a callable taking a run row dict.
+    ``where`` optionally filters runs: a callable taking a run row dict.  ``repeats``:
+    ``refuse`` (two runs of one registered member are an error) or ``mean`` (averaged within
+    the member, intervals from a bootstrap over members).
     """
-    scorer = CorpusScorer(source, seed, resamples, decisions)
+    scorer = CorpusScorer(source, seed, resamples, decisions, repeats)
     runs = [r for r in scorer.all_runs if where is None or where(r)]
     result = []
     for group in form_groups(runs, one_group):
@@ -529,7 +713,7 @@ def score_source(source: Any, *, seed: int = 0, resamples: int = 1000, decisions
 def score_corpus(con_or_path: Any, seed: int = 0, resamples: int = 1000, **options: Any) -> dict[str, Any]:
     """Library entry point: score a DuckDB connection, a corpus file, a runs folder or a
     Parquet snapshot folder (``parquet=True``).  ``options``: ``decisions``, ``one_group``,
-    ``where``, ``parquet``, ``audit`` (replay-audit a runs folder first, as ``labrecord
+    ``where``, ``repeats``, ``parquet``, ``audit`` (replay-audit a runs folder first, as ``labrecord
     score`` does)."""
     con = con_or_path
     audit = options.pop("audit", False)
@@ -558,7 +742,7 @@ def audit_verdict(run_id: str, digest: str, audit: Any) -> dict[str, Any]:
         reason = f"{where}{first.check}: {first.message}"
     return {"run_id": run_id, "content_hash": digest, "ok": audit.ok, "reason": reason,
             "seq": None if first is None else first.seq, "check_name": None if first is None else first.check,
-            "findings": len(audit.findings)}
+            "findings": len(audit.findings), "audited": audit.audited}
 
 
 def audit_corpus(con: DuckDBPyConnection, advance: Any = None) -> list[dict[str, Any]]:
@@ -570,7 +754,7 @@ def audit_corpus(con: DuckDBPyConnection, advance: Any = None) -> list[dict[str,
 
     verdicts = []
     for run_id, run_dir, digest in runs_to_audit(con):
-        verdicts.append(audit_verdict(run_id, digest, audit_run(run_dir)))
+        verdicts.append(audit_verdict(run_id, digest, audit_run(run_dir, expect=digest)))
         if advance:
             advance(1)
     record_audits(con, verdicts)

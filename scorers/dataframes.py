@@ -2,7 +2,7 @@
 
 :class:`Corpus` opens a corpus file (``.duckdb``) or a Parquet snapshot folder read-only,
 through the same locked connection as ``labrecord sql``
-(:func:`labrecord.store.readonly.open_read_only`), and hands back polars frames::
+(:func:`labrecord.store.open_source`), and hands back polars frames::
 
     import labrecord
 
@@ -49,13 +49,13 @@ class Corpus:
     def __init__(self, path: str | os.PathLike[str]) -> None:
         import duckdb
 
-        from labrecord.store.readonly import open_read_only
+        from labrecord.store import open_source
 
         self.path = Path(path)
         self.kind = "parquet" if self.path.is_dir() else "db"
         try:
             self._con: DuckDBPyConnection | None = (
-                open_read_only(parquet_dir=self.path) if self.kind == "parquet" else open_read_only(db=self.path))
+                open_source(self.path, parquet=self.kind == "parquet")[0])
         except duckdb.Error as error:
             # e.g. a folder whose runs/ holds run directories rather than a snapshot's partitions
             raise LabrecordError(f"{self.path}: not a readable labrecord snapshot "
@@ -123,7 +123,7 @@ class Corpus:
         return self._frame(statements[-1])
 
     def scores(self, *, seed: int = 0, resamples: int = 1000, decisions: list[str] | None = None,
-               one_group: bool = False, system: str | None = None) -> pl.DataFrame:
+               one_group: bool = False, system: str | None = None, repeats: str = "refuse") -> pl.DataFrame:
         """The metrics of ``labrecord score`` as one row per (result identity, metric).
 
         ``group`` numbers the result identities in score order, the identity fields follow;
@@ -137,7 +137,7 @@ class Corpus:
 
         where = (lambda row: row["system_name"] == system) if system else None
         result = score_corpus(self.con, seed=seed, resamples=resamples, decisions=decisions,
-                              one_group=one_group, where=where)
+                              one_group=one_group, where=where, repeats=repeats)
         rows = [row for number, group in enumerate(result["groups"]) for row in score_rows(number, group)]
         schema = {name: getattr(pl, dtype) for name, dtype in SCORE_COLUMNS}
         return pl.DataFrame(rows, schema=schema, orient="row")

@@ -1,7 +1,10 @@
 """Result identities: which runs may be aggregated into one result (sec. 7.4).
 
 Two runs belong to the same group only when every field of :data:`IDENTITY_FIELDS`
-agrees.  Anything that pools runs across groups calls :func:`require_same_identity`,
+agrees: task and evaluation versions with the contract hash, the asset revision and the
+layout revision of the bench (``assets.revision``, ``assets.layout_hash``, computed by
+:mod:`labrecord.sim.assets` for the embedded benches), the tested system, observation
+condition, action convention, history protocol, intervention mode and site.  Anything that pools runs across groups calls :func:`require_same_identity`,
 which refuses and names the first differing field.
 """
 from __future__ import annotations
@@ -13,8 +16,8 @@ from labrecord.errors import LabrecordError
 
 #: corpus ``runs`` columns forming a result identity, in report order
 IDENTITY_FIELDS: tuple[str, ...] = (
-    "task_id", "task_version", "evaluation_version", "system_name", "system_revision",
-    "observation_condition", "action_convention", "history_protocol",
+    "task_id", "task_version", "contract_hash", "evaluation_version", "asset_revision", "layout_hash",
+    "system_name", "system_revision", "observation_condition", "action_convention", "history_protocol",
     "intervention_mode", "intervention_site", "oracle",
 )
 #: the fields a matched Oracle pair is allowed to differ in (base vs supported branch)

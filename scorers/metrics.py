@@ -190,6 +190,39 @@ def interval_unit(cluster: str, value: float | None, low: float | None, high: fl
     return Unit.unresolved(cluster, ((float(low), 1.0), (float(high), 1.0)))
 
 
+def average_within_members(units: Sequence[Unit]) -> list[Unit]:
+    """Repeated runs of one member (units sharing a ``member:`` cluster) averaged into one
+    unit ``(Σnum/k, Σden/k)`` over its k units, so every member weighs the same; while any
+    of them is unresolved the member is, with every average its runs could still give.
+
+    >>> [tuple(u[:3]) for u in average_within_members([Unit("member:J/i0", 1.0, 1.0), Unit("member:J/i0", 0.0, 1.0)])]
+    [('member:J/i0', 0.5, 1.0)]
+    """
+    by_cluster: dict[str, list[Unit]] = {}
+    for u in units:
+        by_cluster.setdefault(u.cluster, []).append(u)
+    out = []
+    for cluster, group in by_cluster.items():
+        if len(group) == 1 or not cluster.startswith("member:"):
+            out.extend(group)
+            continue
+        k = float(len(group))
+        known = [u for u in group if u.resolved]
+        sums: set[tuple[float, float]] = {(sum(float(u.num or 0.0) for u in known), sum(float(u.den or 0.0) for u in known))}
+        open_ = [u for u in group if not u.resolved]
+        if any(u.options is None for u in open_):
+            out.append(Unit.unresolved(cluster, None))
+            continue
+        for u in open_:
+            sums = {(a + x, b + y) for a, b in sums for x, y in (u.options or ())}
+        if not open_:
+            ((n, d),) = sums
+            out.append(Unit(cluster, n / k, d / k))
+        else:
+            out.append(Unit.unresolved(cluster, tuple(sorted((n / k, d / k) for n, d in sums))))
+    return out
+
+
 # -- metric families --------------------------------------------------------------------------
 
 WILSON, BOOTSTRAP, NONE = "wilson", "bootstrap", "none"
@@ -217,6 +250,8 @@ METRICS: tuple[MetricFamily, ...] = (
     MetricFamily("correct.<d>", "run", WILSON, "rate", "N_correct/N_run"),
     MetricFamily("identified_given_reach.<d>", "run that reached d", WILSON, "rate", "N_identified/N_reach"),
     MetricFamily("completion.<kind>", "episode (a run may hold several)", WILSON, "rate", "sec. 7.2"),
+    MetricFamily("runtime.<clock>", "episode with a recorded runtime on that clock", BOOTSTRAP, "seconds", "sec. 9.5"),
+    MetricFamily("policy_time_per_query", "episode with a recorded policy time", BOOTSTRAP, "seconds", "sec. 9.5"),
     MetricFamily("E_fixed", "registered fixed start", WILSON, "rate", "eq. 6"),
     MetricFamily("P_state", "registered answer-changing pair (disjoint legal sets)", WILSON, "rate", "eq. 7"),
     MetricFamily("P_geom", "registered geometric pair", WILSON, "rate", "eq. 7"),
@@ -229,6 +264,8 @@ METRICS: tuple[MetricFamily, ...] = (
     MetricFamily("agreement", "supported branch of a registered decision:assist pair", WILSON, "rate", "sec. 6.3"),
     MetricFamily("substitution_share", "supported branch of a registered decision:replace pair", WILSON, "rate",
                  "sec. 6.3"),
+    MetricFamily("own_correct", "supported branch of a registered decision:replace pair (its original output)", WILSON,
+                 "rate", "sec. 6.2"),
     MetricFamily("interaction.<Y>", "registered matched set (base, o1, o2, o1+o2)", BOOTSTRAP, "difference of Y", "sec. 6.4"),
 )
 
@@ -289,10 +326,30 @@ def reach_metrics(decision: str, members: Registered) -> dict[str, Members]:
 
 def completion_metrics(members: Registered) -> dict[str, Members]:
     """completion.physical/valid/clean/recovered over :class:`~labrecord.scorers.completion.EpisodeUnit`
-    members (episodes; an unresolved run counts as one unresolved member)."""
-    return {f"completion.{kind}": Members([rate_unit(c, None if u is None else bool(getattr(u, kind))) for c, u in members],
-                                          "run", WILSON)
-            for kind in ("physical", "valid", "clean", "recovered")}
+    members (episodes; an unresolved run counts as one unresolved member), and the mean
+    episode runtime per clock (``runtime.sim``, ``runtime.wall``, seconds) and policy time
+    per query (``policy_time_per_query``, seconds) over the episodes that record them —
+    unbounded means, so an unresolved episode withholds them.
+
+    >>> from labrecord.scorers.completion import EpisodeUnit as E
+    >>> m = completion_metrics([("a", E("a", 0, True, True, True, False, 130.0, "wall")),
+    ...                         ("b", E("b", 0, False, False, False, False, 140.0, "wall"))])
+    >>> measure(m["runtime.wall"].units).value, measure(m["completion.valid"].units).value
+    (135.0, 0.5)
+    """
+    metrics = {f"completion.{kind}": Members([rate_unit(c, None if u is None else bool(getattr(u, kind))) for c, u in members],
+                                             "run", WILSON)
+               for kind in ("physical", "valid", "clean", "recovered")}
+    unresolved = [interval_unit(c, None, None, None) for c, u in members if u is None]
+    for clock in sorted({u.runtime_clock for _, u in members if u is not None and u.runtime_s is not None}):
+        metrics[f"runtime.{clock}"] = Members([Unit(c, float(u.runtime_s), 1.0) for c, u in members
+                                               if u is not None and u.runtime_s is not None and u.runtime_clock == clock]
+                                              + unresolved, "run", BOOTSTRAP)
+    timed = [(c, u) for c, u in members if u is not None and u.policy_s_per_query is not None]
+    if timed:
+        metrics["policy_time_per_query"] = Members([Unit(c, float(u.policy_s_per_query), 1.0) for c, u in timed] + unresolved,
+                                                   "run", BOOTSTRAP)
+    return metrics
 
 
 def fixed_metrics(members: Registered) -> dict[str, Members]:
@@ -368,11 +425,21 @@ def support_metrics(members: Registered, supports: Sequence[tuple[str, str]]) ->
     metrics = {"delivery": Members([rate_unit(c, None if units is None else all(pick(units, *s) for s in supports))
                                     for c, units in members], "oracle_pair", WILSON)}
     if ("decision", "assist") in supports:
-        metrics["agreement"] = Members([rate_unit(c, None if units is None else bool(
-            (u := pick(units, "decision", "assist")) and u.agreed)) for c, units in members], "oracle_pair", WILSON)
+        def agreed(units: Any) -> bool | None:
+            u = None if units is None else pick(units, "decision", "assist")
+            if units is None or (u is not None and not u.in_time):
+                return None  # unresolved, or delivered only after the choice: not delivered in time
+            return bool(u and u.agreed)
+
+        metrics["agreement"] = Members([rate_unit(c, agreed(units)) for c, units in members], "oracle_pair", WILSON)
     if ("decision", "replace") in supports:
         metrics["substitution_share"] = Members([rate_unit(c, None if units is None else bool(
             (u := pick(units, "decision", "replace")) and u.substituted)) for c, units in members], "oracle_pair", WILSON)
+        # the system's own output at the site, scored directly (sec. 6.2); a branch where the
+        # support never fired recorded no original: unresolved
+        metrics["own_correct"] = Members([rate_unit(c, None if units is None else (
+            None if (u := pick(units, "decision", "replace")) is None else u.own_correct)) for c, units in members],
+            "oracle_pair", WILSON)
         if ("decision", "assist") not in supports:
             metrics["agreement"] = Members([], "oracle_pair", WILSON)  # null: the choice was substituted
     return metrics

@@ -42,7 +42,7 @@ from collections.abc import Mapping
 from statistics import fmean
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from labrecord.models import Choice, InterventionEvent, Operation
+from labrecord.models import Choice, InterventionEvent, Operation, Opportunity
 from labrecord.scorers.completion import EPISODE_UNITS_SQL, episode_units_reference
 from labrecord.scorers.geometry import GEOMETRY_UNITS_SQL, geometry_units_reference
 from labrecord.scorers.pairs import SCORED_CHOICE_SQL, scored_choices_reference
@@ -78,6 +78,10 @@ class SupportUnit(NamedTuple):
     mode: str
     agreed: bool | None
     substituted: bool | None
+    #: decision:replace — the system's own (original) operation was in the legal set
+    own_correct: bool | None = None
+    #: delivered before the first native choice at its opportunity (or no choice yet)
+    in_time: bool = True
 
 
 def _same_op(a: str, b: str) -> str:
@@ -88,19 +92,25 @@ def _same_op(a: str, b: str) -> str:
 
 SUPPORT_UNITS_SQL = f"""
 WITH fc AS (
-    SELECT run_id, opp, arg_min(op, seq) AS op FROM events
+    SELECT run_id, opp, arg_min(op, seq) AS op, min(seq) AS seq FROM events
     WHERE type = 'choice' AND "first" AND track = 'native' GROUP BY run_id, opp
 ), iv AS (
     SELECT run_id, site, mode, arg_min(opp, seq) AS opp, arg_min(payload, seq) AS payload,
-           arg_min(original, seq) AS original, arg_min(substituted, seq) AS substituted
+           arg_min(original, seq) AS original, arg_min(substituted, seq) AS substituted, min(seq) AS seq
     FROM events WHERE type = 'intervention' AND delivered GROUP BY run_id, site, mode
+), op AS (
+    SELECT run_id, opp, arg_min(legal, seq) AS legal FROM events WHERE type = 'opportunity' GROUP BY run_id, opp
 )
 SELECT iv.run_id, iv.site, iv.mode,
        CASE WHEN iv.site = 'decision' AND iv.mode = 'assist'
             THEN coalesce(fc.op IS NOT NULL AND {_same_op("fc.op.{f}", "iv.payload")}, false) END AS agreed,
        CASE WHEN iv.site = 'decision' AND iv.mode = 'replace'
-            THEN NOT ({_same_op("iv.original->>'{f}'", "iv.substituted")}) END AS substituted
+            THEN NOT ({_same_op("iv.original->>'{f}'", "iv.substituted")}) END AS substituted,
+       CASE WHEN iv.site = 'decision' AND iv.mode = 'replace'
+            THEN coalesce(len(list_filter(op.legal, lambda x: {_same_op("x.{f}", "iv.original")})) > 0, false) END AS own_correct,
+       fc.seq IS NULL OR iv.seq < fc.seq AS in_time
 FROM iv LEFT JOIN fc ON fc.run_id = iv.run_id AND fc.opp = iv.opp
+LEFT JOIN op ON op.run_id = iv.run_id AND op.opp = iv.opp
 ORDER BY iv.run_id, iv.site, iv.mode
 """
 
@@ -120,19 +130,24 @@ def support_units_reference(corpus: RefCorpus) -> list[SupportUnit]:
     for run in corpus.runs:
         firsts: dict[str, Choice] = {}
         delivered: dict[tuple[str, str], InterventionEvent] = {}
+        legal: dict[str, list[Operation]] = {}
         for event in sorted(run.events, key=lambda e: e.seq):
             if isinstance(event, Choice) and event.first and event.track == "native":
                 firsts.setdefault(event.opp, event)
             elif isinstance(event, InterventionEvent) and event.delivered:
                 delivered.setdefault((event.site, event.mode), event)
+            elif isinstance(event, Opportunity):
+                legal.setdefault(event.opp, list(event.legal or ()))
         for (site, mode), event in sorted(delivered.items()):
-            agreed = substituted = None
+            agreed = substituted = own_correct = None
+            choice = firsts.get(event.opp)
             if site == "decision" and mode == "assist":
-                choice = firsts.get(event.opp)
                 agreed = choice is not None and choice.op == _op(event.payload)
             elif site == "decision" and mode == "replace":
                 substituted = _op(event.original) != _op(event.substituted)
-            units.append(SupportUnit(run.run_id, site, mode, agreed, substituted))
+                own_correct = _op(event.original) in legal.get(event.opp, [])
+            in_time = choice is None or event.seq < choice.seq
+            units.append(SupportUnit(run.run_id, site, mode, agreed, substituted, own_correct, in_time))
     return sorted(units)
 
 
@@ -142,8 +157,8 @@ def run_outcomes(con: DuckDBPyConnection) -> list[OutcomeUnit]:
 
 def run_outcomes_reference(corpus: RefCorpus) -> list[OutcomeUnit]:
     completion: dict[str, list[float]] = {}
-    for run_id, _, _, valid, _, _ in episode_units_reference(corpus):
-        completion.setdefault(run_id, []).append(float(valid))
+    for episode in episode_units_reference(corpus):
+        completion.setdefault(episode.run_id, []).append(float(episode.valid))
     errors: dict[str, list[float]] = {}
     for unit in geometry_units_reference(corpus):
         if unit.p_valid and unit.e_p is not None:

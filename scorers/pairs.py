@@ -49,8 +49,8 @@ WITH checkpoint AS (
     FROM first_choices WHERE eligible GROUP BY run_id
 )
 SELECT r.run_id, r.population_name AS population, r.instance_id,
-       coalesce(CASE WHEN c.decision IS NULL THEN fo.correct ELSE fd.correct END, false) AS correct,
-       {_OPS.format("CASE WHEN c.decision IS NULL THEN fo.legal ELSE fd.legal END")} AS legal
+       coalesce(CASE WHEN c.decision IS NULL THEN fo.correct ELSE fd.first.correct END, false) AS correct,
+       {_OPS.format("CASE WHEN c.decision IS NULL THEN fo.legal ELSE fd.first.legal END")} AS legal
 FROM runs r
 LEFT JOIN checkpoint c ON c.population = r.population_name AND c.instance_id = r.instance_id
 LEFT JOIN first_opportunity fo ON fo.run_id = r.run_id

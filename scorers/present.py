@@ -4,7 +4,7 @@ from __future__ import annotations
 from typing import Any
 
 #: metric name prefixes whose values are means or differences, not shares
-NON_RATES = ("e_p", "e_v", "gain.", "interaction.")
+NON_RATES = ("e_p", "e_v", "gain.", "interaction.", "runtime.", "policy_time_per_query")
 
 
 def is_rate(name: str) -> bool:
@@ -26,6 +26,8 @@ def format_value(name: str, metric: dict[str, Any]) -> str:
     counts = f"({_count(metric['num'])}/{_count(metric['den'])})"
     if value is None:
         return f"unavailable {counts}"
+    if name.startswith("runtime.") or name == "policy_time_per_query":
+        return f"{value:.2f} s"
     shown = _percent(value) if is_rate(name) else f"{value:.4g}"
     return f"{shown} {counts}" if is_rate(name) else shown
 
@@ -79,7 +81,7 @@ def unresolved_lines(group: dict[str, Any]) -> list[str]:
 def format_ci(name: str, metric: dict[str, Any]) -> str:
     ci = metric.get("ci")
     if not ci or ci[0] is None:
-        return "—"
+        return "— (one cluster)" if metric.get("ci_reason") else "—"
     if is_rate(name):
         return f"[{_percent(ci[0])}, {_percent(ci[1])}]"
     return f"[{ci[0]:.4g}, {ci[1]:.4g}]"
@@ -92,3 +94,10 @@ def identity_title(identity: dict[str, Any]) -> str:
     if identity.get("intervention_mode") not in (None, "none"):
         parts.append(f"{identity['intervention_mode']}:{identity.get('intervention_site')}:{identity.get('oracle')}")
     return " | ".join(parts)
+
+
+def audited_text(coverage: dict[str, Any]) -> str:
+    """``audited k/N``: runs whose measurements the replay audit checked, of the group's
+    runs (an events-only run that declares no measurement stream is scored unaudited)."""
+    audited = coverage.get("audited") or {"audited": 0, "runs": coverage.get("runs", 0)}
+    return f"audited {audited['audited']}/{audited['runs']}"

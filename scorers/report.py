@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from labrecord.fileio import atomic_write_bytes
 from labrecord.scorers.present import (
-    format_ci, format_provisional, format_value, identity_title, metric_rows, unresolved_lines,
+    audited_text, format_ci, format_provisional, format_value, identity_title, metric_rows, unresolved_lines,
 )
 
 if TYPE_CHECKING:
@@ -242,6 +242,7 @@ def gains_figure(groups: list[dict[str, Any]]) -> Any | None:
 ORACLE_COLUMNS: tuple[tuple[str, str], ...] = (
     ("gain.correct", "Δ correct"), ("gain.completion", "Δ completion"), ("interaction.correct", "interaction (correct)"),
     ("delivery", "delivered"), ("agreement", "agreement"), ("substitution_share", "substitution share"),
+    ("own_correct", "own correctness"),
 )
 
 
@@ -363,8 +364,8 @@ def _table(group: dict[str, Any]) -> str:
     return (f"<section><h3>{html.escape(identity_title(group['identity']))}</h3>"
             f"<details><summary>result identity</summary><table class=id>{identity}</table></details>"
             f"<table><tr><th>metric</th><th>value (num/den)</th><th>n</th><th>95% CI</th></tr>{rows}</table>"
-            f"<p>runs {coverage['runs']}, resolved {coverage['valid_runs']}; unresolved runs: {html.escape(invalid)}; "
-            f"missing registered instances: {html.escape(missing)}</p></section>")
+            f"<p>runs {coverage['runs']}, resolved {coverage['valid_runs']}, {html.escape(audited_text(coverage))}; "
+            f"unresolved runs: {html.escape(invalid)}; missing registered instances: {html.escape(missing)}</p></section>")
 
 
 #: what a reader needs to read each figure right
@@ -384,7 +385,9 @@ NOTES = {
                     "drawn in separate panels. Beside Δ (sec. 6.3): delivered = supported branches whose support reached "
                     "the system; agreement = branches whose first choice equals the recommended operation (decision:assist; "
                     "null under replace); substitution share = branches whose committed operation differed from the "
-                    "substituted one (decision:replace).</p>",
+                    "substituted one (decision:replace); own correctness = branches whose own proposal (the replaced "
+                    "original) was legal (decision:replace, sec. 6.2). Under decision:replace Δ correct is not reported: the "
+                    "executed choice is the Oracle's.</p>",
 }
 
 CSS = ("body{font-family:system-ui,sans-serif;max-width:1100px;margin:2em auto;color:#222}"

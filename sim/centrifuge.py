@@ -140,7 +140,7 @@ def run_episode(spec: EpisodeSpec) -> Path:
     (:data:`SETTLE_STEPS`) before recording starts."""
     headless_rendering()
     from labrecord.sim.centrifuge_policies import make_policy
-    from labrecord.sim.centrifuge_scene import CAMERAS, CentrifugeEnv
+    from labrecord.sim.centrifuge_scene import CAMERAS, ROTOR_XY, STAND_SPOTS, CentrifugeEnv
 
     instance = spec.instance
     policy = make_policy(spec.policy, policy_seed(spec), calibration=instance.calibration, **dict(spec.policy_options))
@@ -148,7 +148,7 @@ def run_episode(spec: EpisodeSpec) -> Path:
     env.reset(instance, settle_steps=SETTLE_STEPS)
     return record_episode(spec, env, policy, CentrifugeScorer, family=FAMILY, instruction=instruction_of(instance),
                           max_time_s=spec.max_time_s or MAX_TIME_S[spec.condition], benches=_BENCHES,
-                          layout_text=repr((round(instance.rotor_yaw, 9), instance.layout_seed)),
+                          layout_text=repr((FAMILY, ROTOR_XY, STAND_SPOTS)),
                           scene="labrecord.sim.assets/centrifuge.xml", memory=policy.capabilities.memory)
 
 

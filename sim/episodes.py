@@ -42,12 +42,13 @@ def run_family(out_dir: str | os.PathLike[str], family: str, condition: str, pol
     registered as population ``<family>-<condition>-s<seed>`` before the first episode
     (after every run folder is known to be new); ``run`` records one episode spec.
     """
-    from labrecord.sim.weighing import EpisodeSpec, register_population
+    from labrecord.sim.weighing import DEFAULT_DEADLINE_S, EpisodeSpec, register_population
 
     Path(out_dir).mkdir(parents=True, exist_ok=True)
     drawn, records = population(condition, episodes, seed)
     specs = [EpisodeSpec(str(out_dir), condition, policy, i, seed, inst, cameras, size, max_time_s,
-                         tuple(sorted(policy_options.items()))) for i, inst in enumerate(drawn)]
+                         tuple(sorted(policy_options.items())), deadline_s=DEFAULT_DEADLINE_S[family])
+             for i, inst in enumerate(drawn)]
     refuse_existing(out_dir, (run_id_of(family, spec) for spec in specs))
     register_population(out_dir, population_name(family, condition, seed), records)
     return run_specs(specs, run, workers, progress)
@@ -84,7 +85,7 @@ def record_episode(spec: Any, env: Any, policy: Any, scorer_type: Callable[..., 
     contract = get_contract(family)
     manifest = family_manifest(spec, policy.capabilities, contract, family=family, layout_text=layout_text, scene=scene,
                                memory=memory)
-    scorer = scorer_type(contract, spec.instance, columns=contract_columns(family))
+    scorer = scorer_type(contract, spec.instance, columns=contract_columns(family), window_s=spec.deadline_s)
     writer = RunWriter.create(spec.out_dir, manifest)
     try:
         owner = StepOwner(env, policy, scorer, writer, instruction=instruction, max_time_s=max_time_s,
@@ -111,16 +112,15 @@ def contract_columns(family: str) -> tuple[str, ...]:
 def family_manifest(spec: Any, caps: Any, contract: Any, *, family: str, layout_text: str, scene: str,
                     memory: str | None) -> RunManifest:
     """The run manifest of a scripted-family episode (centrifuge, rack): task, system,
-    population, seeds (policy seed :func:`policy_seed`), scene asset and a hash of
-    ``layout_text`` (the instance's layout, written out), physics rates."""
-    import hashlib
-
+    population, seeds (policy seed :func:`policy_seed`), the scene with its asset revision
+    and the layout revision of ``layout_text`` (the family's layout description), physics rates."""
     import mujoco
 
     from labrecord.models import (
         Assets, Budget, Evaluation, ObservationSpec, Physics, Population, Seeds, System, Task,
     )
     from labrecord.rundir import utc_now
+    from labrecord.sim.assets import asset_revision, layout_revision
     from labrecord.sim.scene import PHYSICS_HZ
     from labrecord.sim.weighing import instance_id_of
 
@@ -133,8 +133,8 @@ def family_manifest(spec: Any, caps: Any, contract: Any, *, family: str, layout_
                       observation=ObservationSpec(channels=list(caps.channels)), memory=memory),
         evaluation=Evaluation(version="1", population=Population(name=population_name(family, spec.condition, spec.seed),
                                                                  instance_id=instance_id_of(spec.index)),
-                              budget=Budget(clock="sim", max_steps=None)),
+                              budget=Budget(clock="sim", max_steps=None, response_deadline_s=spec.deadline_s)),
         seeds=Seeds(task_state=instance.task_seed, layout=instance.layout_seed, appearance=None, policy=policy_seed(spec)),
-        assets=Assets(scene=scene, layout_hash="sha256:" + hashlib.sha256(layout_text.encode()).hexdigest()[:16]),
+        assets=Assets(scene=scene, revision=asset_revision(scene), layout_hash=layout_revision(layout_text)),
         physics=Physics(engine=f"mujoco-{mujoco.__version__}", physics_hz=PHYSICS_HZ, control_hz=caps.action_spec.control_hz),
     )

@@ -166,6 +166,10 @@ class ScriptedWeighingPolicy(ScriptedPolicy, ABC):
     #: observation; returns the localization its executor uses (the selected target's
     #: frame corrected).  Called only by systems declaring ``("geometry", "replace")``.
     geometry_hook: Callable[[Operation, dict[str, list[float]], Observation], dict[str, list[float]]] | None = None
+    #: the standard geometry of a fixed start (E_fixed, Labference sec. 7.2): called like the
+    #: geometry hook, for every system — a fixed start gives each system the same correct
+    #: operation *and* the same reference frames, so only the physical execution differs
+    reference_geometry: Callable[[Operation, dict[str, list[float]], Observation], dict[str, list[float]]] | None = None
     #: the Oracle supports (site, mode) this system consumes (its capability preflight)
     oracle_inputs: frozenset[tuple[str, str]] = frozenset({("decision", "replace"), ("skill", "replace")})
 
@@ -220,12 +224,15 @@ class ScriptedWeighingPolicy(ScriptedPolicy, ABC):
                    observation: Observation) -> dict[str, list[float]]:
         """The frames the executor plans ``op`` with: the system's own localization, the
         delivered candidate frames in their place (geometry:assist), then the geometry hook
-        (geometry:replace) — each only for a system that declares it."""
+        (geometry:replace) — each only for a system that declares it — and, at a fixed
+        start, the reference frame of the supplied subgoal's target."""
         frames = self.localize(poses)
         if ("geometry", "assist") in self.oracle_inputs and "geometry" in oracle:
             frames = {**frames, **{k: v for k, v in oracle["geometry"]["frames"].items() if k in frames}}
         if ("geometry", "replace") in self.oracle_inputs and self.geometry_hook is not None:
             frames = self.geometry_hook(op, frames, observation)
+        if self.reference_geometry is not None:
+            frames = self.reference_geometry(op, frames, observation)
         return frames
 
     def plan_for(self, op: Operation, poses: dict[str, list[float]]) -> list[Any]:

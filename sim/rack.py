@@ -133,7 +133,7 @@ def run_episode(spec: EpisodeSpec) -> Path:
     instance's number of distractors."""
     headless_rendering()
     from labrecord.sim.rack_policies import make_policy
-    from labrecord.sim.rack_scene import CAMERAS, RackEnv
+    from labrecord.sim.rack_scene import CAMERAS, DISTRACTORS, PITCH, REGION, STAND, RackEnv
 
     instance = spec.instance
     policy = make_policy(spec.policy, policy_seed(spec), **dict(spec.policy_options))
@@ -141,7 +141,7 @@ def run_episode(spec: EpisodeSpec) -> Path:
     env.reset(instance)
     return record_episode(spec, env, policy, RackScorer, family=FAMILY, instruction=instruction_of(instance),
                           max_time_s=spec.max_time_s or MAX_TIME_S[spec.condition], benches=_BENCHES,
-                          layout_text=repr((instance.rack_pose, instance.moved_pose, instance.layout_seed)),
+                          layout_text=repr((FAMILY, STAND, REGION, PITCH, DISTRACTORS)),
                           scene="labrecord.sim.assets/rack.xml", memory="placement history (episode)")
 
 

@@ -327,50 +327,19 @@ def _drive(owner: Any, on_open: Callable[[Any], None], after_step: Callable[[], 
 
 def run_instance(task: StudyTask) -> dict[str, Any]:
     """Base branch + checkpoint + verification + supported branches of one instance."""
-    from labrecord.recorders.checkpoint import CHECKPOINTS_DIR, capture, verify, write_checkpoint
     from labrecord.sim.policies import make_policy
-    from labrecord.sim.weighing import instance_id_of, open_episode
+    from labrecord.sim.weighing import instance_id_of
 
-    base_spec = _spec(task, ())
     policy_seed = task.seed * 100003 + task.index
-    episode = open_episode(base_spec, make_policy(task.policy, policy_seed, **dict(task.policy_options)))
-    import mujoco  # after open_episode chose the offscreen renderer
-
-    engine = f"mujoco-{mujoco.__version__}"
-    owner = episode.owner
-    taken: dict[str, Any] = {}
-
-    def on_open(observation: Any) -> None:
-        taken["checkpoint"] = capture(owner, observation, instance_id=instance_id_of(task.index), engine=engine)
-        taken["blocks0"], taken["actions0"] = len(owner.blocks), len(owner._log.actions)
-
-    def after_step() -> None:
-        if "blocks0" in taken and "tracker_after" not in taken and len(owner.blocks) >= taken["blocks0"] + task.verify_periods:
-            taken["tracker_after"] = copy.deepcopy(owner.scorer.tracker.state)
-
-    try:
-        _drive(owner, on_open, after_step)
-    except BaseException:
-        episode.abort()
-        raise
-    base_path = episode.close()
-    result: dict[str, Any] = {"index": task.index, "instance_id": instance_id_of(task.index), "base": base_path.name,
+    base = run_verified(_spec(task, ()), make_policy(task.policy, policy_seed, **dict(task.policy_options)),
+                        instance_id_of(task.index), task.verify_periods)
+    result: dict[str, Any] = {"index": task.index, "instance_id": instance_id_of(task.index), "base": base.path.name,
                               "checkpoint": None, "verified": False, "branches": {}}
-    checkpoint = taken.get("checkpoint")
-    if checkpoint is None:
+    if base.checkpoint is None:
         result["reason"] = "the registered decision d0 never opened in the base branch"
         return result
-    k0, a0 = taken["blocks0"], taken["actions0"]
-    recorded = owner.blocks[k0:k0 + task.verify_periods]
-    blocks = [{k: v for k, v in b.items() if not k.startswith("cmd_")} for b in recorded]
-    # the applied rows exactly, from the command columns (the demonstration keeps them as float32)
-    dim = len(owner.logs[-1].actions[a0]) if recorded else 0
-    actions = [np.array([b[f"cmd_{i}"][0] for i in range(dim)]) for b in recorded]
-    tracker_after = taken.get("tracker_after", owner.scorer.tracker.state)
-    checkpoint.header.verification = verify(episode.env, owner.scorer, checkpoint, actions, blocks, tracker_after,
-                                            owner.steps_per_control)
-    path = write_checkpoint(Path(task.out_dir) / CHECKPOINTS_DIR / f"{base_path.name}.ckpt", checkpoint)
-    result.update(checkpoint=str(path), verified=checkpoint.header.verified,
+    checkpoint = base.checkpoint
+    result.update(checkpoint=str(base.checkpoint_path), verified=checkpoint.header.verified,
                   verification=_builtins(checkpoint.header.verification))
     if not checkpoint.header.verified:
         result["reason"] = "checkpoint failed verification: no supported branch started"
@@ -378,6 +347,86 @@ def run_instance(task: StudyTask) -> dict[str, Any]:
     for branch in task.branches:
         result["branches"][branch_key(branch)] = _supported_branch(task, branch, checkpoint, policy_seed)
     return result
+
+
+@dataclasses.dataclass
+class VerifiedRun:
+    """A run whose registered decision ``d0`` was checkpointed and verified: its folder, the
+    checkpoint (None when d0 never opened) and where it was written."""
+
+    path: Path
+    checkpoint: Any = None
+    checkpoint_path: Path | None = None
+
+
+def run_verified(spec: Any, policy: Any, instance_id: str, verify_periods: int) -> VerifiedRun:
+    """Run ``spec``'s episode with ``policy``; when ``d0`` opens its first opportunity the
+    step owner's complete state is captured, and after the episode the checkpoint is
+    verified (restored and re-stepped with the recorded actions over ``verify_periods``
+    control periods), written to ``<out>/checkpoints/<run_id>.ckpt`` and its verification
+    recorded in the run's manifest (``evaluation.checkpoints``)."""
+    from labrecord.recorders.checkpoint import CHECKPOINTS_DIR, capture, verify, write_checkpoint
+    from labrecord.sim.weighing import open_episode
+
+    episode = open_episode(spec, policy)
+    import mujoco  # after open_episode chose the offscreen renderer
+
+    engine = f"mujoco-{mujoco.__version__}"
+    owner = episode.owner
+    taken: dict[str, Any] = {}
+
+    def on_open(observation: Any) -> None:
+        taken["checkpoint"] = capture(owner, observation, instance_id=instance_id, engine=engine)
+        taken["blocks0"], taken["actions0"] = len(owner.blocks), len(owner._log.actions)
+
+    def after_step() -> None:
+        if "blocks0" in taken and "tracker_after" not in taken and len(owner.blocks) >= taken["blocks0"] + verify_periods:
+            taken["tracker_after"] = copy.deepcopy(owner.scorer.tracker.state)
+
+    try:
+        _drive(owner, on_open, after_step)
+    except BaseException:
+        episode.abort()
+        raise
+    path = episode.close()
+    checkpoint = taken.get("checkpoint")
+    if checkpoint is None:
+        return VerifiedRun(path)
+    k0, a0 = taken["blocks0"], taken["actions0"]
+    recorded = owner.blocks[k0:k0 + verify_periods]
+    blocks = [{k: v for k, v in b.items() if not k.startswith("cmd_")} for b in recorded]
+    # the applied rows exactly, from the command columns (the demonstration keeps them as float32)
+    dim = len(owner.logs[-1].actions[a0]) if recorded else 0
+    actions = [np.array([b[f"cmd_{i}"][0] for i in range(dim)]) for b in recorded]
+    tracker_after = taken.get("tracker_after", owner.scorer.tracker.state)
+    checkpoint.header.verification = verify(episode.env, owner.scorer, checkpoint, actions, blocks, tracker_after,
+                                            owner.steps_per_control)
+    written = write_checkpoint(Path(spec.out_dir) / CHECKPOINTS_DIR / f"{path.name}.ckpt", checkpoint)
+    _record_handoff(path, checkpoint, written)
+    return VerifiedRun(path, checkpoint, written)
+
+
+def handoff_check(checkpoint: Any, path: Path) -> Any:
+    """The manifest's record of a checkpoint handoff: its decision, verification and file
+    (relative to the study folder, where ``score`` finds it beside the runs)."""
+    from labrecord.models import HandoffCheck
+
+    verification = checkpoint.header.verification
+    reason = None
+    if not checkpoint.header.verified:
+        reason = ("handoff not ready" if verification is not None and not verification.handoff_ready
+                  else "replay differs from the recording")
+    return HandoffCheck(decision=checkpoint.header.decision, verified=checkpoint.header.verified,
+                        file=f"{path.parent.name}/{path.name}", reason=reason)
+
+
+def _record_handoff(run_dir: Path, checkpoint: Any, path: Path) -> None:
+    """Add the verification of the checkpoint taken in ``run_dir`` to its (closed) manifest."""
+    from labrecord.rundir import RUN_FILE, read_manifest
+
+    document = read_manifest(run_dir)
+    document.manifest.evaluation.checkpoints.append(handoff_check(checkpoint, path))
+    atomic_write_bytes(run_dir / RUN_FILE, document.to_bytes())
 
 
 def _builtins(value: Any) -> Any:
@@ -551,7 +600,7 @@ def _operation(text: str) -> Any:
 
 
 def _supported_branch(task: StudyTask, branch: Branch, checkpoint: Any, policy_seed: int) -> dict[str, Any]:
-    from labrecord.recorders.checkpoint import restore_physics
+    from labrecord.recorders.checkpoint import CHECKPOINTS_DIR, restore_physics
     from labrecord.sim.policies import make_policy
     from labrecord.sim.weighing import open_episode
 
@@ -569,6 +618,8 @@ def _supported_branch(task: StudyTask, branch: Branch, checkpoint: Any, policy_s
             raise _BranchRefused(mismatch)
         restore_physics(owner.env, checkpoint)
         outcome["started"] = True
+        owner.writer.document.manifest.evaluation.checkpoints.append(
+            handoff_check(checkpoint, Path(task.out_dir) / CHECKPOINTS_DIR / f"{checkpoint.header.run_id}.ckpt"))
         delivery.start()
 
     try:
@@ -719,35 +770,55 @@ def run_pairs_study(out_dir: str | Path, policy: str, pairs: int = 8, seed: int 
 FIXED_ORACLE = "fixed-subgoal"
 
 
-def fixed_population_of(policy: str, seed: int) -> str:
-    return f"fixed-weighing-{CONDITION}-{policy}-s{seed}"
+def fixed_population_of(seed: int) -> str:
+    """One start population per seed, shared by every system of the study (the same start
+    ids and seeds), so E_fixed compares systems on the same K."""
+    return f"fixed-weighing-{CONDITION}-s{seed}"
 
 
-def _supply_subgoal(subgoal: Any) -> Callable[[Any, Any], Any]:
+class _SupplySubgoal:
     """A commit hook that hands the system its correct subgoal as its first committed
-    operation (standard geometry: the system's own executor carries it out); later
-    commitments are the system's own."""
-    given: list[Any] = []
+    operation; later commitments are the system's own.  (A class, not a closure: the start
+    is checkpointed with the policy and its hooks.)"""
 
-    def hook(op: Any, observation: Any) -> Any:
-        if given:
+    def __init__(self, subgoal: Any) -> None:
+        self.subgoal, self.given = subgoal, False
+
+    def __call__(self, op: Any, observation: Any) -> Any:
+        if self.given:
             return op
-        given.append(op)
-        return subgoal
+        self.given = True
+        return self.subgoal
 
-    return hook
+
+class _ReferenceFrame:
+    """The standard geometry of a fixed start: the subgoal target's true position (the
+    bench's ``object_poses`` channel at planning time) in place of the system's own
+    localization of it."""
+
+    def __init__(self, target: str) -> None:
+        self.target = target
+
+    def __call__(self, op: Any, frames: Any, observation: Any) -> Any:
+        if op.object != self.target:
+            return frames
+        return {**frames, self.target: list(observation.state["object_poses"][self.target])}
 
 
 def run_fixed_episode(spec: Any) -> Path:
-    """One fixed-start episode: the system's commit hook receives the correct subgoal."""
+    """One fixed-start episode: the system's commit hook receives the correct subgoal and
+    its executor the reference frame of that subgoal's standard; the start (the opening of
+    ``d0``) is checkpointed and verified like an Oracle checkpoint and its verification
+    recorded in the manifest, so an unverified start is an unresolved member of K."""
     from labrecord.models import Operation
+    from labrecord.recorders.checkpoint import VERIFY_PERIODS
     from labrecord.sim.policies import make_policy
-    from labrecord.sim.weighing import record_with
 
     policy = make_policy(spec.policy, spec.seed * 100003 + spec.index, **dict(spec.policy_options))
     (goal,) = spec.instance.goal
-    policy.commit_hook = _supply_subgoal(Operation("add", goal, "pan"))
-    return record_with(spec, policy)
+    policy.commit_hook = _SupplySubgoal(Operation("add", goal, "pan"))
+    policy.reference_geometry = _ReferenceFrame(goal)
+    return run_verified(spec, policy, spec.instance_id, VERIFY_PERIODS).path
 
 
 def run_fixed_starts_study(out_dir: str | Path, policy: str, starts: int = 8, seed: int = 0, workers: int = 1, *,
@@ -756,8 +827,10 @@ def run_fixed_starts_study(out_dir: str | Path, policy: str, starts: int = 8, se
     """Fixed-subgoal starts K for E_fixed (eq. 6): per drawn basic instance a
     ``fixed_start`` whose subgoal is the obligation ``add:<goal>``; the correct subgoal is
     supplied through the system's commit hook (intervention ``replace`` / ``decision`` /
-    ``fixed-subgoal``) and the physical execution is observed: E_fixed counts the runs
-    with a ``confirm`` of that obligation.
+    ``fixed-subgoal``) with the reference frame of its standard, and the physical execution
+    is observed: E_fixed counts the runs with a ``confirm`` of that obligation.  Every
+    system of a seed shares one start population ``fixed-weighing-basic-s<seed>`` (the same
+    start ids, task, layout and policy seeds); each start is verified like a checkpoint.
 
     Example::
 
@@ -772,7 +845,7 @@ def run_fixed_starts_study(out_dir: str | Path, policy: str, starts: int = 8, se
                              f"({', '.join(POLICIES)})")
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    population = fixed_population_of(policy, seed)
+    population = fixed_population_of(seed)
     records: list[Any] = []
     specs = []
     for index, inst in enumerate(draw(CONDITION, starts, seed)):

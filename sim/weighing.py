@@ -11,7 +11,6 @@ baseline policy, and writes ``run.json``, the event and observation logs, measur
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import os
 from collections.abc import Callable
 from pathlib import Path
@@ -25,8 +24,15 @@ from labrecord.models import (
     Assets, Budget, Evaluation, Intervention, ObservationSpec, Physics, Population, RunManifest, Seeds, System, Task,
 )
 from labrecord.rundir import DEMO_FILE, RunWriter, utc_now
+from labrecord.registry import register_population  # noqa: F401  (offered here to the study commands)
 
 CONDITIONS = ("basic", "extended")
+SCENE = "labrecord.sim.assets/weighing.xml"
+#: the default response deadline of each family, simulated seconds from the opportunity
+#: (about twice the time the reference policy takes to show its first choice on the basic
+#: condition: 2.4-2.6 s weighing, 9.1 s centrifuge, 9.4 s rack).  C_id then counts a choice
+#: identified within that budget, not merely before the episode ended.
+DEFAULT_DEADLINE_S: dict[str, float] = {"weighing": 10.0, "centrifuge": 20.0, "rack": 20.0}
 #: simulated-time budget per episode (s): reading, transfers, settling and the 3 s dwell
 MAX_TIME_S = {"basic": 20.0, "extended": 45.0}
 #: extra simulated time for a policy that fails on purpose and recovers (s)
@@ -47,7 +53,7 @@ class EpisodeSpec:
     size: int | None = 224
     max_time_s: float | None = None
     policy_options: tuple[tuple[str, Any], ...] = ()
-    deadline_s: float | None = None
+    deadline_s: float | None = DEFAULT_DEADLINE_S["weighing"]
     deadline_clock: str = "sim"
     #: set by a study (labrecord.sim.study): run id, population, instance and intervention record
     run_id: str | None = None
@@ -121,67 +127,6 @@ def instance_records(task_id: str, condition: str, drawn: list[Any], decision: s
     return records
 
 
-def register_population(out_dir: str | os.PathLike[str], name: str, records: list[Any]) -> Path:
-    """Write or merge ``<out_dir>/populations/<name>.jsonl``; returns its path.
-
-    Records already registered are kept as they are (order preserved) and only new ones
-    appended, so a second policy on the same instances leaves the file unchanged.  An
-    instance registered with other drawn fields is refused: the folder's registry no
-    longer describes these runs.  Writes are atomic and serialized by a lock file.
-    """
-    import fcntl
-
-    import msgspec
-
-    from labrecord.fileio import atomic_write_bytes, dumps
-    from labrecord.models import PopulationEntry
-    from labrecord.rundir import POPULATIONS_DIR
-    from labrecord.validation.files import validate_population_file
-    from labrecord.validation.findings import Report
-
-    folder = Path(out_dir) / POPULATIONS_DIR
-    folder.mkdir(parents=True, exist_ok=True)
-    path = folder / f"{name}.jsonl"
-    lock = os.open(folder, os.O_RDONLY)  # parallel sim commands into one folder merge in turn
-    try:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        lines: list[bytes] = []
-        if path.exists():
-            report = Report()
-            validate_population_file(path, report)
-            if report.errors:
-                raise LabrecordError(f"cannot extend population registry: {report.errors[0]}")
-            lines = [line for line in path.read_bytes().splitlines() if line.strip()]
-        decoder = msgspec.json.Decoder(PopulationEntry)
-        known = {}
-        for number, line in enumerate(lines, start=1):
-            record = decoder.decode(line)
-            known[_record_key(record)] = (number, record)
-        added = []
-        for record in records:
-            key = _record_key(record)
-            if key not in known:
-                known[key] = (len(lines) + len(added) + 1, record)
-                added.append(dumps(record))
-            elif known[key][1] != record:
-                number, old = known[key]
-                raise LabrecordError(f"{path}:{number}: {key[0]} {key[1]!r} is registered as {msgspec.to_builtins(old)}, "
-                                     f"this run draws {msgspec.to_builtins(record)}; use another --out or --seed")
-        if added or not path.exists():
-            # existing lines are kept byte for byte (fields this release does not know included)
-            atomic_write_bytes(path, b"".join(line + b"\n" for line in lines + added))
-    finally:
-        os.close(lock)
-    return path
-
-
-def _record_key(record: Any) -> tuple[str, str]:
-    tag = type(record).__struct_config__.tag
-    if tag in ("pair", "oracle_pair"):
-        return tag, record.pair_id
-    return tag, record.instance_id + (f"/{record.decision}" if tag == "checkpoint" else "")
-
-
 def run_weighing(out_dir: str | os.PathLike[str], condition: str = "basic", policy: str = "reference",
                  episodes: int = 20, seed: int = 0, workers: int = 1, *, cameras: bool = True, size: int | None = None,
                  max_time_s: float | None = None, progress: Callable[[int], None] | None = None,
@@ -210,7 +155,9 @@ def run_weighing(out_dir: str | os.PathLike[str], condition: str = "basic", poli
 
     if deadline_clock not in ("sim", "wall"):
         raise LabrecordError(f"deadline clock {deadline_clock!r}: expected sim or wall")
-    if deadline_s is not None and not deadline_s > 0:
+    if deadline_s is None:
+        deadline_s = DEFAULT_DEADLINE_S["weighing"]
+    if not deadline_s > 0:
         raise LabrecordError(f"deadline {deadline_s!r} s: expected a positive number of seconds")
     served = None
     if policy in EXTERNAL:
@@ -378,7 +325,9 @@ def _manifest(spec: EpisodeSpec, instance: Any, policy: Any, contract: Any, layo
     from labrecord.sim.env import PHYSICS_HZ
 
     caps = policy.capabilities
-    layout_text = repr(sorted(layout.table_spot.items())) + repr(sorted(layout.pan_spot.items()))
+    from labrecord.sim.assets import asset_revision, layout_revision
+    from labrecord.sim.scene import PAN_SPOTS, TABLE_SPOTS
+
     return RunManifest(
         run_id=run_id_of(spec), created_at=utc_now(),
         task=Task(family="weighing", task_id=f"weighing-{spec.condition}", version=contract.version,
@@ -395,8 +344,8 @@ def _manifest(spec: EpisodeSpec, instance: Any, policy: Any, contract: Any, layo
                                             response_deadline_s=spec.deadline_s)),
         seeds=Seeds(task_state=instance.task_seed, layout=instance.layout_seed, appearance=None,
                     policy=spec.seed * 100003 + spec.index),
-        assets=Assets(scene="labrecord.sim.assets/weighing.xml",
-                      layout_hash="sha256:" + hashlib.sha256(layout_text.encode()).hexdigest()[:16]),
+        assets=Assets(scene=SCENE, revision=asset_revision(SCENE),
+                      layout_hash=layout_revision(repr(("weighing", TABLE_SPOTS, PAN_SPOTS)))),
         physics=Physics(engine=f"mujoco-{mujoco.__version__}", physics_hz=PHYSICS_HZ,
                         control_hz=caps.action_spec.control_hz),
     )

@@ -29,6 +29,7 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "study": ("study", "study", "Run diagnostic studies (matched Oracle pairs) in the simulator."),
     "demo": ("demo", "demo", "Run a short weighing evaluation end to end on this machine."),
     "export": ("export", "export", "Export demonstrations for training (LeRobot, robomimic HDF5, Parquet)."),
+    "import": ("import_", "import_", "Import robomimic or Isaac Lab HDF5 episodes as run directories."),
     "rxn": ("rxn", "rxn", "Reaction records: ingest, score, stats, extract, render."),
 }
 
@@ -36,7 +37,8 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
 
 class CommandLine(LazyGroup):
     """The top-level group: a :class:`LabrecordError` from any command becomes one
-    ``Error: …`` line and exit status 1, whether run from a shell or a test runner."""
+    ``Error: …`` line and exit status 1, whether run from a shell or a test runner; so
+    does a DuckDB error (a query a locked corpus refused, a damaged corpus file)."""
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
@@ -47,6 +49,18 @@ class CommandLine(LazyGroup):
             # an output that cannot be written (a missing folder, /proc, a full disk)
             where = f"{error.filename}: " if error.filename else ""
             raise click.ClickException(f"{where}{error.strerror or error}") from error
+        except Exception as error:
+            from labrecord.store.corpus import machine_failure
+
+            duckdb = sys.modules.get("duckdb")
+            text = str(error).strip()
+            first = text.splitlines()[0] if text else type(error).__name__
+            if machine_failure(error):
+                # DuckDB's own disk and memory failures (a full disk while committing or closing)
+                raise click.ClickException(f"the corpus could not be written: {first}") from error
+            if duckdb is None or not isinstance(error, duckdb.Error):
+                raise
+            raise click.ClickException(f"corpus query failed: {first}") from error
 
 
 @click.group(cls=CommandLine, lazy=COMMANDS, context_settings=CONTEXT_SETTINGS)

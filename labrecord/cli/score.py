@@ -19,26 +19,32 @@ from labrecord.cli.common import CONTEXT_SETTINGS, echo_json, echo_table, follow
 @click.option("--system", help="Only runs of this system name.")
 @click.option("--out", type=click.Path(dir_okay=False), help="Where to write scores.json (default: beside the source).")
 @click.option("--no-audit", is_flag=True, help="Do not replay-audit a runs folder first (its runs then count as unaudited).")
+@click.option("--repeats", type=click.Choice(["refuse", "mean"]), default="refuse", show_default=True,
+              help="Two runs of one registered member: refuse, or average them within the member (intervals from a "
+                   "bootstrap over members).")
 @output_options(csv=False,
                 json_help='Print {"groups": [{"identity", "metrics", "coverage"}], "unassigned_invalid_runs": [...]}.')
 @follow_symlinks_option
 def score(source: str | None, parquet_dir: str | None, seed: int, resamples: int, decisions: tuple[str, ...],
-          one_group: bool, system: str | None, out: str | None, no_audit: bool, as_json: bool) -> None:
+          one_group: bool, system: str | None, out: str | None, no_audit: bool, repeats: str, as_json: bool) -> None:
     """Recompute the benchmark metrics from stored runs, a corpus file or a snapshot.
 
     SOURCE is a runs folder (ingested into a temporary in-memory corpus and replay-audited),
     a corpus file, or use --parquet DIR.  Prints one table per result identity and writes
     scores.json (at the top of a runs folder, beside a corpus file).
 
-    A registered member whose run is missing, invalid, fails the audit, is aborted or
-    ended in an evaluator-side fault is unresolved: its metric prints "provisional [lo, hi],
-    u of N unresolved" and the JSON has value null with .lower/.upper siblings.
+    A registered member whose run is missing, invalid or fails the audit, whose episode was
+    interrupted or ended in an evaluator-side fault, or whose checkpoint is unverified or
+    was not delivered (in time) is unresolved: its metric prints "provisional [lo, hi],
+    u of N unresolved" and the JSON has value null with .lower/.upper siblings.  A run that
+    declares no measurement stream is scored from its events and counted as unaudited.
 
     \b
     Example:
       labrecord score runs/
       labrecord score corpus.duckdb --json --seed 7 --resamples 2000
       labrecord score --parquet snapshot/ --decision select_weight
+      labrecord score runs/ --repeats mean     # average repeated runs of a member first
     """
     from labrecord.errors import LabrecordError
     from labrecord.fileio import atomic_write_bytes, dumps_pretty
@@ -48,11 +54,14 @@ def score(source: str | None, parquet_dir: str | None, seed: int, resamples: int
 
     if (source is None) == (parquet_dir is None):
         raise click.UsageError("give either SOURCE or --parquet DIR")
-    if out:
-        from labrecord.safeio import check_writable
+    from labrecord.safeio import check_apart, check_writable
+    from labrecord.store.source import input_paths
 
-        check_writable(out)
     given: str = parquet_dir or source  # type: ignore[assignment]  # exactly one is set (checked above)
+    target = Path(out) if out else _default_out(Path(given))
+    check_apart(target, input_paths(given, parquet=parquet_dir is not None), what="--out")
+    if out:
+        check_writable(out)
     con, kind, ingested = open_source(given, parquet=parquet_dir is not None)
     for where_, findings in (ingested.skipped.items() if ingested else ()):
         click.echo(f"invalid {where_}: {findings[0]}" + (f" (+{len(findings) - 1} more)" if len(findings) > 1 else ""), err=True)
@@ -60,15 +69,17 @@ def score(source: str | None, parquet_dir: str | None, seed: int, resamples: int
         with progress(len(runs_to_audit(con)), "audit") as advance:
             verdicts = audit_corpus(con, advance)
         failed = [v for v in verdicts if not v["ok"]]
+        unaudited = sum(1 for v in verdicts if v["ok"] and not v.get("audited", True))
         if not as_json:
-            click.echo(f"replay audit: {len(verdicts) - len(failed)} of {len(verdicts)} run(s) agree", err=True)
+            note = f", {unaudited} declare no measurement stream (scored unaudited)" if unaudited else ""
+            click.echo(f"replay audit: {len(verdicts) - len(failed) - unaudited} of {len(verdicts)} run(s) agree{note}", err=True)
     where = (lambda row: row["system_name"] == system) if system else None
-    result = score_corpus(con, seed=seed, resamples=resamples, decisions=decisions or None, one_group=one_group, where=where)
+    result = score_corpus(con, seed=seed, resamples=resamples, decisions=decisions or None, one_group=one_group, where=where,
+                          repeats=repeats)
     if not result["groups"] and not result["unassigned_invalid_runs"]:
         raise LabrecordError(f"{given}: no runs to score")
     from labrecord.scorers.latency import latency_summary
 
-    target = Path(out) if out else _default_out(Path(given))
     atomic_write_bytes(target, dumps_pretty(result))
     if as_json:
         echo_json(result)
@@ -103,13 +114,15 @@ def _default_out(source: Path) -> Path:
 
 
 def _print_tables(result: dict) -> None:
-    from labrecord.scorers.present import identity_title, metric_rows, unresolved_lines
+    from labrecord.scorers.present import audited_text, identity_title, metric_rows, unresolved_lines
 
     for group in result["groups"]:
         echo_table(["metric", "value (num/den)", "n", "95% CI"], metric_rows(group), title=identity_title(group["identity"]))
         coverage = group["coverage"]
         click.echo(f"runs {coverage['runs']}, resolved {coverage['valid_runs']}, unresolved {coverage['runs'] - coverage['valid_runs']}, "
-                   f"missing {len(coverage['missing'])}")
+                   f"missing {len(coverage['missing'])}, {audited_text(coverage)}")
+        if "J" in coverage:
+            click.echo("checkpoints J: " + ", ".join(f"{k} {v}" for k, v in coverage["J"].items()))
         for line in unresolved_lines(group):
             click.echo(f"  {line}")
     for entry in result["unassigned_invalid_runs"]:

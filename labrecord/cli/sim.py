@@ -51,7 +51,7 @@ def sim() -> None:
 @click.option("--size", type=click.IntRange(min=16), default=None,
               help="Camera width and height (px; default 224, or the openpi profile's render size).")
 @click.option("--deadline-s", type=click.FloatRange(min=0, min_open=True), default=None,
-              help="Response deadline from an observation's delivery (s); a later choice is not identified.")
+              help="Response deadline from an observation's delivery (s); a later choice is not identified (default: 10 s simulated).")
 @click.option("--deadline-clock", type=click.Choice(["sim", "wall"]), default="sim", show_default=True,
               help="Clock of the deadline: wall also refuses chunks whose inference outlasts it (physics pauses meanwhile).")
 @output_options(csv=False, json_help='Print {"out": DIR, "runs": [RUN_DIR, ...], "service_faults": N}.')

@@ -27,6 +27,7 @@ def validate(paths: tuple[str, ...], as_json: bool, quiet: bool) -> None:
     from labrecord.errors import LabrecordError
     from labrecord.validation import validate_paths
 
+    from labrecord.validation.checkpoints import check_folder
     from labrecord.validation.pairs import check_answer_changing_pairs
 
     try:
@@ -35,6 +36,7 @@ def validate(paths: tuple[str, ...], as_json: bool, quiet: bool) -> None:
         raise click.UsageError(str(error)) from error
     for path in paths:
         check_answer_changing_pairs(Path(path), report)
+        check_folder(Path(path), report)
     if as_json:
         echo_json(report.to_json())
     else:

@@ -28,6 +28,11 @@ class EpisodeEnd(BaseEvent, tag="episode_end", kw_only=True):
     reason: str
     physical_complete: bool
     valid_complete: bool
+    #: the episode's runtime in seconds on ``runtime_clock`` (sim: simulated time; wall: wall
+    #: clock, inference and waiting included), and the policy's mean compute time per query
+    runtime_s: float | None = None
+    runtime_clock: Literal["sim", "wall"] | None = None
+    policy_s_per_query: float | None = None
 
 
 class Opportunity(BaseEvent, tag="opportunity", kw_only=True):

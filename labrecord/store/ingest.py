@@ -1,11 +1,18 @@
 """Loading run directories into the corpus in bulk.
 
 Each run is validated first (:func:`labrecord.validation.validate_run`); a run with
-errors is skipped and its findings are returned.  The valid runs of a batch are then
-loaded with DuckDB's own readers (``read_json`` over the list of logs, ``read_parquet``
-with ``union_by_name`` over the measurement files) inside one transaction, so a run is
-either wholly present or wholly absent.  Every run carries a content hash: an unchanged
-run is not touched again, a changed one is deleted and reloaded in the same transaction.
+errors is skipped and its findings are returned.  Validation reads every file once and
+hands on what it decoded: the canonical text of each record that passed (never a cut or
+refused line), the measurement bytes it checked, and the content hash of the bytes it
+read.  The valid runs of a batch are loaded from that, in memory, inside one
+transaction, so what is stored is exactly what was checked, even if a file changes
+while the ingest runs, and a run is either wholly present or wholly absent.  A batch that
+fails to load is retried run by run, so only the run at fault is refused (with its
+reason); a failure of the machine itself (a full disk) stops the ingest with one error,
+keeping every batch committed before it.  Every run carries a content hash: an
+unchanged run is not touched again, a changed one is deleted and reloaded in the same
+transaction.  Run folders are stored as absolute, resolved paths, so an ingest from
+another working directory names the same runs.
 """
 from __future__ import annotations
 
@@ -22,21 +29,19 @@ import msgspec
 from labrecord.errors import LabrecordError
 from labrecord.models import RunManifest
 from labrecord.rundir import (
-    EVENTS_FILE, MEASUREMENTS_FILE, OBSERVATIONS_FILE, ONLINE_SCORES_FILE, POPULATIONS_DIR, RUN_FILE, SCORES_FILE,
-    find_run_dirs,
+    EVENTS_FILE, LOADED_FILES, MEASUREMENTS_FILE, OBSERVATIONS_FILE, ONLINE_SCORES_FILE, POPULATIONS_DIR, RUN_FILE,
+    SCORES_FILE, content_digest, find_run_dirs,
 )
-from labrecord.safeio import MAX_BINARY_BYTES, MAX_DOCUMENT_BYTES, MAX_LOG_BYTES, check_file, decode_json, excerpt, read_bounded
-from labrecord.store.corpus import connect
+from labrecord.safeio import (
+    MAX_BINARY_BYTES, MAX_DOCUMENT_BYTES, check_file, decode_json, excerpt, link_problem, read_bounded,
+)
+from labrecord.store.corpus import StoreFailure, connect, machine_failure, rollback
 from labrecord.store.schema import (
     AUDITS, EVENTS, INVALID_RUNS, OBSERVATIONS, ONLINE_SCORES, POPULATIONS, RUNS, TableSpec, json_columns,
 )
 
 if TYPE_CHECKING:
     from duckdb import DuckDBPyConnection
-
-#: files whose bytes enter the content hash, in this order (only these are loaded)
-LOADED_FILES = (RUN_FILE, EVENTS_FILE, OBSERVATIONS_FILE, ONLINE_SCORES_FILE, SCORES_FILE, MEASUREMENTS_FILE)
-
 
 @dataclass
 class IngestSummary:
@@ -64,28 +69,41 @@ class _Pending:
     content_hash: str
     manifest: RunManifest
     raw: dict[str, Any]
+    #: canonical record texts per loaded log (and scores.json), as validation decoded them
+    records: dict[str, list[bytes]] = field(default_factory=dict)
+    #: the measurement bytes validation checked, or None
+    measurements: bytes | None = None
+
+
+@dataclass(frozen=True)
+class Validated:
+    """What validating one run directory hands to the load: its error findings, its
+    manifest, the content hash of the bytes read and what was decoded from them."""
+
+    errors: list[str]
+    document: Any
+    digest: str
+    records: dict[str, list[bytes]]
+    measurements: bytes | None
 
 
 def content_hash(run_dir: Path) -> str:
-    """BLAKE2b over (name, bytes) of every loaded file that exists.
+    """BLAKE2b over (name, bytes) of every loaded file that exists, read in chunks.
 
     A file that may not be read (a link, a device, over the size limit) enters as a marker
-    of its problem: validation then names it, and nothing is read into memory whole.
+    of its problem: validation then names it, and nothing is read into memory whole.  Only
+    used to tell an unchanged run without validating it; what is stored with a run is the
+    hash of the bytes validation read (:func:`validate_for_load`).
     """
-    digest = hashlib.blake2b(digest_size=16)
-    for name in LOADED_FILES:
-        path = run_dir / name
-        if os.path.lexists(path):
-            digest.update(name.encode() + b"\0")
-            try:
-                check_file(path, MAX_BINARY_BYTES)
-                with open(path, "rb") as fh:
-                    for chunk in iter(lambda: fh.read(1 << 20), b""):
-                        digest.update(chunk)
-            except (LabrecordError, OSError) as error:
-                digest.update(b"unreadable: " + str(error).encode())
-            digest.update(b"\0")
-    return digest.hexdigest()
+    def chunks(path: Path) -> Iterator[bytes]:
+        try:
+            check_file(path, MAX_BINARY_BYTES)
+            with open(path, "rb") as fh:
+                yield from iter(lambda: fh.read(1 << 20), b"")
+        except (LabrecordError, OSError) as error:
+            yield b"unreadable: " + str(error).encode()
+
+    return content_digest((name, chunks(run_dir / name)) for name in LOADED_FILES if os.path.lexists(run_dir / name))
 
 
 def _peek_run_id(run_dir: Path) -> str | None:
@@ -97,11 +115,20 @@ def _peek_run_id(run_dir: Path) -> str | None:
     return run_id if isinstance(run_id, str) else None
 
 
-def _validate(run_dir: Path) -> tuple[list[str], Any]:
+def validate_for_load(run_dir: Path) -> Validated:
+    """Validate one run directory, reading each file once, and keep what the load needs."""
     from labrecord.validation import validate_run
 
     report, ctx = validate_run(run_dir)
-    return [str(f) for f in report.errors], ctx.document
+    parts = []
+    for name in LOADED_FILES:
+        if name in ctx.files:
+            parts.append((name, [ctx.files[name]]))
+        elif os.path.lexists(run_dir / name):
+            parts.append((name, [b"unreadable"]))
+    errors = [str(f) for f in report.errors]
+    return Validated(errors, ctx.document, content_digest(parts), ctx.records if not errors else {},
+                     ctx.files.get(MEASUREMENTS_FILE) if not errors else None)
 
 
 def _observation_condition(m: RunManifest) -> str:
@@ -111,7 +138,10 @@ def _observation_condition(m: RunManifest) -> str:
 
 def _action_convention(m: RunManifest) -> str:
     a = m.system.action_spec
-    return f"{a.representation}/{a.mode}/{a.dim}/{a.frame}/{a.units}/{a.gripper}/{a.control_hz:g}hz/chunk{a.max_chunk}"
+    # an imported source may leave the representation, mode and rate unknown (null)
+    hz = "unknown" if a.control_hz is None else f"{a.control_hz:g}"
+    return (f"{a.representation or 'unknown'}/{a.mode or 'unknown'}/{a.dim}/{a.frame}/{a.units}/{a.gripper}/"
+            f"{hz}hz/chunk{a.max_chunk}")
 
 
 def manifest_row(manifest: RunManifest, raw: dict[str, Any], run_dir: str | os.PathLike[str]) -> dict[str, Any]:
@@ -137,21 +167,23 @@ def run_row(p: _Pending, ingested_at: str) -> dict[str, Any]:
         "intervention_mode": m.intervention.mode, "intervention_site": m.intervention.site,
         "oracle": m.intervention.oracle, "pair_id": m.intervention.pair_id, "branch": m.intervention.branch,
         "seed_task_state": m.seeds.task_state, "seed_layout": m.seeds.layout, "seed_policy": m.seeds.policy,
-        "layout_hash": m.assets.layout_hash,
+        "layout_hash": m.assets.layout_hash, "asset_revision": m.assets.revision,
+        "measurements_declared": m.evaluation.measurements,
         "manifest": msgspec.json.encode(p.raw).decode(),
     }
 
 
-def _files(pending: Sequence[_Pending], name: str) -> list[tuple[str, str]]:
-    return [(p.run_id, str((p.run_dir / name).resolve())) for p in pending if (p.run_dir / name).is_file()]
+def _lines(pending: Sequence[_Pending], name: str) -> Any:
+    """``(run_id, json)`` rows of the decoded records of one file kind, as an Arrow table."""
+    import pyarrow as pa
 
-
-def _sql_list(values: Sequence[str]) -> str:
-    return "[" + ", ".join("'" + v.replace("'", "''") + "'" for v in values) + "]"
-
-
-def _struct_literal(columns: dict[str, str]) -> str:
-    return "{" + ", ".join(f"'{k}': '{v}'" for k, v in columns.items()) + "}"
+    run_ids: list[str] = []
+    texts: list[bytes] = []
+    for p in pending:
+        records = p.records.get(name, ())
+        run_ids += [p.run_id] * len(records)
+        texts += records
+    return pa.table({"run_id": pa.array(run_ids, pa.string()), "json": pa.array(texts, pa.binary()).cast(pa.string())})
 
 
 #: field -> (default the writer omits, event types that carry the field)
@@ -177,30 +209,25 @@ def _structure(spec: TableSpec) -> str:
     return "{" + fields + "}"
 
 
-def _load_jsonl(con: DuckDBPyConnection, table: str, files: list[tuple[str, str]], spec: TableSpec) -> None:
-    """Bulk-load JSONL files into ``table``.
+def _load_jsonl(con: DuckDBPyConnection, table: str, lines: Any, spec: TableSpec) -> None:
+    """Load the decoded records of one log kind (``(run_id, json)`` rows) into ``table``.
 
-    The lines are read as raw JSON objects (``read_ndjson_objects``) and then parsed in
-    one vectorized ``json_transform`` into the corpus column types: a key that is absent
-    becomes null, and no schema detection pass is needed (detection over thousands of
-    files would read them twice, and without ``union_by_name`` it silently drops keys it
-    did not sample).  Validation has already checked every record against the models.
+    Each JSON text is parsed in one vectorized ``json_transform`` into the corpus column
+    types; a key that is absent becomes null.  The texts are the canonical encodings of
+    records validation decoded and checked (no repeated key, no integer out of range), so
+    DuckDB reads exactly the values the checks saw.
     """
-    if not files:
+    if not lines.num_rows:
         return
-    con.execute("CREATE OR REPLACE TEMP TABLE _files (run_id VARCHAR, filename VARCHAR)")
-    con.executemany("INSERT INTO _files VALUES (?, ?)", files)
-    # materialized first: scanning and transforming in one pipeline ran several times slower.
-    # Validation passed every line but the cut last line an interrupted writer may leave;
-    # ignore_errors turns that one into a NULL row, dropped here.
-    con.execute(f"CREATE OR REPLACE TEMP TABLE _raw AS SELECT filename, json FROM read_ndjson_objects("
-                f"{_sql_list([f for _, f in files])}, filename=true, ignore_errors=true) WHERE json IS NOT NULL")
+    con.register("_lines", lines)
+    # materialized first: scanning and transforming in one pipeline ran several times slower
+    con.execute("CREATE OR REPLACE TEMP TABLE _raw AS SELECT run_id, json FROM _lines")
+    con.unregister("_lines")
     names = [c.name for c in spec.columns if c.name != "run_id"]
     values = [_with_default(n) if table == "events" and n in _EVENT_DEFAULTS else f'"{n}"' for n in names]
     aliased = ", ".join(f'{v} AS "{n}"' for v, n in zip(values, names))
     structure = _structure(spec)
-    typed = (f"SELECT f.run_id, {aliased} FROM "
-             f"(SELECT filename, unnest(json_transform(json, '{structure}')) FROM _raw) r JOIN _files f USING (filename)")
+    typed = f"SELECT run_id, {aliased} FROM (SELECT run_id, unnest(json_transform(json, '{structure}')) FROM _raw)"
     columns = ", ".join(f'"{c.name}"' for c in spec.columns)
     if table == "events":
         select = ", ".join(_EPISODE + ' AS "episode"' if c.name == "episode" else f'"{c.name}"' for c in spec.columns)
@@ -210,46 +237,89 @@ def _load_jsonl(con: DuckDBPyConnection, table: str, files: list[tuple[str, str]
     con.execute("DROP TABLE _raw")
 
 
-def _load_measurements(con: DuckDBPyConnection, files: list[tuple[str, str]]) -> None:
-    if not files:
-        return
-    con.execute("CREATE OR REPLACE TEMP TABLE _files (run_id VARCHAR, filename VARCHAR)")
-    con.executemany("INSERT INTO _files VALUES (?, ?)", files)
-    source = f"read_parquet({_sql_list([f for _, f in files])}, union_by_name=true, filename=true)"
-    have = {row[0] for row in con.execute("SELECT column_name FROM duckdb_columns() WHERE table_name = 'measurements'").fetchall()}
-    for name, type_, *_ in con.execute(f"DESCRIBE SELECT * EXCLUDE (filename) FROM {source}").fetchall():
-        if name not in have and name != "run_id":
-            # families carry different columns; the table grows to their union
-            con.execute(f'ALTER TABLE measurements ADD COLUMN "{name}" {type_}')
-    con.execute(f"INSERT INTO measurements BY NAME SELECT f.run_id, m.* EXCLUDE (filename, run_id) "
-                f"FROM (SELECT *, NULL::VARCHAR AS run_id FROM {source}) m JOIN _files f ON f.filename = m.filename")
+#: a measurement column of one of these DuckDB types is stored in a column of the other
+#: without change of value; any other difference from the corpus column is refused
+_WIDENS = {"TINYINT": {"SMALLINT", "INTEGER", "BIGINT", "DOUBLE"}, "SMALLINT": {"INTEGER", "BIGINT", "DOUBLE"},
+           "INTEGER": {"BIGINT", "DOUBLE"}, "UTINYINT": {"SMALLINT", "INTEGER", "BIGINT", "DOUBLE"},
+           "USMALLINT": {"INTEGER", "BIGINT", "DOUBLE"}, "UINTEGER": {"BIGINT", "DOUBLE"}, "FLOAT": {"DOUBLE"}}
 
 
-def _load_scores(con: DuckDBPyConnection, files: list[tuple[str, str]]) -> None:
-    if not files:
+def quote_identifier(name: str) -> str:
+    """``name`` as a DuckDB identifier: a column name read from a file can hold quotes,
+    semicolons or anything else, and is never spliced into SQL unquoted."""
+    return '"' + name.replace('"', '""') + '"'
+
+
+def _measurement_table(pending: Sequence[_Pending]) -> Any:
+    """The checked measurement bytes of the batch, decoded once, with their run ids."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    tables = []
+    for p in pending:
+        if p.measurements is None:
+            continue
+        table = pq.read_table(pa.BufferReader(p.measurements))
+        tables.append(table.append_column("run_id", pa.array([p.run_id] * table.num_rows, pa.string())))
+    if not tables:
+        return None
+    try:
+        return pa.concat_tables(tables, promote_options="default")
+    except (pa.ArrowInvalid, pa.ArrowTypeError) as error:
+        raise LabrecordError(f"measurement columns disagree in type between runs: {excerpt(str(error), 200)}") from error
+
+
+def _load_measurements(con: DuckDBPyConnection, pending: Sequence[_Pending]) -> None:
+    table = _measurement_table(pending)
+    if table is None:
         return
-    con.execute("CREATE OR REPLACE TEMP TABLE _files (run_id VARCHAR, filename VARCHAR)")
-    con.executemany("INSERT INTO _files VALUES (?, ?)", files)
-    con.execute(
-        "INSERT INTO final_scores SELECT f.run_id, j->>'status', coalesce(j->'metrics', '{}'), coalesce(j->'episodes', '[]'), j->>'created_at' "
-        f"FROM (SELECT filename, content::JSON AS j FROM read_text({_sql_list([f for _, f in files])})) s "
-        "JOIN _files f ON f.filename = s.filename"
-    )
+    con.register("_m", table)
+    try:
+        have = dict(con.execute("SELECT column_name, data_type FROM duckdb_columns() "
+                                "WHERE table_name = 'measurements' AND NOT internal").fetchall())
+        have_folded = {k.casefold(): k for k in have}
+        for name, type_, *_ in con.execute("DESCRIBE SELECT * FROM _m").fetchall():
+            stored = have_folded.get(name.casefold())
+            if stored is None:
+                # families carry different columns; the table grows to their union
+                con.execute(f"ALTER TABLE measurements ADD COLUMN {quote_identifier(name)} {type_}")
+            elif name != "run_id" and type_ != have[stored] and have[stored] not in _WIDENS.get(type_, ()):
+                raise LabrecordError(f"measurement column {name!r} is {type_}, but the corpus stores it as "
+                                     f"{have[stored]}; refused")
+        con.execute("INSERT INTO measurements BY NAME SELECT * FROM _m")
+    finally:
+        con.unregister("_m")
+
+
+def _load_scores(con: DuckDBPyConnection, pending: Sequence[_Pending]) -> None:
+    lines = _lines(pending, SCORES_FILE)
+    if not lines.num_rows:
+        return
+    con.register("_scores", lines)
+    try:
+        con.execute(
+            "INSERT INTO final_scores SELECT run_id, j->>'status', coalesce(j->'metrics', '{}'), "
+            "coalesce(j->'episodes', '[]'), j->>'created_at' FROM (SELECT run_id, json::JSON AS j FROM _scores)")
+    finally:
+        con.unregister("_scores")
 
 
 _RUN_TABLES = ("events", "observations", "online_scores", "final_scores", "measurements", "runs")
 
 
 def load_batch(con: DuckDBPyConnection, pending: Sequence[_Pending]) -> None:
-    """Replace the listed runs in one transaction; on any error nothing of the batch stays."""
+    """Replace the listed runs in one transaction; on any error nothing of the batch stays.
+
+    Raises :class:`StoreFailure` when the machine failed (a full disk), else
+    :class:`LabrecordError` naming the batch."""
     import pyarrow as pa
 
     if not pending:
         return
     ingested_at = _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
-    rows = pa.Table.from_pylist([run_row(p, ingested_at) for p in pending])
     con.execute("BEGIN TRANSACTION")
     try:
+        rows = pa.Table.from_pylist([run_row(p, ingested_at) for p in pending])
         con.register("_run_rows", rows)
         con.execute("CREATE OR REPLACE TEMP TABLE _batch AS SELECT run_id FROM _run_rows")
         for table in _RUN_TABLES:
@@ -258,52 +328,101 @@ def load_batch(con: DuckDBPyConnection, pending: Sequence[_Pending]) -> None:
         values = ", ".join(f'"{c.name}"' if c.name != "manifest" else "manifest::JSON" for c in RUNS.columns)
         con.execute(f"INSERT INTO runs ({names}) SELECT {values} FROM _run_rows")
         con.unregister("_run_rows")
-        _load_jsonl(con, "events", _files(pending, EVENTS_FILE), EVENTS)
-        _load_jsonl(con, "observations", _files(pending, OBSERVATIONS_FILE), OBSERVATIONS)
-        _load_jsonl(con, "online_scores", _files(pending, ONLINE_SCORES_FILE), ONLINE_SCORES)
-        _load_scores(con, _files(pending, SCORES_FILE))
-        _load_measurements(con, _files(pending, MEASUREMENTS_FILE))
+        _load_jsonl(con, "events", _lines(pending, EVENTS_FILE), EVENTS)
+        _load_jsonl(con, "observations", _lines(pending, OBSERVATIONS_FILE), OBSERVATIONS)
+        _load_jsonl(con, "online_scores", _lines(pending, ONLINE_SCORES_FILE), ONLINE_SCORES)
+        _load_scores(con, pending)
+        _load_measurements(con, pending)
         con.execute("COMMIT")
     except Exception as error:
-        con.execute("ROLLBACK")
-        where = pending[0].run_dir.parent
-        raise LabrecordError(f"{where}: bulk load of {len(pending)} run(s) failed, nothing of the batch was kept: {error}") from error
+        rollback(con)
+        where = pending[0].run_dir if len(pending) == 1 else pending[0].run_dir.parent
+        what = "run" if len(pending) == 1 else f"bulk load of {len(pending)} run(s)"
+        if machine_failure(error):
+            raise StoreFailure(f"{where}: {what} could not be stored, nothing of it was kept (earlier batches "
+                               f"are): {excerpt(str(error), 200)}") from error
+        message = str(error) if isinstance(error, LabrecordError) else excerpt(str(error), 200)
+        raise LabrecordError(f"{where}: {what} failed to load, nothing of it was kept: {message}") from error
+
+
+def load_isolated(con: DuckDBPyConnection, pending: Sequence[_Pending], summary: IngestSummary) -> None:
+    """:func:`load_batch`, and when the batch fails on its data, each run on its own: only
+    the runs that still fail are refused, each with its reason (an ``invalid_runs`` row)."""
+    try:
+        load_batch(con, pending)
+        return
+    except StoreFailure:
+        raise
+    except LabrecordError as error:
+        if len(pending) > 1:
+            for p in pending:
+                load_isolated(con, [p], summary)
+            return
+        failure = str(error)
+    p = pending[0]
+    for done in (summary.added, summary.replaced):
+        if p.run_id in done:
+            done.remove(p.run_id)
+    summary.skipped[str(p.run_dir)] = [failure]
+    document = _Document(p.manifest, p.raw)
+    summary.invalid.append(invalid_run_row(p.run_dir, failure, document, p.content_hash, run_id=p.run_id))
+
+
+@dataclass(frozen=True)
+class _Document:
+    manifest: RunManifest
+    raw: dict[str, Any]
 
 
 def ingest_populations(con: DuckDBPyConnection, root: Path, summary: IngestSummary) -> None:
-    """Load ``root/populations/*.jsonl``; an invalid registry is skipped with its findings."""
+    """Load ``root/populations/*.jsonl``; an invalid registry is skipped with its findings.
+
+    Each registry is read once: validated, hashed and loaded from the same bytes (the
+    records validation decoded).  A symbolic link in place of the folder is refused like
+    a linked file, unless links are allowed (``--follow-symlinks``)."""
+    import pyarrow as pa
+
     from labrecord.validation.files import validate_population_file
     from labrecord.validation.findings import Report
 
     folder = root / POPULATIONS_DIR
+    problem = link_problem(folder)
+    if problem is not None:
+        summary.skipped[str(folder)] = [f"{folder}: {problem}"]
+        return
     if not folder.is_dir():
         return
     existing = dict(con.execute("SELECT population, any_value(content_hash) FROM populations GROUP BY population").fetchall())
     columns = json_columns(POPULATIONS, ("population", "line", "content_hash"))
     for path in sorted(folder.glob("*.jsonl")):
         report = Report()
-        try:
-            name, digest = path.stem, hashlib.blake2b(read_bounded(path, MAX_LOG_BYTES), digest_size=16).hexdigest()
-        except LabrecordError as error:
-            summary.skipped[str(path)] = [str(error)]
-            continue
-        if existing.get(name) == digest:
-            continue
-        validate_population_file(path, report)
-        if report.errors:
+        info = validate_population_file(path, report)
+        if info["data"] is None or report.errors:
             summary.skipped[str(path)] = [str(f) for f in report.errors]
             continue
+        name, digest = path.stem, hashlib.blake2b(info["data"], digest_size=16).hexdigest()
+        if existing.get(name) == digest:
+            continue
         select = ", ".join(f'"{c}"' for c in columns)
+        structure = "{" + ", ".join(f'"{k}": "{v}"' for k, v in columns.items()) + "}"
+        texts = info["records"]
+        lines = pa.table({"line": pa.array(range(1, len(texts) + 1), pa.int64()),
+                          "json": pa.array(texts, pa.binary()).cast(pa.string())})
         con.execute("BEGIN TRANSACTION")
         try:
+            con.register("_registry", lines)
             con.execute("DELETE FROM populations WHERE population = ?", [name])
             con.execute(
                 f"INSERT INTO populations (population, line, {select}, content_hash) "
-                f"SELECT ?, row_number() OVER (), {select}, ? FROM read_json({_sql_list([str(path.resolve())])}, "
-                f"format='newline_delimited', columns={_struct_literal(columns)})", [name, digest])
+                f"SELECT ?, line, {select}, ? FROM (SELECT line, unnest(json_transform(json, '{structure}')) "
+                f"FROM _registry)", [name, digest])
+            con.unregister("_registry")
             con.execute("COMMIT")
         except Exception as error:
-            con.execute("ROLLBACK")
+            rollback(con)
+            if machine_failure(error):
+                raise StoreFailure(f"{path}: could not store the population, nothing of it was kept: "
+                                   f"{excerpt(str(error), 200)}") from error
             summary.skipped[str(path)] = [f"{path}: could not load population: {excerpt(str(error))}"]
             continue
         summary.populations.append(name)
@@ -313,13 +432,13 @@ def ingest_populations(con: DuckDBPyConnection, root: Path, summary: IngestSumma
 POOL_THRESHOLD = 200
 
 
-def _validate_all(run_dirs: list[Path], jobs: int) -> Iterator[tuple[list[str], Any]]:
+def _validate_all(run_dirs: list[Path], jobs: int) -> Iterator[Validated]:
     """Validation results in order; spread over ``jobs`` processes for large ingests
     (validation decodes every line in Python and dominates the ingest time)."""
     from labrecord import parallel
 
     workers = jobs if len(run_dirs) >= POOL_THRESHOLD else 1
-    return parallel.map(_validate, run_dirs, workers=workers, chunksize=64)
+    return parallel.map(validate_for_load, run_dirs, workers=workers, chunksize=64)
 
 
 def ingest_runs(runs_dir: str | os.PathLike[str], db: Any = None, *, batch_size: int = 2000,
@@ -328,55 +447,67 @@ def ingest_runs(runs_dir: str | os.PathLike[str], db: Any = None, *, batch_size:
 
     ``db`` is a path to a DuckDB file (created if needed), ``None`` for the default
     ``corpus.duckdb``, or an open connection.  ``jobs`` validation processes (default 1;
-    a pool only pays off on idle cores).  Returns an :class:`IngestSummary`.
+    a pool only pays off on idle cores).  Returns an :class:`IngestSummary`.  A full disk
+    (or another failure of the machine) raises one :class:`LabrecordError`; what was
+    committed before it stays, nothing half-written does.
     """
     con = db if hasattr(db, "execute") else connect(db or "corpus.duckdb")
-    root = Path(runs_dir)
+    root = Path(runs_dir).resolve()
     summary = IngestSummary(db=str(db) if not hasattr(db, "execute") else "<connection>")
     # populations first, committed before any run: an ingest killed part-way never leaves
     # runs whose denominators are missing
     ingest_populations(con, root, summary)
     existing = dict(con.execute("SELECT run_id, content_hash FROM runs").fetchall())
-    candidates: list[tuple[Path, str]] = []
+    candidates: list[tuple[Path, str | None]] = []
     run_dirs = find_run_dirs(root)
-    problems = identity_problems(run_dirs)
+    peeked = {run_dir: _peek_run_id(run_dir) for run_dir in run_dirs}
+    problems = identity_problems(run_dirs, peeked)
     for run_dir in run_dirs:
-        run_id, digest = _peek_run_id(run_dir), content_hash(run_dir)
-        if run_id is not None and existing.get(run_id) == digest and run_dir not in problems:
+        run_id = peeked[run_dir]
+        if run_id is not None and run_dir not in problems and existing.get(run_id) == content_hash(run_dir):
             summary.unchanged.append(run_id)
             if advance:
                 advance(1)
         else:
-            candidates.append((run_dir, digest))
+            candidates.append((run_dir, run_id))
     pending: list[_Pending] = []
     seen: dict[str, Path] = {}
     results = _validate_all([d for d, _ in candidates], jobs or 1)
-    for (run_dir, digest), (errors, document) in zip(candidates, results):
+    for (run_dir, run_id), validated in zip(candidates, results):
+        errors = validated.errors
         if run_dir in problems:
             errors = [problems[run_dir], *errors]
-        _consider(run_dir, digest, errors, document, existing, seen, pending, summary)
+        _consider(run_dir, run_id, errors, validated, existing, seen, pending, summary)
         if advance:
             advance(1)
         if len(pending) >= batch_size:
-            load_batch(con, pending)
+            load_isolated(con, pending, summary)
             pending = []
-    load_batch(con, pending)
+    load_isolated(con, pending, summary)
     record_invalid_runs(con, [d for d, _ in candidates], summary.invalid)
     return summary
 
 
-def _consider(run_dir: Path, digest: str, errors: list[str], document: Any, existing: dict[str, str],
+def _consider(run_dir: Path, peeked: str | None, errors: list[str], validated: Validated, existing: dict[str, str],
               seen: dict[str, Path], pending: list[_Pending], summary: IngestSummary) -> None:
+    document = validated.document
+    if not errors and document is not None and document.manifest.run_id != run_dir.name:
+        # the identity checks read run.json before validation did: it changed in between
+        errors = [f"{run_dir / RUN_FILE} run_id: {document.manifest.run_id!r} differs from the folder name "
+                  f"{run_dir.name!r} (run.json changed while it was read); nothing is stored under an id its "
+                  "folder does not carry"]
     if not errors and document is not None and document.manifest.run_id in seen:
         errors = [f"{run_dir / RUN_FILE} run_id: run_id {document.manifest.run_id!r} also used by {seen[document.manifest.run_id]}"]
     if errors or document is None:
         summary.skipped[str(run_dir)] = errors or [f"{run_dir / RUN_FILE}: unreadable manifest"]
-        summary.invalid.append(invalid_run_row(run_dir, summary.skipped[str(run_dir)][0], document, digest))
+        summary.invalid.append(invalid_run_row(run_dir, summary.skipped[str(run_dir)][0], document, validated.digest,
+                                               run_id=run_dir.name if peeked is not None else None))
         return
     run_id = document.manifest.run_id
     seen[run_id] = run_dir
     (summary.replaced if run_id in existing else summary.added).append(run_id)
-    pending.append(_Pending(run_id, run_dir, digest, document.manifest, document.raw))
+    pending.append(_Pending(run_id, run_dir, validated.digest, document.manifest, document.raw, validated.records,
+                            validated.measurements))
 
 
 # -- Run identity and invalid runs (Labference sec. 7.4) --------------------------------------
@@ -385,14 +516,15 @@ def _consider(run_dir: Path, digest: str, errors: list[str], document: Any, exis
 # an invalid state has its old data replaced by that row.
 
 
-def identity_problems(run_dirs: Sequence[Path]) -> dict[Path, str]:
+def identity_problems(run_dirs: Sequence[Path], peeked: dict[Path, str | None] | None = None) -> dict[Path, str]:
     """Run directories refused for their identity: a folder whose name differs from its
     run.json ``run_id``, and every folder of a ``run_id`` claimed more than once (each
-    message names all the claiming paths)."""
+    message names all the claiming paths).  ``peeked``: the run.json ``run_id`` of each
+    folder when already read."""
     claims: dict[str, list[Path]] = {}
     problems: dict[Path, str] = {}
     for run_dir in run_dirs:
-        run_id = _peek_run_id(run_dir)
+        run_id = peeked[run_dir] if peeked is not None else _peek_run_id(run_dir)
         if run_id is None:
             continue
         claims.setdefault(run_id, []).append(run_dir)
@@ -408,15 +540,22 @@ def identity_problems(run_dirs: Sequence[Path]) -> dict[Path, str]:
     return problems
 
 
-def invalid_run_row(run_dir: Path, reason: str, document: Any, digest: str, ingested_at: str = "") -> dict[str, Any]:
+_UNREAD = object()
+
+
+def invalid_run_row(run_dir: Path, reason: str, document: Any, digest: str, ingested_at: str = "", *,
+                    run_id: Any = _UNREAD) -> dict[str, Any]:
     """The ``invalid_runs`` row of a refused run directory: its folder id when run.json names
-    one, the identity columns when run.json decodes, and the reason."""
+    one (``run_id``, read from run.json when not given), the identity columns when run.json
+    decodes, and the reason."""
     row: dict[str, Any] = {c.name: None for c in INVALID_RUNS.columns}
     readable = document is not None
     if readable:
         full = manifest_row(document.manifest, document.raw, run_dir)
         row.update({k: full[k] for k in row if k in full})
-    row.update(run_dir=str(run_dir), run_id=run_dir.name if _peek_run_id(run_dir) is not None else None,
+    if run_id is _UNREAD:
+        run_id = run_dir.name if _peek_run_id(run_dir) is not None else None
+    row.update(run_dir=str(run_dir), run_id=run_id,
                content_hash=digest, reason=reason, identity_readable=readable, ingested_at=ingested_at)
     return row
 
@@ -445,8 +584,9 @@ def record_invalid_runs(con: DuckDBPyConnection, examined: Sequence[Path], rows:
             con.unregister("_invalid_rows")
         con.execute("COMMIT")
     except Exception as error:
-        con.execute("ROLLBACK")
-        raise LabrecordError(f"could not record {len(rows)} invalid run(s): {error}") from error
+        rollback(con)
+        raise LabrecordError(f"could not record {len(rows)} invalid run(s), nothing of it was kept: "
+                             f"{excerpt(str(error), 200)}") from error
 
 
 def runs_to_audit(con: DuckDBPyConnection) -> list[tuple[str, str, str]]:
@@ -455,8 +595,18 @@ def runs_to_audit(con: DuckDBPyConnection) -> list[tuple[str, str, str]]:
                        "WHERE a.content_hash IS DISTINCT FROM r.content_hash ORDER BY r.run_id").fetchall()
 
 
+#: audit checks that say the run's files could not be read as they were loaded (moved,
+#: unreadable, changed since): such a verdict says nothing of the run and is not stored
+UNREAD_CHECKS = ("unreadable",)
+
+
 def record_audits(con: DuckDBPyConnection, verdicts: Sequence[dict[str, Any]]) -> None:
-    """Store replay-audit verdicts (one ``audits`` row each, replacing an earlier one)."""
+    """Store replay-audit verdicts (one ``audits`` row each, replacing an earlier one).
+
+    A verdict that failed only because the files could not be read (check
+    :data:`UNREAD_CHECKS`) is not stored: the run stays without a verdict, to be audited
+    again by the next command that can read it."""
+    verdicts = [v for v in verdicts if v.get("check_name") not in UNREAD_CHECKS]
     if not verdicts:
         return
     import pyarrow as pa
@@ -468,5 +618,9 @@ def record_audits(con: DuckDBPyConnection, verdicts: Sequence[dict[str, Any]]) -
     try:
         quoted = ", ".join(f'"{n}"' for n in names)
         con.execute(f"INSERT OR REPLACE INTO audits ({quoted}) SELECT {quoted} FROM _verdicts")
+    except Exception as error:
+        if machine_failure(error):
+            raise StoreFailure(f"could not store {len(verdicts)} audit verdict(s): {excerpt(str(error), 200)}") from error
+        raise
     finally:
         con.unregister("_verdicts")

@@ -81,7 +81,9 @@ RUNS = TableSpec("runs", "One row per ingested run directory (run.json), with it
     ("seed_task_state", "BIGINT", "task-state seed"),
     ("seed_layout", "BIGINT", "layout seed"),
     ("seed_policy", "BIGINT", "policy seed"),
-    ("layout_hash", "VARCHAR", "realized layout hash"),
+    ("layout_hash", "VARCHAR", "realized layout hash (identity field)"),
+    ("asset_revision", "VARCHAR", "hash of the bench's asset files: models, meshes (identity field)"),
+    ("measurements_declared", "VARCHAR", "recorded | none: whether the run declares a measurement stream"),
     ("manifest", "JSON", "the whole run.json, unknown fields included"),
 ))
 
@@ -95,6 +97,9 @@ EVENTS = TableSpec("events", "Every line of every events.jsonl; fields absent fr
     ("reason", "VARCHAR", "episode_end reason or failure reason"),
     ("physical_complete", "BOOLEAN", "episode_end: physical completion reported online"),
     ("valid_complete", "BOOLEAN", "episode_end: valid completion reported online"),
+    ("runtime_s", "DOUBLE", "episode_end: the episode's runtime in seconds on runtime_clock"),
+    ("runtime_clock", "VARCHAR", "episode_end: sim | wall, the clock of runtime_s"),
+    ("policy_s_per_query", "DOUBLE", "episode_end: the policy's mean compute time per query, wall seconds"),
     ("opp", "VARCHAR", "opportunity id (opportunity, choice, intervention, geometry, state_report)"),
     ("decision", "VARCHAR", "opportunity: registered decision name"),
     ("trigger", "VARCHAR", "opportunity: initial | state_change | failed_attempt"),
@@ -215,6 +220,7 @@ AUDITS = TableSpec("audits", "Replay-audit verdict of each run (labrecord ingest
     ("seq", "BIGINT", "seq of the first disagreeing event, or null"),
     ("check_name", "VARCHAR", "the check that disagreed first"),
     ("findings", "BIGINT", "number of disagreements"),
+    ("audited", "BOOLEAN", "the measurements were replayed (false: the run declares no measurement stream)"),
     ("audited_at", "VARCHAR", "UTC time of the audit"),
 ))
 

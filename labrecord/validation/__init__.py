@@ -54,7 +54,11 @@ def validate_run(run_dir: Path, report: Report | None = None) -> tuple[Report, R
     for name in sorted(present - set(RUN_FILE_VALIDATORS)):
         if not name.startswith("."):
             report.warn(str(run_dir / name), None, "", "file of no registered kind (not checked)")
-    if MEASUREMENTS_FILE not in present and ctx.family in FAMILY_COLUMNS:
+    declared_none = ctx.document is not None and ctx.document.manifest.evaluation.measurements == "none"
+    if declared_none and MEASUREMENTS_FILE in present:
+        report.warn(str(run_dir / MEASUREMENTS_FILE), None, "", "present, but run.json declares no measurement stream "
+                    "(evaluation.measurements: none): the run is scored unaudited")
+    if MEASUREMENTS_FILE not in present and ctx.family in FAMILY_COLUMNS and not declared_none:
         if ctx.interrupted:
             report.warn(str(run_dir / MEASUREMENTS_FILE), None, "", "not written: the run was interrupted before its end")
         elif not (run_dir / MEASUREMENTS_FILE).is_symlink():
@@ -93,7 +97,10 @@ def validate_folder(folder: Path, report: Report | None = None) -> Report:
             memberships.append((run_dir / RUN_FILE, population.name, population.instance_id))
     populations = {}
     pop_dir = folder / POPULATIONS_DIR
-    if pop_dir.is_dir():
+    problem = link_problem(pop_dir)
+    if problem is not None:
+        report.error(str(pop_dir), None, "", problem)
+    elif pop_dir.is_dir():
         for path in sorted(pop_dir.glob("*.jsonl")):
             info = validate_population_file(path, report)
             populations[info["name"]] = info["instances"]

@@ -24,11 +24,13 @@ class EventLogSummary:
         self.count = 0
 
 
-def validate_events(path: str, data: bytes, report: Report, *, interrupted: bool = False) -> EventLogSummary:
+def validate_events(path: str, data: bytes, report: Report, *, interrupted: bool = False,
+                    keep: list[bytes] | None = None) -> EventLogSummary:
     """Validate one events log; every problem is added to ``report``.
 
     ``interrupted``: the run is still marked ``running`` (its writer never closed it), so
-    a cut last line and an open last episode are warnings.
+    a cut last line and an open last episode are warnings.  ``keep`` receives the
+    canonical text of each decoded event (:func:`~labrecord.validation.jsonl.decode_jsonl`).
     """
     summary = EventLogSummary()
     opportunities = summary.opportunities
@@ -38,7 +40,7 @@ def validate_events(path: str, data: bytes, report: Report, *, interrupted: bool
     last_t = float("-inf")
     last_version = -1
     open_episode: int | None = None
-    for line, event in decode_jsonl(path, data, _decoder, report, interrupted=interrupted):
+    for line, event in decode_jsonl(path, data, _decoder, report, interrupted=interrupted, keep=keep):
         summary.count += 1
         if last_seq is not None and event.seq <= last_seq:
             report.error(path, line, "seq", f"seq {event.seq} does not increase (previous {last_seq})")

@@ -13,14 +13,15 @@ from typing import Any
 import msgspec
 
 from labrecord.errors import LabrecordError
-from labrecord.measurements import check_measurement_schema, nonfinite_columns
+from labrecord.measurements import check_measurement_schema, nonfinite_columns, open_measurements
 from labrecord.models import FinalScores, ObservationReceipt, OnlineScore, PopulationEntry
 from labrecord.rundir import (
     DEMO_FILE, EVENTS_FILE, MEASUREMENTS_FILE, OBSERVATIONS_FILE, ONLINE_SCORES_FILE, RUN_FILE,
-    SCORES_FILE, VIDEOS_DIR, RunDocument, parse_manifest,
+    SCORES_FILE, SOURCE_FILE, VIDEOS_DIR, RunDocument, parse_manifest,
 )
 from labrecord.safeio import (
-    MAX_BINARY_BYTES, MAX_DOCUMENT_BYTES, MAX_LOG_BYTES, check_file, decode_json, excerpt, read_bounded,
+    MAX_BINARY_BYTES, MAX_DOCUMENT_BYTES, MAX_LOG_BYTES, MAX_MEASUREMENTS_BYTES, STORED_INT_MAX, canonical_json,
+    check_file, decode_json, excerpt, read_bounded,
 )
 from labrecord.validation.events import EventLogSummary, validate_events
 from labrecord.validation.findings import Report
@@ -32,12 +33,24 @@ _population_decoder = msgspec.json.Decoder(PopulationEntry)
 
 
 class RunContext:
-    """What validators of one run share: the manifest and the events summary."""
+    """What validators of one run share: the manifest and the events summary, and what
+    they read, for the store to load without reading any file again.
+
+    ``files`` holds the bytes of each loaded file as read (read once, hashed as read);
+    ``records`` the canonical text of every record that passed decoding, per log (and
+    of ``scores.json``): a cut or refused line is not among them, so it is never loaded.
+    """
 
     def __init__(self) -> None:
         self.document: RunDocument | None = None
         self.events: EventLogSummary | None = None
         self.receipts: dict[str, int] = {}
+        self.files: dict[str, bytes] = {}
+        self.records: dict[str, list[bytes]] = {}
+
+    def _keep(self, path: Path, data: bytes) -> list[bytes]:
+        self.files[path.name] = data
+        return self.records.setdefault(path.name, [])
 
     @property
     def family(self) -> str | None:
@@ -67,6 +80,7 @@ def validate_manifest_file(path: Path, report: Report, ctx: RunContext) -> None:
     data = _read(path, report, MAX_DOCUMENT_BYTES)
     if data is None:
         return
+    ctx.files[path.name] = data
     try:
         ctx.document = parse_manifest(data, str(path))
     except LabrecordError as error:
@@ -83,7 +97,7 @@ def validate_manifest_file(path: Path, report: Report, ctx: RunContext) -> None:
 def validate_events_file(path: Path, report: Report, ctx: RunContext) -> None:
     data = _read(path, report)
     if data is not None:
-        ctx.events = validate_events(str(path), data, report, interrupted=ctx.interrupted)
+        ctx.events = validate_events(str(path), data, report, interrupted=ctx.interrupted, keep=ctx._keep(path, data))
 
 
 def validate_observations_file(path: Path, report: Report, ctx: RunContext) -> None:
@@ -91,7 +105,8 @@ def validate_observations_file(path: Path, report: Report, ctx: RunContext) -> N
     data = _read(path, report)
     if data is None:
         return
-    for line, receipt in decode_jsonl(str(path), data, _receipt_decoder, report, interrupted=ctx.interrupted):
+    for line, receipt in decode_jsonl(str(path), data, _receipt_decoder, report, interrupted=ctx.interrupted,
+                                      keep=ctx._keep(path, data)):
         if receipt.obs_id in ctx.receipts:
             report.error(str(path), line, "obs_id", f"obs_id {receipt.obs_id!r} repeats (first on line {ctx.receipts[receipt.obs_id]})")
         ctx.receipts.setdefault(receipt.obs_id, line)
@@ -107,7 +122,8 @@ def validate_online_scores_file(path: Path, report: Report, ctx: RunContext) -> 
     data = _read(path, report)
     if data is None:
         return
-    for line, snapshot in decode_jsonl(str(path), data, _online_decoder, report, interrupted=ctx.interrupted):
+    for line, snapshot in decode_jsonl(str(path), data, _online_decoder, report, interrupted=ctx.interrupted,
+                                       keep=ctx._keep(path, data)):
         if snapshot.t < last_t:
             report.error(str(path), line, "t", f"t {snapshot.t} goes back from {last_t}")
         last_t = max(last_t, snapshot.t)
@@ -117,39 +133,69 @@ def validate_scores_file(path: Path, report: Report, ctx: RunContext) -> None:
     data = _read(path, report, MAX_DOCUMENT_BYTES)
     if data is None:
         return
+    ctx.files[path.name] = data
     try:
-        scores = decode_json(data, str(path), type=FinalScores)
+        plain = decode_json(data, str(path))
+        scores = msgspec.convert(plain, FinalScores)
     except LabrecordError as error:
         report.error(str(path), None, "", _without_prefix(str(error), path))
         return
+    except msgspec.ValidationError as error:
+        report.error(str(path), None, "", str(error))
+        return
+    # the document as decoded (numbers as written), which is what the store keeps
+    ctx.records[path.name] = [canonical_json(plain)]
     if ctx.document is not None and scores.run_id != ctx.document.manifest.run_id:
         report.error(str(path), None, "run_id", f"scores name run {scores.run_id!r}, run.json names {ctx.document.manifest.run_id!r}")
 
 
 def validate_measurements_file(path: Path, report: Report, ctx: RunContext) -> None:
-    import pyarrow.parquet as pq
-
+    """Read the file once into memory, check its footer before any column (see
+    :func:`labrecord.measurements.open_measurements`), then its columns; the store loads
+    the same bytes."""
+    data = _read(path, report, MAX_MEASUREMENTS_BYTES)
+    if data is None:
+        return
+    ctx.files[path.name] = data
     try:
-        check_file(path, MAX_BINARY_BYTES)
+        parquet = open_measurements(data, str(path))
     except LabrecordError as error:
         report.error(str(path), None, "", _without_prefix(str(error), path))
         return
-    try:
-        parquet = pq.ParquetFile(path)
-    except Exception as error:  # pyarrow raises several types for damaged files
-        report.error(str(path), None, "", f"not a readable Parquet file: {error}")
-        return
     for column, message in check_measurement_schema(parquet.schema_arrow, ctx.family):
         report.error(str(path), None, column, message)
-    if "t" in parquet.schema_arrow.names:
-        import pyarrow.compute as pc
+    try:
+        if "t" in parquet.schema_arrow.names:
+            import pyarrow.compute as pc
 
-        t = parquet.read(columns=["t"]).column("t")
-        if len(t) > 1:
-            steps_back = pc.sum(pc.less(t.slice(1), t.slice(0, len(t) - 1))).as_py() or 0
-            if steps_back:
-                report.error(str(path), None, "t", f"t goes back {steps_back} time(s)")
+            t = parquet.read(columns=["t"]).column("t")
+            if len(t) > 1:
+                steps_back = pc.sum(pc.less(t.slice(1), t.slice(0, len(t) - 1))).as_py() or 0
+                if steps_back:
+                    report.error(str(path), None, "t", f"t goes back {steps_back} time(s)")
+        _check_integers(path, parquet, report)
+    except LabrecordError:
+        raise
+    except Exception as error:  # pyarrow raises several types for damaged pages
+        report.error(str(path), None, "", f"unreadable columns: {excerpt(str(error))}")
+        return
     _check_finite(path, parquet, report)
+
+
+def _check_integers(path: Path, parquet: Any, report: Report) -> None:
+    """Unsigned 64-bit columns whose values pass the stored 64-bit range are refused (the
+    store's integer columns are signed 64-bit, as for JSON records)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    wide = [f.name for f in parquet.schema_arrow if pa.types.is_uint64(f.type)]
+    if not wide:
+        return
+    table = parquet.read(columns=wide)
+    for name in wide:
+        top = pc.max(table.column(name)).as_py()
+        if top is not None and top > STORED_INT_MAX:
+            report.error(str(path), None, name, f"column {name!r} holds {top}, outside the stored 64-bit range")
 
 
 def _check_finite(path: Path, parquet: Any, report: Report) -> None:
@@ -169,6 +215,7 @@ def _check_finite(path: Path, parquet: Any, report: Report) -> None:
 
 
 def validate_demo_file(path: Path, report: Report, ctx: RunContext) -> None:
+    """HDF5 is opened by path (h5py reads what it needs); the store never loads it."""
     import h5py
 
     try:
@@ -199,17 +246,22 @@ RUN_FILE_VALIDATORS: dict[str, Validator] = {
     SCORES_FILE: validate_scores_file,
     MEASUREMENTS_FILE: validate_measurements_file,
     DEMO_FILE: validate_demo_file,
+    SOURCE_FILE: validate_demo_file,  # the same layout: a data group of demo groups
     VIDEOS_DIR: _no_check,
 }
 
 
 def validate_population_file(path: Path, report: Report) -> dict[str, Any]:
-    """Validate ``populations/<name>.jsonl``; returns the registered instance ids."""
+    """Validate ``populations/<name>.jsonl``; returns its name, the registered instance
+    ids, the bytes read (``data``, None when unreadable) and the canonical text of each
+    record (``records``), which is what the store loads."""
     registered: set[str] = set()
     references: list[tuple[int, str, str]] = []
     keys: dict[tuple[str, str], int] = {}
+    records: list[bytes] = []
     data = _read(path, report)
-    for line, record in decode_jsonl(str(path), data or b"", _population_decoder, report) if data is not None else ():
+    for line, record in decode_jsonl(str(path), data or b"", _population_decoder, report,
+                                     keep=records) if data is not None else ():
         tag = type(record).__struct_config__.tag
         key_field = "pair_id" if tag in ("pair", "oracle_pair") else "instance_id"
         key = (tag, getattr(record, key_field) + ("/" + record.decision if tag == "checkpoint" else ""))
@@ -227,4 +279,4 @@ def validate_population_file(path: Path, report: Report) -> dict[str, Any]:
     for line, field, instance in references:
         if instance not in registered:
             report.error(str(path), line, field, f"member {instance!r} is not a registered instance of this population")
-    return {"name": path.stem, "instances": registered}
+    return {"name": path.stem, "instances": registered, "data": data, "records": records}

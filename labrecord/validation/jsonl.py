@@ -8,7 +8,7 @@ import msgspec
 
 from labrecord.errors import TruncatedLogError
 from labrecord.fileio import Line, LineProblem, decode_error_message, iter_lines
-from labrecord.safeio import depth_problem, excerpt
+from labrecord.safeio import DIGITS_ONLY, LONG_DIGIT_RUN, canonical_json, depth_problem, excerpt, strict_problem
 from labrecord.validation.findings import Report
 
 #: line-level findings listed per file; the rest are counted in one closing finding, so
@@ -16,12 +16,25 @@ from labrecord.validation.findings import Report
 MAX_LINE_FINDINGS = 10
 
 
+#: records checked together against their canonical texts (bounds what is held at once)
+CHUNK = 4096
+
+
 def decode_jsonl(path: str, data: bytes, decoder: msgspec.json.Decoder[Any], report: Report, *,
-                 interrupted: bool = False) -> Iterator[tuple[int, Any]]:
+                 interrupted: bool = False, keep: list[bytes] | None = None) -> Iterator[tuple[int, Any]]:
     """Yield ``(line, record)`` for every line that decodes; report the others.
 
     ``interrupted``: the run's writer never closed it, so a cut last line is the expected
     trace of the crash (a warning, the line is ignored) rather than damage (an error).
+    ``keep``: receives the canonical text of every record yielded (see
+    :func:`labrecord.safeio.decode_record`), which is what the store loads: a line that
+    was ignored or refused here is never loaded.
+
+    Repeated keys and integers outside the stored range (:func:`~labrecord.safeio.strict_problem`)
+    are screened for a chunk of records at a time: the chunk encoded again in one call
+    equals its lines joined exactly when every line is its own canonical text (as every
+    line the writer wrote is), which proves that no line repeats a key; only the lines of
+    a chunk that does not pass are checked one by one, and reported after the chunk.
     """
     if not data.strip():
         report.error(path, None, "", "empty file")
@@ -33,6 +46,28 @@ def decode_jsonl(path: str, data: bytes, decoder: msgspec.json.Decoder[Any], rep
         problems += 1
         if problems <= MAX_LINE_FINDINGS:
             report.error(path, line, field, message)
+
+    numbers: list[int] = []
+    raws: list[bytes] = []
+    records: list[Any] = []
+
+    def settle() -> None:
+        """Screen the pending chunk; keep its canonical texts, report its strict problems."""
+        joined = b",".join(raws)
+        if canonical_json(records) == b"[" + joined + b"]" and LONG_DIGIT_RUN not in joined.translate(DIGITS_ONLY):
+            if keep is not None:
+                keep.extend(raws)
+        else:
+            for number, raw, record in zip(numbers, raws, records):
+                canonical = canonical_json(record)
+                message = None if raw == canonical and LONG_DIGIT_RUN not in raw.translate(DIGITS_ONLY) else strict_problem(raw)
+                if message is not None:
+                    problem(number, "", message)
+                if keep is not None:
+                    keep.append(canonical)
+        numbers.clear()
+        raws.clear()
+        records.clear()
 
     expected = 1
     for item in iter_lines(path, data):
@@ -46,7 +81,7 @@ def decode_jsonl(path: str, data: bytes, decoder: msgspec.json.Decoder[Any], rep
                 problem(item.number, "", depth)
                 continue
             try:
-                yield item.number, decoder.decode(item.raw)
+                record = decoder.decode(item.raw)
             except (msgspec.DecodeError, msgspec.ValidationError) as error:
                 field, message = decode_error_message(error, item.raw)
                 text, quoted, _ = message.rpartition(" (line: ")
@@ -55,8 +90,16 @@ def decode_jsonl(path: str, data: bytes, decoder: msgspec.json.Decoder[Any], rep
                     message = text if quotes else f"{text} (line: {excerpt(item.raw)})"
                     quotes += 1
                 problem(item.number, field, message)
+                continue
             except RecursionError:
                 problem(item.number, "", "JSON nested too deeply to decode")
+                continue
+            numbers.append(item.number)
+            raws.append(item.raw)
+            records.append(record)
+            if len(records) >= CHUNK:
+                settle()
+            yield item.number, record
         elif isinstance(item, TruncatedLogError):
             expected = number
             if interrupted:
@@ -66,6 +109,7 @@ def decode_jsonl(path: str, data: bytes, decoder: msgspec.json.Decoder[Any], rep
                 problem(item.line, "", f"truncated last line ({item.size} bytes without a newline)")
         elif isinstance(item, LineProblem):
             problem(item.line, "", item.detail)
+    settle()
     for blank in range(expected, data.count(b"\n") + 1):
         problem(blank, "", "blank line (every line of a JSONL log holds one record)")
     if problems > MAX_LINE_FINDINGS:

@@ -17,6 +17,7 @@ from labrecord.errors import LabrecordError
 from labrecord.models import Opportunity, PopulationEntry
 from labrecord.models.populations import Checkpoint, Pair
 from labrecord.rundir import POPULATIONS_DIR, find_run_dirs, read_events, read_manifest
+from labrecord.safeio import MAX_LOG_BYTES, link_problem, read_bounded
 from labrecord.validation.findings import Report
 
 _decoder = msgspec.json.Decoder(PopulationEntry)
@@ -40,8 +41,8 @@ def check_answer_changing_pairs(folder: Path, report: Report) -> None:
     """Report every answer-changing pair of ``folder/populations`` whose members' runs share
     a legal operation at the scored decision."""
     registry = Path(folder) / POPULATIONS_DIR
-    if not registry.is_dir():
-        return
+    if link_problem(registry) is not None or not registry.is_dir():
+        return  # a refused link is reported by the folder's own validation
     runs: dict[tuple[str, str], list[Path]] = {}
     for run_dir in find_run_dirs(folder):
         try:
@@ -52,8 +53,9 @@ def check_answer_changing_pairs(folder: Path, report: Report) -> None:
             runs.setdefault((population.name, population.instance_id), []).append(run_dir)
     for path in sorted(registry.glob("*.jsonl")):
         try:
-            records = [(n, _decoder.decode(line)) for n, line in enumerate(path.read_bytes().splitlines(), 1) if line.strip()]
-        except (msgspec.DecodeError, msgspec.ValidationError):
+            data = read_bounded(path, MAX_LOG_BYTES)
+            records = [(n, _decoder.decode(line)) for n, line in enumerate(data.splitlines(), 1) if line.strip()]
+        except (msgspec.DecodeError, msgspec.ValidationError, LabrecordError):
             continue  # the registry's own validation reports it
         checkpoints: dict[str, str] = {}
         for _, r in records:

@@ -24,7 +24,8 @@ def _old_form_study(root) -> None:
     """One matched decision:replace pair whose supported run is rewritten in the 1.0 form:
     ``schema`` labrecord.run/1, ``intervention`` {mode, site, oracle, pair_id, branch}, and
     an intervention event without payload or receipt.  The committed add(w100) was
-    substituted by add(w10): substitution share 1/1; base wrong, supported right: Δ correct 1."""
+    substituted by add(w10): substitution share 1/1; the system's own add(w100) is not legal:
+    own_correct 0/1; no gain.correct (the executed choice is the Oracle's)."""
     write_population(root, "O", [{"type": "instance", "instance_id": "b0"}, {"type": "instance", "instance_id": "s0"},
                                  {"type": "oracle_pair", "pair_id": "p0", "base": "b0", "supported": "s0",
                                   "mode": "replace", "oracle": "contract-legal", "site": "decision"}])
@@ -62,7 +63,8 @@ def test_old_form_record_validates_ingests_and_scores(tmp_path):
     assert row == ("replace", "decision", "contract-legal")
     for result in (score_corpus(con, resamples=0), score_corpus(tmp_path / "runs", resamples=0)):
         (group,) = [g for g in result["groups"] if g["identity"]["intervention_mode"] == "replace"]
-        assert group["metrics"]["gain.correct"]["value"] == 1
+        assert "gain.correct" not in group["metrics"]
+        assert group["metrics"]["own_correct"]["value"] == 0
         assert group["metrics"]["substitution_share"]["value"] == 1
         assert group["metrics"]["agreement"]["value"] is None
     con.close()

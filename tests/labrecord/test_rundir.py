@@ -117,3 +117,139 @@ def test_written_events_read_back_equal(tmp_path_factory: pytest.TempPathFactory
                                     legal=[Operation("wait")], evidence_version=index))
             written.append(run.emit(Choice, t=t, opp=f"{opp}-{index}", op=Operation("wait"), first=True))
     assert read_events(root / "r1") == written
+
+
+# -- writer safety: one writer per run, a failed write stops the writer cleanly ----------------
+
+import errno  # noqa: E402
+import os  # noqa: E402
+
+import labrecord.rundir as rundir_module  # noqa: E402
+from labrecord.models import ObservationReceipt  # noqa: E402
+from labrecord.validation import validate_run  # noqa: E402
+
+
+def _episode(run: RunWriter, episode: int, t: float) -> None:
+    run.emit(EpisodeStart, t=t, episode=episode)
+    run.emit(EpisodeEnd, t=t + 1, episode=episode, reason="success", physical_complete=True, valid_complete=True)
+
+
+def test_a_second_writer_of_one_run_is_refused(tmp_path: Path) -> None:
+    """Two writers of one run made colliding sequence numbers (and the whole run was refused)."""
+    first = RunWriter.create(tmp_path, example_manifest("r"))
+    with pytest.raises(LabrecordError, match="another writer has this run open; refused"):
+        RunWriter.open(tmp_path / "r")
+    _episode(first, 0, 0.0)
+    first.close()
+    second = RunWriter.open(tmp_path / "r")
+    with pytest.raises(LabrecordError, match="another writer has this run open"):
+        RunWriter.open(tmp_path / "r")
+    _episode(second, 1, 5.0)
+    second.close()
+    assert [e.seq for e in read_events(tmp_path / "r")] == [0, 1, 2, 3]
+    assert sorted(os.listdir(tmp_path / "r")) == ["events.jsonl", "run.json"]  # no lock file left behind
+
+
+class _Disk:
+    """``os.write``/``os.fsync`` of the writer on a disk that fills: writes pass until
+    ``room`` bytes are used, then one partial write, then ENOSPC; ``free()`` makes room."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch, room: int) -> None:
+        self.room = room
+        self.real_write = os.write
+        monkeypatch.setattr(rundir_module.os, "write", self.write)
+
+    def write(self, fd: int, data: bytes) -> int:
+        if self.room <= 0:
+            raise OSError(errno.ENOSPC, "No space left on device")
+        n = self.real_write(fd, bytes(data[: self.room]))
+        self.room -= n
+        return n
+
+    def free(self) -> None:
+        self.room = 1 << 30
+
+
+def test_a_full_disk_leaves_a_valid_prefix_and_no_data_twice(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Disk full mid-write, space freed, writer closed: the old writer wrote its pending
+    lines a second time after the cut one (a broken log) and lost the completed episode."""
+    run = RunWriter.create(tmp_path, example_manifest("r"))
+    _episode(run, 0, 0.0)  # complete and synced
+    size = (tmp_path / "r" / "events.jsonl").stat().st_size
+    disk = _Disk(monkeypatch, room=30)
+    with pytest.raises(LabrecordError, match="write failed \\(No space left on device\\); the file keeps its whole "
+                                             "records"):
+        run.emit(EpisodeStart, t=3.0, episode=1)  # synced at once: 30 bytes fit, then ENOSPC
+    disk.free()
+    with pytest.raises(LabrecordError, match="this writer stopped after a failed write"):
+        run.emit(EpisodeStart, t=5.0, episode=2)
+    with pytest.raises(LabrecordError, match="stopped after a failed write"):
+        run.observation(ObservationReceipt(obs_id="x", step=0, t_acquired=0.0, t_delivered=0.0, evidence_version=0))
+    run.close()
+    assert run.failure is not None and "No space left on device" in run.failure
+    log = (tmp_path / "r" / "events.jsonl").read_bytes()
+    assert log.endswith(b"\n") and len(log) == size  # cut back to the last whole write
+    events = read_events(tmp_path / "r")
+    assert [type(e).__name__ for e in events] == ["EpisodeStart", "EpisodeEnd"]
+    report, _ = validate_run(tmp_path / "r")
+    assert report.ok and read_manifest(tmp_path / "r").manifest.status == "running"
+    resumed = RunWriter.open(tmp_path / "r")
+    assert resumed.interrupted_episode is None and resumed.next_seq == 2
+    resumed.close()
+
+
+def test_a_failed_write_is_cut_back_to_whole_lines(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A partial write of a flush (a large pending block) is cut off again: the log stays
+    whole lines, each line once, and the episode ended before it is kept."""
+    run = RunWriter.create(tmp_path, example_manifest("r"))
+    _episode(run, 0, 0.0)
+    run.emit(EpisodeStart, t=3.0, episode=1)
+    before = (tmp_path / "r" / "events.jsonl").read_bytes()
+    disk = _Disk(monkeypatch, room=100)
+    with pytest.raises(LabrecordError, match="No space left"):
+        for k in range(5000):  # past FLUSH_BYTES: one large write, cut at 100 bytes
+            run.emit(Opportunity, t=3.0, opp=f"o{k}", decision="d", legal=[], evidence_version=0, trigger="initial")
+    disk.free()
+    run.close()
+    assert (tmp_path / "r" / "events.jsonl").read_bytes() == before
+    resumed = RunWriter.open(tmp_path / "r")
+    assert resumed.interrupted_episode == 1
+    resumed.close()
+    events = read_events(tmp_path / "r")
+    assert [e.seq for e in events] == list(range(len(events)))
+    assert sum(isinstance(e, EpisodeEnd) and e.reason == "success" for e in events) == 1
+
+
+def test_a_failed_sync_stops_the_writer(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    run = RunWriter.create(tmp_path, example_manifest("r"))
+
+    def no_sync(fd: int) -> None:
+        raise OSError(errno.EIO, "Input/output error")
+
+    monkeypatch.setattr(rundir_module.os, "fsync", no_sync)
+    with pytest.raises(LabrecordError, match="write failed \\(Input/output error\\)"):
+        run.emit(EpisodeStart, t=0.0, episode=0)
+    monkeypatch.undo()
+    with pytest.raises(LabrecordError, match="stopped after a failed write"):
+        run.emit(EpisodeStart, t=0.0, episode=0)
+    run.close()
+    assert validate_run(tmp_path / "r")[0].ok
+
+
+def test_a_full_disk_while_writing_the_manifest_keeps_the_old_one(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import labrecord.fileio as fileio
+
+    run = RunWriter.create(tmp_path, example_manifest("r"))
+    _episode(run, 0, 0.0)
+
+    def full(*args: object) -> None:
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(fileio, "_fsync_file", full)
+    with pytest.raises(LabrecordError, match="run.json: write failed \\(No space left on device\\)"):
+        run.close()
+    monkeypatch.undo()
+    assert read_manifest(tmp_path / "r").manifest.status == "running"
+    assert [p.name for p in (tmp_path / "r").iterdir() if p.name.startswith(".")] == []
+    assert validate_run(tmp_path / "r")[0].ok
+    RunWriter.open(tmp_path / "r").close()  # the lock was released

@@ -79,18 +79,44 @@ def test_invalid_run_is_skipped_with_findings_and_nothing_loaded(tmp_path):
 
 
 def test_failed_bulk_load_keeps_nothing_of_the_batch(tmp_path, monkeypatch):
+    """A full disk stops the ingest with one error; nothing of the batch stays."""
+    import errno
+
     root = tmp_path / "runs"
     write_example_run(root, "r0")
     con = connect(None)
 
-    def broken(con_, files):
-        raise RuntimeError("disk full")
+    def broken(con_, pending):
+        raise OSError(errno.ENOSPC, "No space left on device")
 
     monkeypatch.setattr(ingest_module, "_load_scores", broken)
-    with pytest.raises(LabrecordError, match="nothing of the batch was kept: disk full"):
+    with pytest.raises(LabrecordError, match="nothing of it was kept .*No space left on device"):
         ingest_runs(root, con)
     assert _count(con, "SELECT count(*) FROM runs") == 0
     assert _count(con, "SELECT count(*) FROM events") == 0
+
+
+def test_a_run_that_fails_to_load_is_refused_alone(tmp_path, monkeypatch):
+    """A load failure of one run's data refuses that run (invalid_runs row with the reason);
+    the others of its batch are loaded."""
+    root = tmp_path / "runs"
+    for run_id in ("r0", "r1", "r2"):
+        write_example_run(root, run_id)
+    con = connect(None)
+    real = ingest_module._load_scores
+
+    def broken(con_, pending):
+        if any(p.run_id == "r1" for p in pending):
+            raise RuntimeError("bad scores")
+        real(con_, pending)
+
+    monkeypatch.setattr(ingest_module, "_load_scores", broken)
+    summary = ingest_runs(root, con)
+    assert sorted(summary.added) == ["r0", "r2"] and list(summary.skipped) == [str((root / "r1").resolve())]
+    assert "bad scores" in summary.skipped[str((root / "r1").resolve())][0]
+    assert con.execute("SELECT run_id FROM runs ORDER BY 1").fetchall() == [("r0",), ("r2",)]
+    assert con.execute("SELECT run_id, reason LIKE '%bad scores%' FROM invalid_runs").fetchall() == [("r1", True)]
+    assert _count(con, "SELECT count(*) FROM events WHERE run_id = 'r1'") == 0
 
 
 def test_measurements_of_different_families_union_by_name(tmp_path):
@@ -167,7 +193,7 @@ def test_snapshot_interrupted_midway_leaves_no_folder(tmp_path, monkeypatch):
                     raise OSError("disk full")
             return self.inner.execute(sql, *args)
 
-    with pytest.raises(OSError, match="disk full"):
+    with pytest.raises(LabrecordError, match="snapshot could not be written, nothing of it was kept: disk full"):
         write_snapshot(Flaky(con, 3), tmp_path / "snap")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["runs"]
     counts = write_snapshot(con, tmp_path / "snap")
@@ -305,3 +331,22 @@ def test_validation_on_worker_processes_loads_the_same_corpus(tmp_path, monkeypa
     assert (first.added, list(first.skipped)) == (second.added, list(second.skipped)) == (["r0", "r2"], [str(root / "r1")])
     query = "SELECT run_id, seq, type, t FROM events ORDER BY ALL"
     assert one.execute(query).fetchall() == many.execute(query).fetchall()
+
+
+def test_a_read_only_corpus_lacking_new_columns_still_scores(tmp_path):
+    """A corpus file written before runs.asset_revision, events.runtime_s and audits.audited
+    existed opens read-only with those columns as nulls, and scores."""
+    import duckdb
+
+    from labrecord.scorers.corpus import score_corpus
+
+    db = tmp_path / "old.duckdb"
+    ingest_runs(write_rollout(tmp_path / "r", RolloutSpec("a", physical=True)).parent, db)
+    raw = duckdb.connect(str(db))
+    for table, column in (("runs", "asset_revision"), ("events", "runtime_s"), ("audits", "audited")):
+        raw.execute(f"ALTER TABLE {table} DROP COLUMN {column}")
+    raw.close()
+    con = connect(db, read_only=True)
+    (group,) = score_corpus(con, resamples=0)["groups"]
+    assert group["metrics"]["completion.valid"]["value"] == 1.0
+    assert group["identity"]["asset_revision"] is None

@@ -15,7 +15,10 @@ vector = st.one_of(st.none(), st.just([0.0, 0.0, 0.0]), st.lists(st.one_of(finit
 geometry = st.builds(GeometrySpec, p_hat=vector, p_ref=st.lists(finite, min_size=3, max_size=3),
                      v_hat=vector, v_ref=st.one_of(st.none(), st.lists(finite, min_size=3, max_size=3)))
 decision = st.builds(DecisionSpec, decision=st.sampled_from(["select_weight", "d2"]),
-                     outcome=st.sampled_from(["correct", "wrong", "none", "late"]), terminal=st.booleans())
+                     outcome=st.sampled_from(["correct", "wrong", "none", "late"]), terminal=st.booleans(),
+                     delivered=st.sampled_from([True, True, False]), delivery_delay_s=st.sampled_from([0.0, 0.0, 1.0]),
+                     oracle_late=st.booleans())
+handoffs = st.lists(st.builds(dict, decision=st.sampled_from(["select_weight", "d2"]), verified=st.booleans()), max_size=1)
 #: a decision:assist recommendation delivered at an opportunity (supported runs only)
 recommendation = st.one_of(st.none(), st.sampled_from(["w10", "w100"]).map(
     lambda w: {"mode": "assist", "site": "decision", "payload": {"kind": "add", "object": w, "dest": "pan"}}))
@@ -39,6 +42,9 @@ def rollout(draw, index: int) -> RolloutSpec:
         evaluation_version="1",
         intervention={"mode": "assist", "site": "decision", "oracle": "o1", "branch": "supported"} if supported else {},
         episode=draw(st.booleans()) or True,
+        handoffs=draw(handoffs), ended=draw(st.sampled_from([True, True, False])),
+        measurements=draw(st.sampled_from(["recorded", "none"])),
+        runtime_s=draw(st.sampled_from([None, 12.5, 30.0])), runtime_clock=draw(st.sampled_from(["sim", "wall"])),
     )
 
 

@@ -279,3 +279,42 @@ def test_run_whose_over_pan_columns_appear_mid_episode_passes(tmp_path: Path) ->
     result = audit_run(run_dir)
     assert result.ok, [str(f) for f in result.findings]
     assert not [e for e in (run_dir / EVENTS_FILE).read_text().splitlines() if '"failure"' in e]
+
+
+# -- saved checkpoints named by the manifest (sec. 6.1) ------------------------------------------
+
+def _checkpointed_run(root: Path, verified_in_file: bool = True) -> Path:
+    """An events-only run at checkpoint ``select_weight`` whose manifest names the saved
+    checkpoint ``checkpoints/r0.ckpt`` as verified; the file's header records a passing (or
+    failing) verification and the sha256 of its body."""
+    import hashlib
+
+    from labrecord.scorers.synthetic import RolloutSpec, write_rollout
+
+    run_dir = write_rollout(root, RolloutSpec("r0", measurements="none", handoffs=[
+        {"decision": "select_weight", "verified": True, "file": "checkpoints/r0.ckpt"}]))
+    body = b"physics and state"
+    header = {"decision": "select_weight", "body_sha256": hashlib.sha256(body).hexdigest(),
+              "verification": {"periods": 10, "bitwise": True, "tracker_equal": True, "handoff_ready": verified_in_file}}
+    (root / "checkpoints").mkdir(exist_ok=True)
+    (root / "checkpoints" / "r0.ckpt").write_bytes(json.dumps(header).encode() + b"\n" + body)
+    return run_dir
+
+
+def test_a_verified_checkpoint_file_passes(tmp_path: Path) -> None:
+    result = audit_run(_checkpointed_run(tmp_path))
+    assert result.ok and not result.audited  # nothing replayed: the run declares no measurements
+
+
+@pytest.mark.parametrize("damage, message", [
+    ("delete", "is missing"), ("tamper", "does not match its digest"), ("unverified", "verification is False")])
+def test_a_missing_or_altered_checkpoint_fails_the_audit(tmp_path: Path, damage: str, message: str) -> None:
+    run_dir = _checkpointed_run(tmp_path, verified_in_file=damage != "unverified")
+    path = tmp_path / "checkpoints" / "r0.ckpt"
+    if damage == "delete":
+        path.unlink()
+    elif damage == "tamper":
+        path.write_bytes(path.read_bytes() + b"!")
+    result = audit_run(run_dir)
+    assert not result.ok
+    assert [f.check for f in result.findings] == ["checkpoint"] and message in result.findings[0].message

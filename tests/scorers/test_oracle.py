@@ -6,9 +6,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from labrecord.errors import LabrecordError
-from labrecord.scorers.corpus import score_corpus
+from labrecord.scorers.corpus import score_corpus, score_reference
 from labrecord.scorers.oracle import gain_bounds, interaction, paired_gain
-from labrecord.scorers.synthetic import GeometrySpec, RolloutSpec, write_population, write_rollout
+from labrecord.scorers.synthetic import DecisionSpec, GeometrySpec, RolloutSpec, write_population, write_rollout
 
 
 def _support(oracle: str) -> dict:
@@ -239,3 +239,95 @@ def test_scorer_agreement_and_substitution_from_stored_runs(tmp_path):
         assert groups["assist"]["delivery"]["value"] == 1
         assert groups["replace"]["substitution_share"]["value"] == 1 / 2
         assert groups["replace"]["agreement"]["value"] is None
+
+
+# -- Replace scores the system's own output (sec. 6.2); support timing (sec. 6.3) -----------
+
+W10 = {"kind": "add", "object": "w10", "dest": "pan"}
+W100 = {"kind": "add", "object": "w100", "dest": "pan"}
+
+
+def _replace_corpus(root, late: set[int] = frozenset()) -> None:
+    """Three decision:replace pairs.  The system proposes (original) add(w100), add(w10),
+    add(w100); the legal set is [add(w10)] and the Oracle substitutes add(w10) every time.
+    Base branches choose wrong, right, wrong and complete only in pair 1; every supported
+    branch completes.  ``late``: pairs whose support arrives after the first choice."""
+    records = _instances("b0", "b1", "b2", "s0", "s1", "s2")
+    records += [{"type": "oracle_pair", "pair_id": f"p{k}", "base": f"b{k}", "supported": f"s{k}", "mode": "replace",
+                 "oracle": "contract-legal", "site": "decision"} for k in range(3)]
+    write_population(root, "O", records)
+    support = {"mode": "replace", "site": "decision", "oracle": "contract-legal", "branch": "supported"}
+    for k, (own, base_outcome) in enumerate(((W100, "wrong"), (W10, "correct"), (W100, "wrong"))):
+        write_rollout(root, RolloutSpec(f"base{k}", population=("O", f"b{k}"), physical=k == 1,
+                                        decisions=[DecisionSpec(outcome=base_outcome)]))
+        oracle = {"mode": "replace", "site": "decision", "original": own, "substituted": W10}
+        write_rollout(root, RolloutSpec(f"sup{k}", population=("O", f"s{k}"), physical=True, intervention=support,
+                                        decisions=[DecisionSpec(oracle=oracle, oracle_late=k in late)]))
+
+
+def _replace_group(result: dict) -> dict:
+    return next(g for g in result["groups"] if g["identity"]["intervention_mode"] == "replace")
+
+
+def test_replace_reports_own_correctness_substitution_and_completion_gain(tmp_path):
+    """own_correct = 1/3 (only pair 1's original add(w10) is legal); substitution share =
+    2/3 (originals differing from the substitute); gain.completion = ((1−0) + (1−1) +
+    (1−0))/3 = 2/3; gain.correct is not reported (the executed choice is the Oracle's:
+    it would be 1 − base B_next = 2/3 by construction)."""
+    _replace_corpus(tmp_path)
+    m = _replace_group(score_corpus(tmp_path, resamples=0))["metrics"]
+    assert (m["own_correct"]["num"], m["own_correct"]["den"]) == (1, 3)
+    assert (m["substitution_share"]["num"], m["substitution_share"]["den"]) == (2, 3)
+    assert m["gain.completion"]["value"] == pytest.approx(2 / 3)
+    assert "gain.correct" not in m
+    assert m["agreement"]["value"] is None
+
+
+def test_support_delivered_after_the_choice_is_not_in_time(tmp_path):
+    """Pair 2's substitution is recorded after its first choice: that pair is unresolved
+    ("not delivered in time") — gain.completion lies in [(1 + 0 + 0)/3, (1 + 0 + 1)/3] —
+    and the coverage counts it; the system's own output stays scorable (own_correct 1/3)."""
+    _replace_corpus(tmp_path, late={2})
+    group = _replace_group(score_corpus(tmp_path, resamples=0))
+    m = group["metrics"]
+    assert m["gain.completion"]["value"] is None
+    assert (m["gain.completion.lower"]["num"], m["gain.completion.upper"]["num"]) == (1, 2)
+    assert group["coverage"]["supports_not_delivered_in_time"] == 1
+    assert m["own_correct"]["value"] == pytest.approx(1 / 3)
+
+
+def test_assist_after_the_choice_does_not_count_as_agreement(tmp_path):
+    """One decision:assist pair whose recommendation add(w10) came after the system had
+    already chosen add(w10): agreement is unresolved [0, 1], not 1/1."""
+    write_population(tmp_path, "O", _instances("b0", "s0") + [_pair("p0", "b0", "s0")])
+    write_rollout(tmp_path, RolloutSpec("base0", population=("O", "b0")))
+    oracle = {"mode": "assist", "site": "decision", "payload": W10}
+    write_rollout(tmp_path, RolloutSpec("sup0", population=("O", "s0"), intervention=_support("o1"),
+                                        decisions=[DecisionSpec(oracle=oracle, oracle_late=True)]))
+    m = _supported_group(score_corpus(tmp_path, resamples=0))["metrics"]
+    assert (m["agreement"]["value"], m["agreement.lower"]["value"], m["agreement.upper"]["value"]) == (None, 0.0, 1.0)
+
+
+@given(st.lists(st.tuples(st.booleans(), st.booleans()), min_size=1, max_size=5))
+def test_own_correct_is_the_share_of_legal_originals(originals):
+    """own_correct counts the originals in the legal set, whatever was substituted."""
+    from labrecord.scorers.metrics import measure, support_metrics
+    from labrecord.scorers.oracle import SupportUnit
+
+    rows = [(f"p{k}", [SupportUnit(f"r{k}", "decision", "replace", None, not legal, legal, in_time)])
+            for k, (legal, in_time) in enumerate(originals)]
+    estimate = measure(support_metrics(rows, [("decision", "replace")])["own_correct"].units)
+    assert estimate.value == sum(legal for legal, _ in originals) / len(originals)
+
+
+def test_a_branch_from_an_unverified_checkpoint_is_unresolved(tmp_path):
+    """One decision:assist pair: base wrong, supported right (gain.correct 1 when verified).
+    The supported branch's manifest records its d0 handoff as unverified: the pair is
+    unresolved, gain.correct in [0, 1] — never 1.0 from an unverified start."""
+    write_population(tmp_path, "O", _instances("b0", "s0") + [_pair("p0", "b0", "s0")])
+    write_rollout(tmp_path, RolloutSpec("base0", population=("O", "b0"), decisions=[DecisionSpec(outcome="wrong")]))
+    write_rollout(tmp_path, RolloutSpec("sup0", population=("O", "s0"), intervention=_support("o1"),
+                                        handoffs=[{"decision": "select_weight", "verified": False}]))
+    for result in (score_corpus(tmp_path, resamples=0), score_reference(tmp_path, resamples=0)):
+        m = _supported_group(result)["metrics"]
+        assert (m["gain.correct"]["value"], m["gain.correct.lower"]["value"], m["gain.correct.upper"]["value"]) == (None, 0.0, 1.0)

@@ -44,7 +44,7 @@ def test_score_prints_provisional_rows_and_unresolved_runs(tmp_path):
     from labrecord.scorers.synthetic import RolloutSpec, write_rollout
 
     write_rollout(tmp_path, RolloutSpec("r0", physical=True))
-    write_rollout(tmp_path, RolloutSpec("r1", physical=True, status="aborted"))
+    write_rollout(tmp_path, RolloutSpec("r1", physical=True, status="aborted", ended=False))
     result = CliRunner().invoke(cli, ["score", str(tmp_path), "--resamples", "0", "--no-audit"],
                                 env={"COLUMNS": "200"})
     assert result.exit_code == 0, result.output

@@ -47,3 +47,22 @@ def test_score_json_table3(tmp_path):
     lo, hi = gpt["ci"]
     assert lo <= 0.8 <= hi
     assert set(json.loads((runs / "scores.json").read_text())) == {"groups", "unassigned_invalid_runs"}
+
+
+def test_table3_reproduces_under_the_default_score(tmp_path):
+    """The records log events only and declare no measurement stream, so the default
+    ``labrecord score`` (replay audit on) scores them from their events, marks them
+    unaudited (audited 0/50, 0/50, 0/10), and prints Table 3's runtime column: mean
+    episode runtime 135.60 s (π0.5) and 86.81 s (GR00T-N1.5) on the wall clock."""
+    runs = write_table3(tmp_path / "runs")
+    result = CliRunner().invoke(cli, ["score", str(runs), "--resamples", "50"], terminal_width=200)
+    assert result.exit_code == 0, result.output
+    tables = _tables(result.output)
+    assert "20 % (10/50)" in _row(tables["pi05"], "correct.select_weight")
+    assert "8 % (4/50)" in _row(tables["groot-n1.5"], "completion.valid")
+    assert "80 % (8/10)" in _row(tables["gpt-driven"], "completion.valid")
+    assert "135.60 s" in _row(tables["pi05"], "runtime.wall")
+    assert "86.81 s" in _row(tables["groot-n1.5"], "runtime.wall")
+    assert "runtime.wall" not in tables["gpt-driven"]
+    assert "audited 0/50" in tables["pi05"] and "audited 0/10" in tables["gpt-driven"]
+    assert "provisional" not in result.output

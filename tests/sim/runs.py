@@ -73,3 +73,15 @@ def reference_metrics(run_family: Callable[..., list[Path]], folder: Path, condi
     for run in run_family(folder, condition, "reference", episodes=8, seed=0, cameras=False, workers=2):
         check_run(run)
     return group_metrics(folder)
+
+
+def check_bench_identity(runs: list[Path], deadline_s: float) -> None:
+    """Every run names its bench's asset revision and layout revision — the same for every
+    instance of one bench, so randomized instances pool — and the family's default response
+    deadline."""
+    from labrecord.rundir import read_manifest
+
+    manifests = [read_manifest(run).manifest for run in runs]
+    assert all(m.assets.revision and m.assets.revision.startswith("sha256:") for m in manifests)
+    assert len({(m.assets.revision, m.assets.layout_hash) for m in manifests}) == 1
+    assert {m.evaluation.budget.response_deadline_s for m in manifests} == {deadline_s}

@@ -13,6 +13,7 @@ from labrecord.sim import run_centrifuge
 from labrecord.sim.centrifuge import instances, population_records
 from labrecord.validation import validate_folder
 from tests.sim.runs import (
+    check_bench_identity,
     check_failed_and_recovered, check_run, episode_end, first_native_choices, group_metrics, ratio, reference_metrics,
     reference_runs_fixture,
 )
@@ -130,3 +131,7 @@ def test_reference_acceptance_eight_episodes_each_condition(tmp_path):
     for condition in ("basic", "extended"):
         clean = reference_metrics(run_centrifuge, tmp_path / condition, condition)["completion.clean"]
         assert clean["num"] == 8, json.dumps(clean)
+
+
+def test_runs_name_the_bench_revisions_and_the_default_deadline(reference_runs):
+    check_bench_identity(reference_runs, 20.0)

@@ -4,8 +4,9 @@ Hand count (seed 0, basic condition, first 4 instances): every 4 consecutive ins
 of a block hold each answer standard once, so exactly one instance has goal {w50}.  At
 the checkpoint ``d0`` the legal set is ``[add(goal)]``; fixed-preference commits to
 ``add(w50)``, wrong on the 3 others.  Under decision:replace the supported branch carries
-out ``add(goal)`` (correct on all 4), so gain.correct = (0 − 0)·… = 3/4 and the
-substitution share is 3/4 too.
+out ``add(goal)``; the system's own proposal (the recorded original) is scored directly:
+own_correct = 1/4, the substitution share is 3/4, and no gain.correct is reported (the
+executed choice is the Oracle's, so it would only restate the substitution share).
 
 decision:assist with ``random`` (seed 0, first 2 instances): the recommendations are
 add(w100) and add(w10); the random policy takes the recommendation or its own draw
@@ -50,7 +51,10 @@ def test_fixed_preference_gain_equals_hand_count(fixed_study):
     wrong = sum(1 for inst in instances("basic", N, 0) if inst.goal != frozenset({"w50"}))
     assert wrong == 3  # one of each answer in 4 consecutive instances
     group = _group(score_corpus(out, resamples=0), "replace")
-    assert group["metrics"]["gain.correct"]["value"] == pytest.approx(wrong / N)
+    # the system's own choice is scored, not the substituted one: fixed-preference picks w50,
+    # correct only where w50 is the answer; the executed choice's "gain" is not reported
+    assert "gain.correct" not in group["metrics"]
+    assert group["metrics"]["own_correct"]["value"] == pytest.approx((N - wrong) / N)
     assert group["coverage"]["oracle_pairs"] == N
     entry = summary["supports"]["decision:replace"]
     assert entry["substitution_share"] == pytest.approx(wrong / N)
@@ -202,18 +206,30 @@ def test_pairs_p_state_equals_hand_count(tmp_path):
 
 
 def test_fixed_starts_e_fixed(tmp_path):
-    """Two fixed starts (seed 0): subgoals add:<goal>.  The reference system given its
-    subgoal confirms it in both: E_fixed = 2/2.  fixed-preference, handed the same
-    subgoal through its commit hook, carries it out too (its executor is sound; its
-    failure is the decision): 2/2."""
+    """Two fixed starts (seed 0): subgoals add:<goal>.  Every system shares one start
+    population (fixed-weighing-basic-s0: the same start ids and seeds), each start is
+    verified like a checkpoint, and the executor gets the reference frame of the standard.
+    The reference system given its subgoal confirms it in both: E_fixed = 2/2.
+    fixed-preference, handed the same subgoal, carries it out too (its executor is sound;
+    its failure is the decision): 2/2.  noisy-localizer mislocalizes the standards, but a
+    fixed start hands it the reference geometry with the subgoal: 2/2 as well."""
+    from labrecord.rundir import read_manifest
     from labrecord.sim.study import run_fixed_starts_study
 
-    for policy in ("reference", "fixed-preference"):
-        run_fixed_starts_study(tmp_path / policy, policy, 2, 0)
-        (group,) = score_corpus(tmp_path / policy, resamples=0)["groups"]
+    systems = ("reference", "fixed-preference", "noisy-localizer")
+    populations = {run_fixed_starts_study(tmp_path, policy, 2, 0)["population"] for policy in systems}
+    assert populations == {"fixed-weighing-basic-s0"}
+    runs = sorted(p for p in tmp_path.iterdir() if (p / "run.json").is_file())
+    manifests = [read_manifest(run).manifest for run in runs]
+    assert len({(m.evaluation.population.instance_id, m.seeds.task_state, m.seeds.layout, m.seeds.policy)
+                 for m in manifests}) == 2  # two starts, identical across the three systems
+    assert all(c.verified for m in manifests for c in m.evaluation.checkpoints)
+    groups = {g["identity"]["system_name"]: g for g in score_corpus(tmp_path, resamples=0)["groups"]}
+    assert set(groups) == set(systems)
+    for policy, group in groups.items():
         assert group["metrics"]["E_fixed"]["value"] == 1, policy
         assert group["metrics"]["E_fixed"]["den"] == 2
-    assert not validate_folder(tmp_path / "reference").errors
+    assert not validate_folder(tmp_path).errors
 
 
 def test_skill_replace_executes_the_selected_operation_with_the_reference_executor(tmp_path):
@@ -236,3 +252,25 @@ def test_skill_replace_executes_the_selected_operation_with_the_reference_execut
     assert (groups[None]["completion.clean"]["value"], groups["skill"]["completion.clean"]["value"]) == (0, 1)
     assert groups["skill"]["delivery"]["value"] == 1 and "substitution_share" not in groups["skill"]
     assert not validate_folder(tmp_path).errors
+
+
+def test_branches_record_their_verified_handoff_and_deleting_it_unresolves(fixed_study, tmp_path):
+    """Every base and started supported branch records the d0 handoff as verified, naming
+    its checkpoint file.  On a copy with one checkpoint file deleted, the replay audit
+    refuses the runs that name it, so that pair's gain and the base's checkpoint member are
+    unresolved: gain.completion gets bounds instead of a value."""
+    import shutil
+
+    from labrecord.rundir import read_manifest
+
+    out, _ = fixed_study
+    for run_dir in sorted(p for p in out.iterdir() if (p / "run.json").is_file()):
+        (check,) = read_manifest(run_dir).manifest.evaluation.checkpoints
+        assert check.decision == "d0" and check.verified and (out / check.file).is_file()
+    copy = tmp_path / "copy"
+    shutil.copytree(out, copy)
+    victim = sorted((copy / "checkpoints").glob("*.ckpt"))[0]
+    victim.unlink()
+    group = _group(score_corpus(copy, resamples=0, audit=True), "replace")
+    assert group["metrics"]["gain.completion"]["value"] is None
+    assert "gain.completion.lower" in group["metrics"]

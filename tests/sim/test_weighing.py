@@ -22,6 +22,7 @@ from labrecord.validation import validate_folder
 from labrecord.validation.files import validate_population_file
 from labrecord.validation.findings import Report
 from tests.sim.runs import (
+    check_bench_identity,
     check_failed_and_recovered, check_run, episode_end, first_native_choices, group_metrics, ratio, reference_runs_fixture,
 )
 
@@ -291,3 +292,22 @@ def test_an_arm_link_pushed_into_the_balance_is_a_safety_violation(tmp_path):
     assert [(v.kind, v.irreversible) for v in violations][:1] == [("safety", True)]
     first = float(np.asarray(table.column("t"))[np.argmax(force > 5.0)])
     assert violations[0].t == pytest.approx(first)
+
+
+def test_runs_name_the_bench_revisions_and_the_default_deadline(reference_runs):
+    check_bench_identity(reference_runs, 10.0)
+
+
+def test_episode_end_carries_runtime_on_its_clock(reference_runs):
+    """Runtime (sec. 9.5): simulated seconds from episode_start to episode_end, the clock
+    named; the policy's wall time per query beside it."""
+    from labrecord.models import EpisodeStart
+    from labrecord.rundir import read_events
+
+    for run in reference_runs:
+        events = read_events(run)
+        start = next(e for e in events if isinstance(e, EpisodeStart))
+        end = episode_end(run)
+        assert end.runtime_clock == "sim"
+        assert end.runtime_s == pytest.approx(end.t - start.t, abs=1e-6)
+        assert end.policy_s_per_query is not None and end.policy_s_per_query >= 0

@@ -15,7 +15,8 @@ from tests.support import require_module
 
 def recorded(run: Path) -> tuple[list[dict], dict]:
     """Events without wall-clock times, and the measurements table, of one run."""
-    events = [{k: v for k, v in msgspec.to_builtins(e).items() if k != "wall"} for e in read_events(run)]
+    events = [{k: v for k, v in msgspec.to_builtins(e).items() if k not in ("wall", "policy_s_per_query")}
+              for e in read_events(run)]
     return events, pq.read_table(run / "measurements.parquet").to_pydict()
 
 
