@@ -292,14 +292,16 @@ def test_a_bad_model_layout_fails_the_layout_stage(tmp_path: Path) -> None:
 
 
 def test_model_stages_are_checked(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    (tmp_path / "a.png").write_bytes(b"")
-    code, _, err = cli(capsys, "rxn", "extract", str(tmp_path), "--out", str(tmp_path / "o"), "--model-stages", "layout")
+    figures = tmp_path / "figs"
+    figures.mkdir()
+    (figures / "a.png").write_bytes(b"")
+    code, _, err = cli(capsys, "rxn", "extract", str(figures), "--out", str(tmp_path / "o"), "--model-stages", "layout")
     assert code == 1 and err.strip() == "Error: --model-stages needs --model-endpoint and --model"
-    code, _, err = cli(capsys, "rxn", "extract", str(tmp_path), "--out", str(tmp_path / "o"), "--model-endpoint",
+    code, _, err = cli(capsys, "rxn", "extract", str(figures), "--out", str(tmp_path / "o"), "--model-endpoint",
                        "http://127.0.0.1:9/v1", "--model", "vl", "--model-stages", "layout,ocr")
     assert code == 1 and "unknown model stage 'ocr'" in err
     with pytest.raises(LabrecordError, match="model-stages"):
-        run_extraction(tmp_path, tmp_path / "o", ExtractConfig(model_stages=("ocr",)))
+        run_extraction(figures, tmp_path / "o", ExtractConfig(model_stages=("ocr",)))
 
 
 def test_sound_first_prefers_a_sanitizable_reading_then_confidence() -> None:
