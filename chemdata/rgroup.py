@@ -43,6 +43,7 @@ FailureKind = Literal["bad_smiles", "bad_substituent", "no_match", "ambiguous_ma
 
 #: bracket labels RDKit cannot parse that name a variable position
 _BRACKET_LABEL = re.compile(r"\[(R\d*'*|X\d*|Z\d*|G\d*|Ar\d+|Q\d*|L\d*)\]")
+BRACKET_LABEL = _BRACKET_LABEL
 #: element symbols that figures use as labels ([Ar] aryl, [Y], [Rf] perfluoroalkyl, [X]…):
 #: read as a label only in context — at an attachment point (one bond) or named by the
 #: caller (printed in the figure text); an unbonded [Ar] stays argon

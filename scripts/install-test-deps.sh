@@ -2,6 +2,8 @@
 # Installs everything the test suite uses on a fresh Debian machine (run as root or with sudo):
 #   Debian: osra, tesseract-ocr (structure and text reading), EGL + Mesa (offscreen rendering)
 #   Python 3.11+: labrecord with its extras, and the reference readers robomimic + CPU torch
+#   the [ocsr] extra: DECIMER (tensorflow-cpu) and its model (scripts/install-ocsr.sh; adds about
+#   1.6 GB of packages and 332 MB of model, under two minutes on a bare machine)
 #   Python 3.12: a separate venv with lerobot (scripts/install-lerobot-venv.sh)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -14,5 +16,6 @@ python3 -m pip install -q -e ".[dev,sim,chem,ray,report,policies,gym,vla-eval]"
 # OpenPI adapter's wire format is checked against
 python3 -m pip install -q --no-deps "openpi-client==0.1.2"
 python3 -m pip install -q "torch==2.13.0" "robomimic==0.3.0" six
+bash scripts/install-ocsr.sh
 bash scripts/install-lerobot-venv.sh >/dev/null
 echo "test dependencies installed"
