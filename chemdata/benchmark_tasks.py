@@ -38,6 +38,8 @@ from typing import Any
 
 from labrecord.errors import LabrecordError
 from labrecord.fileio import atomic_write_bytes, dumps_pretty
+from labrecord.models.rxn import check_figure_id
+from labrecord.safeio import MAX_DOCUMENT_BYTES, decode_json, excerpt, read_bounded
 
 TASK_FILE = "task.toml"
 RUN_DIR = "run"
@@ -46,7 +48,6 @@ FIGURE_IN_CONTAINER = "/app/figure.png"
 BASE_IMAGE = "python:3.11-slim-bookworm"
 #: run statuses a harness may report, and the record status each becomes
 RUN_STATUSES = {"ok": "ok", "timeout": "timeout", "error": "failed", "failed": "failed"}
-
 INSTRUCTION = f"""# Extract the reactions of a chemistry figure
 
 The figure is `{FIGURE_IN_CONTAINER}`: a reaction scheme, substrate scope, optimization
@@ -178,6 +179,14 @@ def package_tasks(figures_dir: str | os.PathLike[str], gold_path: str | os.PathL
     gold = sorted(load_documents(gold_path, gold=True), key=lambda d: d.figure_id)
     if not gold:
         raise LabrecordError(f"{gold_path}: no gold documents")
+    sources: dict[str, str] = {}
+    for doc in gold:  # every id is checked before any task is written
+        where = str(doc.source or gold_path)
+        check_figure_id(doc.figure_id, where)
+        if doc.figure_id in sources:
+            raise LabrecordError(f"{where}: gold figure {doc.figure_id!r} also given by {sources[doc.figure_id]}; "
+                                 "one gold document per figure")
+        sources[doc.figure_id] = where
     stack = chemistry_stack()
     out = Path(out_dir)
     written = []
@@ -281,14 +290,16 @@ def answer_document(answer: Path, figure_id: str, system: str) -> Any:
 def _task_figure_id(task: Path) -> str:
     import tomllib
 
+    file = task / TASK_FILE
     try:
-        data = tomllib.loads((task / TASK_FILE).read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as error:
-        raise LabrecordError(f"{task / TASK_FILE}: cannot read the task metadata: {error}") from error
-    figure_id = data.get("metadata", {}).get("figure_id")
+        data = tomllib.loads(read_bounded(file, MAX_DOCUMENT_BYTES).decode("utf-8"))
+    except (UnicodeDecodeError, tomllib.TOMLDecodeError, RecursionError) as error:
+        raise LabrecordError(f"{file}: cannot read the task metadata: {excerpt(str(error))}") from error
+    metadata = data.get("metadata")
+    figure_id = metadata.get("figure_id") if isinstance(metadata, dict) else None
     if not isinstance(figure_id, str) or not figure_id:
-        raise LabrecordError(f"{task / TASK_FILE}: metadata.figure_id is {figure_id!r}, expected text")
-    return figure_id
+        raise LabrecordError(f"{file}: metadata.figure_id is {excerpt(repr(figure_id))}, expected text")
+    return check_figure_id(figure_id, f"{file} metadata.figure_id")
 
 
 def _run_status(run: Path) -> tuple[str, str | None]:
@@ -296,22 +307,20 @@ def _run_status(run: Path) -> tuple[str, str | None]:
     file = run / "status.json"
     if not file.is_file():
         return "ok", None
-    try:
-        data = json.loads(file.read_bytes())
-    except ValueError as error:
-        raise LabrecordError(f"{file}: not JSON: {error}") from error
+    data = decode_json(read_bounded(file, MAX_DOCUMENT_BYTES), str(file))
     status = data.get("status") if isinstance(data, dict) else None
-    if status not in RUN_STATUSES:
-        raise LabrecordError(f"{file}: status {status!r}, expected one of {', '.join(RUN_STATUSES)}")
+    if not isinstance(status, str) or status not in RUN_STATUSES:
+        raise LabrecordError(f"{file}: status {excerpt(repr(status))}, expected one of {', '.join(RUN_STATUSES)}")
     message = data.get("error")
     return RUN_STATUSES[status], None if message is None else str(message)
 
 
-def collect_one(task: Path, system: str) -> Any:
-    """The figure document of one task's run (never None: failures keep the figure)."""
+def collect_one(task: Path, system: str, figure_id: str | None = None) -> Any:
+    """The figure document of one task's run (never None: failures keep the figure);
+    ``figure_id`` when the task's metadata was read already."""
     from labrecord.models.rxn import FigureDocument
 
-    figure_id = _task_figure_id(task)
+    figure_id = figure_id or _task_figure_id(task)
     run = task / RUN_DIR
     status, error = _run_status(run)
     if status != "ok":
@@ -322,8 +331,16 @@ def collect_one(task: Path, system: str) -> Any:
 
 def collect_answers(tasks_dir: str | os.PathLike[str], out_dir: str | os.PathLike[str], *, system: str = "system") -> dict[str, Any]:
     """Write ``out_dir/<figure_id>.json`` for every task folder under ``tasks_dir``;
-    returns ``{"figures", "status": {status: n}, "out"}``."""
+    returns ``{"figures", "status": {status: n}, "out", "refused"}``.
+
+    Each task is read on its own: a task whose run files cannot be read (a status.json
+    that is not JSON, too large or nested too deeply, an unreadable answer) gives a
+    ``malformed`` record for its figure, and the others are collected as usual.  A task
+    whose figure id cannot be known or is not a safe file name gets no record: it is
+    listed under ``refused`` with its reason (``labrecord rxn collect`` then exits 1).
+    """
     from labrecord.chemdata.extract.records import write_document
+    from labrecord.models.rxn import FigureDocument
 
     root = Path(tasks_dir)
     if not root.is_dir():
@@ -335,11 +352,23 @@ def collect_answers(tasks_dir: str | os.PathLike[str], out_dir: str | os.PathLik
     out.mkdir(parents=True, exist_ok=True)
     statuses: dict[str, int] = {}
     seen: dict[str, Path] = {}
+    refused: list[dict[str, str]] = []
     for task in tasks:
-        doc = collect_one(task, system)
-        if doc.figure_id in seen:
-            raise LabrecordError(f"{task}: figure {doc.figure_id!r} also packaged in {seen[doc.figure_id]}")
-        seen[doc.figure_id] = task
-        write_document(out / f"{doc.figure_id}.json", doc)
+        try:
+            figure_id = _task_figure_id(task)
+        except LabrecordError as error:
+            refused.append({"task": str(task), "error": str(error)})
+            continue
+        if figure_id in seen:
+            refused.append({"task": str(task), "error": f"{task}: figure {figure_id!r} also packaged in {seen[figure_id]}"})
+            continue
+        seen[figure_id] = task
+        try:
+            doc = collect_one(task, system, figure_id)
+        except (LabrecordError, OSError, ValueError, RecursionError) as error:
+            message = str(error) if isinstance(error, LabrecordError) else f"{task}: {type(error).__name__}: {error}"
+            doc = FigureDocument(figure_id=figure_id, system=system, status="malformed", error=excerpt(message, 400),
+                                 source=str(task / RUN_DIR))
+        write_document(out / f"{figure_id}.json", doc)
         statuses[doc.status] = statuses.get(doc.status, 0) + 1
-    return {"figures": len(tasks), "status": dict(sorted(statuses.items())), "out": str(out)}
+    return {"figures": len(seen), "status": dict(sorted(statuses.items())), "out": str(out), "refused": refused}

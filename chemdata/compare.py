@@ -46,12 +46,12 @@ def load_source(text: str, *, gold: bool = False) -> list[Any]:
     corpus opened read-only (its documents as stored)."""
     from labrecord.chemdata.adapters import load_documents
     from labrecord.models.rxn import FigureDocument
-    from labrecord.store.readonly import open_read_only
+    from labrecord.store import open_source
 
     name, db = parse_source(text)
     if db is None:
         return load_documents(name, gold=gold)
-    con = open_read_only(db)
+    con, _, _ = open_source(db)  # locked: a view in a corpus from elsewhere reads no local file
     try:
         rows = con.execute("SELECT document FROM rxn_figures WHERE system = ? ORDER BY figure_id", [name]).fetchall()
         if not rows:

@@ -32,14 +32,13 @@ import json
 import os
 import re
 import time
-import urllib.error
-import urllib.request
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from labrecord.chemdata import judge_http
 from labrecord.chemdata.extract.endpoint import chat_url
 from labrecord.chemdata.judge import check_judge
 from labrecord.chemdata.judge_arithmetic import ReactionGrade, assemble_judgment
@@ -47,6 +46,8 @@ from labrecord.chemdata.judge_rubric import RUBRIC, RUBRIC_VERSION, judge_view
 from labrecord import parallel
 from labrecord.errors import LabrecordError
 from labrecord.fileio import atomic_write_bytes, dumps_pretty
+from labrecord.models.rxn import check_figure_id
+from labrecord.safeio import MAX_DOCUMENT_BYTES, decode_json, depth_problem, read_bounded
 from labrecord.validation.findings import Report
 
 JUDGMENT_SCHEMA = "labrecord.judgment/1"
@@ -135,44 +136,47 @@ class _AttemptFailed(Exception):
         self.http_status, self.raw = http_status, raw
 
 
-def _post(config: JudgeConfig, body: dict[str, Any]) -> tuple[int, str]:
-    """POST the body; (HTTP status, response text) or :class:`_AttemptFailed`."""
+def _post(config: JudgeConfig, body: dict[str, Any]) -> tuple[int, bytes]:
+    """POST the body (:func:`~.judge_http.post`: a total deadline of ``timeout_s``, a size
+    cap, no redirects); (HTTP status, answer bytes) or :class:`_AttemptFailed`."""
     target = chat_url(config.endpoint)
     headers = {"Content-Type": "application/json"}
     key = os.environ.get(config.api_key_env) if config.api_key_env else None
     if key:
         headers["Authorization"] = f"Bearer {key}"
-    request = urllib.request.Request(target, data=json.dumps(body).encode(), headers=headers, method="POST")
     try:
-        with urllib.request.urlopen(request, timeout=config.timeout_s) as response:  # noqa: S310 (user-given URL)
-            return response.status, response.read().decode("utf-8", errors="replace")
-    except TimeoutError as exc:
-        raise _AttemptFailed(f"no answer within {config.timeout_s:g}s") from exc
-    except urllib.error.HTTPError as exc:
-        raw = exc.read().decode("utf-8", errors="replace") if exc.fp else None
-        raise _AttemptFailed(f"HTTP {exc.code} from {target}", exc.code, raw) from exc
-    except urllib.error.URLError as exc:
-        if isinstance(exc.reason, TimeoutError):
-            raise _AttemptFailed(f"no answer within {config.timeout_s:g}s") from exc
-        raise _AttemptFailed(f"cannot reach {target}: {exc.reason}") from exc
-    except OSError as exc:  # connection reset mid-answer and the like
-        raise _AttemptFailed(f"transport error from {target}: {exc}") from exc
+        return judge_http.post(target, json.dumps(body).encode(), headers, timeout_s=config.timeout_s)
+    except judge_http.EndpointError as exc:
+        raise _AttemptFailed(str(exc), exc.http_status, judge_http.kept(exc.raw)) from exc
 
 
-def parse_judgment(raw: str) -> Any:
-    """The judge object in a chat-completions answer ``raw``; :class:`_AttemptFailed` if the
-    answer or its content is not JSON.  One enclosing code fence is tolerated."""
+def _json(text: str | bytes, refusal: str, raw: str | None) -> Any:
+    """``text`` decoded as JSON, refusing NaN/Infinity and nesting deeper than the safe
+    limit; :class:`_AttemptFailed` starting with ``refusal`` otherwise."""
+    data = text.encode() if isinstance(text, str) else text
+    problem = depth_problem(data)
+    if problem is not None:
+        raise _AttemptFailed(f"{refusal}: {problem}", raw=raw)
     try:
-        content = json.loads(raw)["choices"][0]["message"]["content"]
-    except (ValueError, KeyError, IndexError, TypeError) as exc:
-        raise _AttemptFailed(f"not a chat-completions answer: {type(exc).__name__}: {exc}", raw=raw) from None
-    if not isinstance(content, str):
-        raise _AttemptFailed(f"message content is {type(content).__name__}, expected text", raw=raw)
-    fenced = _FENCE.match(content)
-    try:
-        return json.loads(fenced.group(1) if fenced else content, parse_constant=_reject_constant)
+        return json.loads(data, parse_constant=_reject_constant)
     except (ValueError, RecursionError) as exc:
-        raise _AttemptFailed(f"judgment is not JSON: {exc}", raw=raw) from None
+        raise _AttemptFailed(f"{refusal}: {exc}", raw=raw) from None
+
+
+def parse_judgment(raw: str | bytes) -> Any:
+    """The judge object in a chat-completions answer ``raw``; :class:`_AttemptFailed` if the
+    answer or its content is not JSON (or nested too deeply).  One enclosing code fence is
+    tolerated."""
+    shown = judge_http.kept(raw)
+    answer = _json(raw, "not a chat-completions answer (not JSON)", shown)
+    try:
+        content = answer["choices"][0]["message"]["content"]
+    except (KeyError, IndexError, TypeError) as exc:
+        raise _AttemptFailed(f"not a chat-completions answer: {type(exc).__name__}: {exc}", raw=shown) from None
+    if not isinstance(content, str):
+        raise _AttemptFailed(f"message content is {type(content).__name__}, expected text", raw=shown)
+    fenced = _FENCE.match(content)
+    return _json(fenced.group(1) if fenced else content, "judgment is not JSON", shown)
 
 
 def _reject_constant(name: str) -> Any:
@@ -224,8 +228,9 @@ def judge_figure(task: JudgeTask, config: JudgeConfig) -> dict[str, Any]:
         attempt: dict[str, Any] = {"attempt": number, "http_status": None, "response": None, "error": None, "findings": []}
         attempts.append(attempt)
         try:
-            attempt["http_status"], attempt["response"] = _post(config, body)
-            judgment = parse_judgment(attempt["response"])
+            attempt["http_status"], answer = _post(config, body)
+            attempt["response"] = judge_http.kept(answer)
+            judgment = parse_judgment(answer)
         except _AttemptFailed as exc:
             error = attempt["error"] = str(exc)
             attempt["http_status"] = attempt["http_status"] or exc.http_status
@@ -281,6 +286,8 @@ def prepare_tasks(gold_path: str, pred_path: str, figures_dir: str | None = None
     gold = load_documents(gold_path, gold=True)
     if not gold:
         raise LabrecordError(f"{gold_path}: no gold documents")
+    for ref in gold:  # the id names the judgment file under --out
+        check_figure_id(ref.figure_id, str(ref.source or gold_path))
     preds = load_documents(pred_path)
     by_system: dict[str, dict[str, Any]] = {}
     for pred in preds:
@@ -311,8 +318,8 @@ def _already_judged(path: Path, task: JudgeTask, config: JudgeConfig) -> bool:
     if not path.is_file():
         return False
     try:
-        stored = json.loads(path.read_bytes())
-    except ValueError:
+        stored = decode_json(read_bounded(path, MAX_DOCUMENT_BYTES), str(path))
+    except LabrecordError:
         return False
     return (isinstance(stored, dict) and stored.get("status") == "valid" and stored.get("judge_model") == config.model
             and stored.get("rubric_version") == config.rubric_version and stored.get("inputs") == task.digests()

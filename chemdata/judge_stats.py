@@ -178,7 +178,7 @@ def stats_for_path(path: str | os.PathLike[str] | None, db: str | None = None, s
     if path is None and (db is None or not Path(db).is_file()):
         raise LabrecordError(f"{db}: no such corpus file (store judgments with 'labrecord rxn judge-stats JUDGMENTS/ --db {db}')")
     records = load_judgments(path) if path is not None else []
-    con = connect(db)
+    con = connect(db, locked=True)
     try:
         ingest_judgments(con, records)
         return judge_stats(con, system)

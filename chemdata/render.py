@@ -34,6 +34,7 @@ from labrecord.chemdata import rgroup
 from labrecord.errors import LabrecordError
 from labrecord.chemdata.extract.records import write_document
 from labrecord.fileio import atomic_write_bytes
+from labrecord.models.rxn import FIGURE_ID_PATTERN
 
 FONT_CANDIDATES = ("/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf",
                    "/usr/share/fonts/truetype/liberation/LiberationSans-Regular.ttf")
@@ -45,7 +46,7 @@ ROW_GAP = 70
 LABEL_GAP = 32      # white space between a drawn product and its entry label
 #: "#" starts a comment only at a line start or after white space: "C#N" is a triple bond
 _COMMENT = re.compile(r"(^|\s)#.*$")
-_FIGURE_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
+_FIGURE_ID = re.compile(FIGURE_ID_PATTERN)
 
 
 @dataclass

@@ -79,7 +79,7 @@ def score_paths(gold: str, preds: Sequence[str], *, db: str | None = None, by: s
     (:func:`template_rows`); ``calibration`` (a number of bins) adds the reliability table
     of recorded confidences (:func:`labrecord.chemdata.stats.reliability`).
     """
-    con = connect(db)
+    con = connect(db, locked=True)
     try:
         gold_name = _resolve_gold(con, gold, db)
         systems: dict[str, bool] = {}

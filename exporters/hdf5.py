@@ -75,7 +75,7 @@ def export_hdf5(runs_dir: str | os.PathLike[str], out: str | os.PathLike[str], *
     from labrecord.exporters.observations import classify, demo_roles
 
     size = parse_image_size(image_size)
-    out = check_output(out, overwrite)
+    out = check_output(out, overwrite, runs_dir)
     if out.is_dir():
         raise LabrecordError(f"{out}: is a directory; --out names the .hdf5 file to write")
     if not images and (cameras is not None or size is not None):

@@ -258,11 +258,11 @@ def export_lerobot(runs_dir: str | os.PathLike[str], out: str | os.PathLike[str]
     (``96`` or ``96x128``) resizes them, ``env_state`` adds the evaluator state as the
     privileged ``observation.environment_state``.
     """
+    out = check_output(out, overwrite, runs_dir)
     datasets = require_lerobot()
     if env_frames not in ENV_FRAME_RULES:
         raise LabrecordError(f"env-frame rule {env_frames!r} is not one of {', '.join(ENV_FRAME_RULES)}")
     size = parse_image_size(image_size)
-    out = check_output(out, overwrite)
     selection = select(runs_dir, accept, valid_ratio=valid_ratio, seed=seed)
     obs, listed = demo_roles(selection)
     roles = classify(obs, listed)

@@ -169,7 +169,7 @@ def export_parquet(runs_dir: str | os.PathLike[str], out: str | os.PathLike[str]
     """
     import pyarrow.parquet as pq
 
-    out = check_output(out, overwrite)
+    out = check_output(out, overwrite, runs_dir)
     selection = select(runs_dir, accept)
     run_ids = list(dict.fromkeys(a.run_id for a in selection.accepted))
     roles = classify(*demo_roles(selection))

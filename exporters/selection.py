@@ -5,8 +5,9 @@ was accepted and why.  An *attempt* is one entry of a run's ``demo.hdf5`` manife
 without ``demo.hdf5`` contributes one attempt with no demo, so it stays visible.
 
 The rule is ``success`` (the episode's success flag), ``all`` (every attempt with steps)
-or a SQL ``WHERE`` clause over the attempts table (columns in :data:`ATTEMPT_COLUMNS`),
-evaluated by DuckDB.  Attempts without steps are never accepted: there is nothing to
+or one boolean SQL expression over the attempts table (columns in :data:`ATTEMPT_COLUMNS`),
+checked against DuckDB's parse tree (:func:`check_rule`) and evaluated on a locked
+connection.  Attempts without steps are never accepted: there is nothing to
 train on, but they stay in the export's manifest.
 """
 from __future__ import annotations
@@ -23,7 +24,7 @@ from labrecord.demos import DemoReader, split_names
 from labrecord.errors import LabrecordError
 from labrecord.models import ActionSpec, RunManifest
 from labrecord.rundir import DEMO_FILE, find_run_dirs
-from labrecord.safeio import check_writable, excerpt
+from labrecord.safeio import check_apart, check_writable, depth_problem, excerpt
 
 #: columns a SQL acceptance rule may use, with their meaning
 ATTEMPT_COLUMNS: dict[str, str] = {
@@ -166,19 +167,119 @@ def collect(runs_dir: str | os.PathLike[str]) -> tuple[dict[str, RunSource], lis
     return runs, rows
 
 
+#: expression node classes an acceptance rule may contain (DuckDB parser names)
+RULE_CLASSES = frozenset({"COLUMN_REF", "CONSTANT", "COMPARISON", "CONJUNCTION", "BETWEEN", "CASE", "CAST", "TYPE",
+                          "OPERATOR", "FUNCTION"})
+#: operators among the ``OPERATOR`` nodes: NOT, IS [NOT] NULL, [NOT] IN (a list), COALESCE
+RULE_OPERATORS = frozenset({"OPERATOR_NOT", "OPERATOR_IS_NULL", "OPERATOR_IS_NOT_NULL", "COMPARE_IN", "COMPARE_NOT_IN",
+                            "OPERATOR_COALESCE"})
+#: functions a rule may call: arithmetic, LIKE / ILIKE / ``~`` and a few string and number functions
+RULE_FUNCTIONS = frozenset({"+", "-", "*", "/", "//", "%", "~~", "!~~", "~~*", "!~~*", "regexp_matches", "lower", "upper",
+                            "length", "strlen", "starts_with", "ends_with", "prefix", "suffix", "contains", "abs",
+                            "round", "least", "greatest", "coalesce", "ifnull", "concat", "||"})
+_RULE_QUERY = "SELECT _row FROM attempts WHERE ({})"
+
+
+def check_rule(where: str) -> str:
+    """Check that ``where`` is one boolean expression over :data:`ATTEMPT_COLUMNS`, built of
+    comparisons, AND/OR/NOT, IS NULL, IN lists, BETWEEN, CASE, casts, constants and
+    :data:`RULE_FUNCTIONS`; return the query that applies it.
+
+    The check reads DuckDB's own parse tree (``json_serialize_sql``) of the very query
+    that is run, so text that closes the parenthesis early, adds a statement, a
+    subquery, a table function or a parameter is refused before anything runs.
+    """
+    import duckdb
+
+    query = _RULE_QUERY.format(where)
+
+    def refuse(reason: str) -> LabrecordError:
+        return LabrecordError(f"--accept {excerpt(where)!r}: {reason}; give one boolean expression over "
+                              f"{', '.join(ATTEMPT_COLUMNS)} (or 'success' / 'all')")
+
+    if not where.strip():
+        raise refuse("empty rule")
+    con = duckdb.connect()
+    try:
+        try:
+            if len(duckdb.extract_statements(query)) != 1:
+                raise refuse("more than one statement")
+            raw = str(con.execute("SELECT json_serialize_sql(?)", [query]).fetchall()[0][0]).encode()
+        except duckdb.Error as error:
+            raise refuse(f"not an expression: {str(error).splitlines()[0]}") from error
+    finally:
+        con.close()
+    if depth_problem(raw) is not None:  # the parse tree of a rule this deep is no acceptance rule
+        raise refuse("nested too deeply")
+    tree = msgspec.json.decode(raw)
+    if tree.get("error"):
+        raise refuse(f"not an expression: {excerpt(str(tree.get('error_message', '')).splitlines()[0])}")
+    statements = tree.get("statements", [])
+    node = statements[0].get("node", {}) if len(statements) == 1 else {}
+    expected: dict[str, Any] = {"type": "SELECT_NODE", "modifiers": [], "group_expressions": [], "group_sets": [], "having": None,
+                "qualify": None, "sample": None}
+    select_list = node.get("select_list", [])
+    source = node.get("from_table", {})
+    if (any(node.get(k) != v for k, v in expected.items()) or node.get("cte_map", {}).get("map")
+            or len(select_list) != 1 or select_list[0].get("column_names") != ["_row"]
+            or source.get("type") != "BASE_TABLE" or source.get("table_name") != "attempts"):
+        raise refuse("not a single expression")
+    problem = _rule_problem(node.get("where_clause"))
+    if problem is not None:
+        raise refuse(problem)
+    return query
+
+
+def _rule_problem(tree: Any) -> str | None:
+    """What in a parsed expression a rule may not hold (iteratively: no depth limit to hit)."""
+    stack = [tree]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, list):
+            stack.extend(item)
+            continue
+        if not isinstance(item, dict):
+            continue
+        kind = item.get("class")
+        if kind is not None:
+            if kind not in RULE_CLASSES:
+                return f"{str(kind).lower().replace('_', ' ')} not allowed"
+            if kind == "COLUMN_REF":
+                names = item.get("column_names", [])
+                if len(names) != 1 or names[0] not in ATTEMPT_COLUMNS:
+                    return f"unknown column {'.'.join(map(str, names))!r}"
+            if kind == "OPERATOR" and item.get("type") not in RULE_OPERATORS:
+                return f"operator {str(item.get('type')).lower()} not allowed"
+            if kind == "FUNCTION":
+                name = str(item.get("function_name", ""))
+                if name.lower() not in RULE_FUNCTIONS or item.get("schema") or item.get("catalog"):
+                    return f"function {name!r} not allowed"
+                if item.get("filter") is not None or item.get("distinct") or item.get("order_bys", {}).get("orders"):
+                    return f"aggregate form of {name!r} not allowed"
+        stack.extend(item.values())
+    return None
+
+
 def _sql_accept(rows: Sequence[AttemptRow], where: str) -> set[int]:
     import duckdb
     import pyarrow as pa
 
+    from labrecord.store.readonly import lock
+
+    query = check_rule(where)
     columns = list(ATTEMPT_COLUMNS)
     table = pa.table({**{c: [getattr(r, c) for r in rows] for c in columns}, "_row": list(range(len(rows)))})
-    con = duckdb.connect()
+    con = lock(duckdb.connect())
     try:
         con.register("attempts", table)
-        result = con.execute(f"SELECT _row FROM attempts WHERE ({where})").fetchall()
+        kind = con.execute(f"DESCRIBE SELECT ({where}) AS accepted FROM attempts").fetchall()[0][1]
+        if kind not in ("BOOLEAN", '"NULL"'):
+            raise LabrecordError(f"--accept {excerpt(where)!r}: a {kind} expression, not a boolean one; "
+                                 "compare it with something (e.g. num_samples > 0)")
+        result = con.execute(query).fetchall()
     except duckdb.Error as error:
         message = str(error).splitlines()[0]
-        raise LabrecordError(f"acceptance rule {where!r} is not a valid WHERE clause over "
+        raise LabrecordError(f"acceptance rule {excerpt(where)!r} is not a valid boolean expression over "
                              f"({', '.join(columns)}): {message}") from error
     finally:
         con.close()
@@ -274,6 +375,8 @@ def select(runs_dir: str | os.PathLike[str], rule: str = "success", *, valid_rat
            seed: int = 0) -> Selection:
     """Collect, accept, split and check; raise a one-line error when nothing is accepted."""
     runs_dir = Path(runs_dir)
+    if rule not in ("success", "all"):
+        check_rule(rule)  # before the runs are read: a bad rule costs nothing
     runs, rows = collect(runs_dir)
     apply_rule(rows, rule)
     if not any(r.accepted for r in rows):
@@ -284,11 +387,16 @@ def select(runs_dir: str | os.PathLike[str], rule: str = "success", *, valid_rat
     return selection
 
 
-def check_output(path: str | os.PathLike[str], overwrite: bool) -> Path:
-    """Refuse to replace an existing output unless ``overwrite``, or one that cannot be
-    written.  Missing folders on the way are made when the export writes (``--out
-    datasets/weighing`` in a fresh folder), so the nearest one that exists must be writable."""
-    path = Path(path)
+def check_output(path: str | os.PathLike[str], overwrite: bool, runs_dir: str | os.PathLike[str]) -> Path:
+    """Refuse to replace an existing output unless ``overwrite``, one that cannot be
+    written, and, with or without ``overwrite``, one that is, holds or lies inside a run
+    folder or the population registries read (:func:`labrecord.safeio.check_apart`; the
+    runs folder itself and any folder above it hold them).  Missing folders on the way
+    are made when the export writes (``--out datasets/weighing`` in a fresh folder), so
+    the nearest one that exists must be writable."""
+    from labrecord.store.source import input_paths
+
+    path = check_apart(path, input_paths(runs_dir), what="--out")
     existing = path.parent
     while not existing.exists() and existing != existing.parent:
         existing = existing.parent

@@ -16,7 +16,7 @@ from __future__ import annotations
 import contextlib
 import os
 import stat
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -181,3 +181,33 @@ def check_writable(path: str | os.PathLike[str]) -> Path:
     except OSError as error:
         raise LabrecordError(f"{path}: cannot write in folder {parent}: {error.strerror}") from error
     return path
+
+
+def check_apart(out: str | os.PathLike[str], inputs: Iterable[str | os.PathLike[str]], *, what: str = "output") -> Path:
+    """Refuse an output path that is one of ``inputs``, lies inside an input folder or holds
+    an input, whatever ``--overwrite`` says: writing it would replace or delete what the
+    command reads.  Links are resolved first, and an existing output that is a hard link
+    to an input is caught too.  Every command with an output and an input calls this
+    before any work."""
+    out = Path(out)
+    real_out = Path(os.path.realpath(out))
+    for given in inputs:
+        real_in = Path(os.path.realpath(given))
+        if real_out == real_in or _same_file(out, Path(given)):
+            relation = "is the input"
+        elif real_in in real_out.parents:
+            relation = "lies inside the input"
+        elif real_out in real_in.parents:
+            relation = "holds the input"
+        else:
+            continue
+        raise LabrecordError(f"{out}: {what} {relation} {given}; choose a path outside the inputs "
+                             "(--overwrite does not change this)")
+    return out
+
+
+def _same_file(a: Path, b: Path) -> bool:
+    try:
+        return os.path.samefile(a, b)
+    except OSError:
+        return False

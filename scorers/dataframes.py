@@ -2,7 +2,7 @@
 
 :class:`Corpus` opens a corpus file (``.duckdb``) or a Parquet snapshot folder read-only,
 through the same locked connection as ``labrecord sql``
-(:func:`labrecord.store.readonly.open_read_only`), and hands back polars frames::
+(:func:`labrecord.store.open_source`), and hands back polars frames::
 
     import labrecord
 
@@ -49,13 +49,13 @@ class Corpus:
     def __init__(self, path: str | os.PathLike[str]) -> None:
         import duckdb
 
-        from labrecord.store.readonly import open_read_only
+        from labrecord.store import open_source
 
         self.path = Path(path)
         self.kind = "parquet" if self.path.is_dir() else "db"
         try:
             self._con: DuckDBPyConnection | None = (
-                open_read_only(parquet_dir=self.path) if self.kind == "parquet" else open_read_only(db=self.path))
+                open_source(self.path, parquet=self.kind == "parquet")[0])
         except duckdb.Error as error:
             # e.g. a folder whose runs/ holds run directories rather than a snapshot's partitions
             raise LabrecordError(f"{self.path}: not a readable labrecord snapshot "

@@ -36,7 +36,8 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
 
 class CommandLine(LazyGroup):
     """The top-level group: a :class:`LabrecordError` from any command becomes one
-    ``Error: …`` line and exit status 1, whether run from a shell or a test runner."""
+    ``Error: …`` line and exit status 1, whether run from a shell or a test runner; so
+    does a DuckDB error (a query a locked corpus refused, a damaged corpus file)."""
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
@@ -47,6 +48,12 @@ class CommandLine(LazyGroup):
             # an output that cannot be written (a missing folder, /proc, a full disk)
             where = f"{error.filename}: " if error.filename else ""
             raise click.ClickException(f"{where}{error.strerror or error}") from error
+        except Exception as error:
+            duckdb = sys.modules.get("duckdb")
+            if duckdb is None or not isinstance(error, duckdb.Error):
+                raise
+            text = str(error).strip()
+            raise click.ClickException(f"corpus query failed: {text.splitlines()[0] if text else type(error).__name__}") from error
 
 
 @click.group(cls=CommandLine, lazy=COMMANDS, context_settings=CONTEXT_SETTINGS)

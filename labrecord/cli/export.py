@@ -10,9 +10,10 @@ from labrecord.cli.common import CONTEXT_SETTINGS, echo_json, output_options
 
 F = TypeVar("F", bound=Callable[..., Any])
 
-ACCEPT_HELP = ("Which attempts to export: 'success', 'all', or a SQL WHERE clause over run_id, episode, "
-               "num_samples, success, reason, recovered, status, family, task_id, condition, system, "
-               "system_kind, intervention, branch.")
+ACCEPT_HELP = ("Which attempts to export: 'success', 'all', or one boolean SQL expression over run_id, episode, "
+               "demo, num_samples, success, reason, recovered, status, family, task_id, condition, system, "
+               "system_kind, intervention, branch (comparisons, AND/OR/NOT, IS NULL, IN, BETWEEN, LIKE, CASE, "
+               "casts and a few string and number functions; no subqueries or other functions).")
 
 
 def selection_options(func: F) -> F:

@@ -36,15 +36,24 @@ def ingest(runs_dir: str, db: str, batch_size: int, strict: bool, no_audit: bool
     from labrecord.rundir import find_run_dirs
     from pathlib import Path
 
+    from labrecord.safeio import check_apart, symlinks_allowed
+    from labrecord.store.source import input_paths
+
+    inputs = input_paths(runs_dir)
+    check_apart(db, inputs, what="--db")
     total = len(find_run_dirs(Path(runs_dir)))
-    con = connect(db)
-    with progress(total, "ingest") as advance:
-        summary = ingest_runs(runs_dir, con, batch_size=batch_size, advance=advance)
+    # an existing corpus file may come from someone else: its views may read the runs
+    # being ingested and nothing else (links followed on request may lead anywhere)
+    con = connect(db, locked=not symlinks_allowed(), allowed=[runs_dir, *inputs])
     verdicts: list[dict] = []
-    if not no_audit:
-        with progress(len(runs_to_audit(con)), "audit") as advance:
-            verdicts = audit_corpus(con, advance)
-    con.close()
+    try:
+        with progress(total, "ingest") as advance:
+            summary = ingest_runs(runs_dir, con, batch_size=batch_size, advance=advance)
+        if not no_audit:
+            with progress(len(runs_to_audit(con)), "audit") as advance:
+                verdicts = audit_corpus(con, advance)
+    finally:
+        con.close()
     summary.db = db
     failed = [v for v in verdicts if not v["ok"]]
     if as_json:

@@ -24,9 +24,11 @@ def report(source: str, out: str, parquet: bool, seed: int, resamples: int, no_a
       labrecord report runs/ --out report.html
       labrecord report corpus.duckdb --out report.html --seed 1
     """
-    from labrecord.safeio import check_writable
+    from labrecord.safeio import check_apart, check_writable
     from labrecord.scorers.report import write_report
+    from labrecord.store.source import input_paths
 
+    check_apart(out, input_paths(source, parquet=parquet), what="--out")
     check_writable(out)
     path = write_report(source, out, seed=seed, resamples=resamples, parquet=parquet, audit=not no_audit)
     echo_json({"report": str(path)}) if as_json else click.echo(str(path))

@@ -56,8 +56,11 @@ def ingest_cmd(path: str, db: str, system: str | None, gold: bool, as_json: bool
     from labrecord.chemdata.store import ingest_documents
     from labrecord.store import connect
 
+    from labrecord.safeio import check_apart
+
+    check_apart(db, [path], what="--db")
     docs = load_documents(path, system=system, gold=gold)
-    con = connect(db)
+    con = connect(db, locked=True)
     try:
         counts: dict[str, Any] = ingest_documents(con, docs, gold=gold)
     finally:
@@ -109,7 +112,16 @@ def score_cmd(gold: str, preds: tuple[str, ...], db: str | None, by: str | None,
       labrecord rxn score --gold gold --pred rxnminer --pred chemeagle --db corpus.duckdb --by system
       labrecord rxn score --gold gold/ --pred out.jsonl --by layout --json
     """
+    from pathlib import Path
+
     from labrecord.chemdata.scoring import score_paths
+    from labrecord.safeio import check_apart
+
+    given = [p for p in (gold, *preds) if Path(p).exists()]
+    if db is not None:
+        check_apart(db, given, what="--db")
+    if report_path is not None:
+        check_apart(report_path, given + ([db] if db else []), what="--report")
     from labrecord.scorers.reaction import expand_profiles
 
     if answered_only and not profiles:
@@ -278,7 +290,7 @@ def stats_cmd(path: str | None, db: str | None, system: str | None, as_json: boo
     if path is None:
         from labrecord.store import connect
 
-        con = connect(db)
+        con = connect(db, locked=True)
         try:
             result = corpus_stats(con, system)
         finally:

@@ -38,8 +38,11 @@ def diff(a: str, b: str, gold: str, profile: str, seed: int, resamples: int, top
       labrecord rxn diff osra@corpus.duckdb decimer@corpus.duckdb --gold gold@corpus.duckdb --profile stereo-blind
       labrecord rxn diff runs/a/ runs/b/ --gold gold/ --seed 3 --json
     """
-    from labrecord.chemdata.compare import diff_systems
+    from labrecord.chemdata.compare import diff_systems, parse_source
+    from labrecord.safeio import check_apart
 
+    if report_path is not None:  # the report is neither an input nor inside one
+        check_apart(report_path, [db or name for name, db in map(parse_source, (a, b, gold))], what="--report")
     result = diff_systems(gold, a, b, profile=profile, seed=seed, resamples=resamples, top=top, bins=bins)
     if report_path is not None:
         from labrecord.chemdata.report import write_diff_report

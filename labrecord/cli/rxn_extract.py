@@ -58,6 +58,9 @@ def extract(figures_dir: str, out_dir: str, system: str, budget_s: float, max_pi
     from labrecord.chemdata.extract.runner import ExtractConfig, list_figures, run_extraction
     from labrecord.errors import LabrecordError
 
+    from labrecord.safeio import check_apart
+
+    check_apart(out_dir, [figures_dir], what="--out")
     if model_stages is not None and not model_endpoint:
         raise LabrecordError("--model-stages needs --model-endpoint and --model")
     try:
@@ -104,6 +107,9 @@ def render(reactions_file: str, out_dir: str, as_json: bool) -> None:
       labrecord rxn score --gold figures/ --pred records/
     """
     from labrecord.chemdata.render import render as render_figures
+    from labrecord.safeio import check_apart
+
+    check_apart(out_dir, [reactions_file], what="--out")
 
     written = render_figures(reactions_file, out_dir)
     if as_json:

@@ -40,6 +40,9 @@ def judge(gold: str, pred: str, model_endpoint: str, model: str, out_dir: str, f
       labrecord rxn judge-stats judgments/
     """
     from labrecord.chemdata.judge_runner import JudgeConfig, run_judging
+    from labrecord.safeio import check_apart
+
+    check_apart(out_dir, [gold, pred, *([figures_dir] if figures_dir else [])], what="--out")
 
     config = JudgeConfig(endpoint=model_endpoint, model=model, retries=retries, timeout_s=timeout_s,
                          api_key_env=api_key_env)
@@ -77,6 +80,10 @@ def judge_stats(path: str | None, db: str | None, system: str | None, as_json: b
 
     if path is None and db is None:
         raise click.UsageError("give PATH, --db, or both")
+    if path is not None and db is not None:
+        from labrecord.safeio import check_apart
+
+        check_apart(db, [path], what="--db")
     result = stats_for_path(path, db, system)
     if as_json:
         echo_json(result)

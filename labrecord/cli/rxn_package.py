@@ -31,6 +31,9 @@ def package(figures_dir: str, gold: str, out_dir: str, agent_timeout_s: float, v
       labrecord rxn score --gold figures/ --pred answers/
     """
     from labrecord.chemdata.benchmark_tasks import package_tasks
+    from labrecord.safeio import check_apart
+
+    check_apart(out_dir, [figures_dir, gold], what="--out")
 
     summary = package_tasks(figures_dir, gold, out_dir, agent_timeout_s=agent_timeout_s,
                             verifier_timeout_s=verifier_timeout_s, cpus=cpus, memory_mb=memory_mb)
@@ -52,7 +55,9 @@ def collect(tasks_dir: str, out_dir: str, system: str, as_json: bool) -> None:
     """Gather each task's answer (TASK/run/answer.json, TASK/run/status.json) as records.
 
     Every task gives one record: a timeout, tool error, malformed or missing answer keeps
-    the figure with zero credit and its failure status.
+    the figure with zero credit and its failure status, and an unreadable run file marks
+    only its own figure malformed.  A task whose figure id is missing or not a safe file
+    name (letters, digits, . _ -) is refused: no record, a line on stderr, exit 1.
 
     \b
     Example:
@@ -62,10 +67,18 @@ def collect(tasks_dir: str, out_dir: str, system: str, as_json: bool) -> None:
           --model-endpoint http://127.0.0.1:8000/v1 --model judge-vl
     """
     from labrecord.chemdata.benchmark_tasks import collect_answers
+    from labrecord.safeio import check_apart
+
+    check_apart(out_dir, [tasks_dir], what="--out")
 
     summary = collect_answers(tasks_dir, out_dir, system=system)
     if as_json:
         echo_json(summary)
-        return
-    statuses = ", ".join(f"{k} {v}" for k, v in summary["status"].items())
-    click.echo(f"collected {summary['figures']} answers ({statuses}) into {out_dir}")
+    else:
+        statuses = ", ".join(f"{k} {v}" for k, v in summary["status"].items())
+        click.echo(f"collected {summary['figures']} answers ({statuses}) into {out_dir}")
+        for entry in summary["refused"]:
+            click.echo(f"refused {entry['task']}: {entry['error']}", err=True)
+    if summary["refused"]:
+        raise click.ClickException(f"{len(summary['refused'])} task(s) refused (no record written); see above"
+                                   if not as_json else f"{len(summary['refused'])} task(s) refused (no record written)")

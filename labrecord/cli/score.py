@@ -48,11 +48,14 @@ def score(source: str | None, parquet_dir: str | None, seed: int, resamples: int
 
     if (source is None) == (parquet_dir is None):
         raise click.UsageError("give either SOURCE or --parquet DIR")
-    if out:
-        from labrecord.safeio import check_writable
+    from labrecord.safeio import check_apart, check_writable
+    from labrecord.store.source import input_paths
 
-        check_writable(out)
     given: str = parquet_dir or source  # type: ignore[assignment]  # exactly one is set (checked above)
+    target = Path(out) if out else _default_out(Path(given))
+    check_apart(target, input_paths(given, parquet=parquet_dir is not None), what="--out")
+    if out:
+        check_writable(out)
     con, kind, ingested = open_source(given, parquet=parquet_dir is not None)
     for where_, findings in (ingested.skipped.items() if ingested else ()):
         click.echo(f"invalid {where_}: {findings[0]}" + (f" (+{len(findings) - 1} more)" if len(findings) > 1 else ""), err=True)
@@ -68,7 +71,6 @@ def score(source: str | None, parquet_dir: str | None, seed: int, resamples: int
         raise LabrecordError(f"{given}: no runs to score")
     from labrecord.scorers.latency import latency_summary
 
-    target = Path(out) if out else _default_out(Path(given))
     atomic_write_bytes(target, dumps_pretty(result))
     if as_json:
         echo_json(result)

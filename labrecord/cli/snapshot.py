@@ -21,9 +21,12 @@ def snapshot(db: str, out_dir: str, as_json: bool) -> None:
       labrecord snapshot --db corpus.duckdb --parquet snapshot/
       labrecord score --parquet snapshot/
     """
-    from labrecord.store import connect, write_snapshot
+    from labrecord.safeio import check_apart
+    from labrecord.store import write_snapshot
+    from labrecord.store.source import input_paths
 
-    counts = write_snapshot(connect(db, read_only=True), out_dir)
+    check_apart(out_dir, input_paths(db), what="--parquet")
+    counts = write_snapshot(db, out_dir)
     if as_json:
         echo_json(counts)
     else:

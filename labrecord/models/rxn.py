@@ -16,6 +16,23 @@ RXN_SCHEMA = "labrecord.rxn/1"
 #: how a run for one figure ended; anything but ``ok`` scores zero for that figure
 FigureStatus = Literal["ok", "failed", "timeout", "malformed"]
 FIGURE_STATUSES: tuple[str, ...] = ("ok", "failed", "timeout", "malformed")
+#: a figure id that may name a file or folder: one path component of letters, digits and ``. _ -``
+FIGURE_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$"
+
+
+def check_figure_id(figure_id: Any, where: str) -> str:
+    """``figure_id`` if it may name a file or folder (:data:`FIGURE_ID_PATTERN`), else a
+    one-line :class:`~labrecord.errors.LabrecordError` naming ``where``: commands write
+    ``OUT/<figure_id>…``, so an id such as ``../x`` or ``a/b`` would write elsewhere."""
+    import re
+
+    from labrecord.errors import LabrecordError
+
+    if not isinstance(figure_id, str) or not re.match(FIGURE_ID_PATTERN, figure_id):
+        shown = (figure_id[:80] + "…") if isinstance(figure_id, str) and len(figure_id) > 80 else figure_id
+        raise LabrecordError(f"{where}: figure id {shown!r} is not a safe file name "
+                             "(letters, digits, . _ -; at most 128; not starting with . _ -)")
+    return figure_id
 
 #: where a molecule's structure came from
 Origin = Literal["tool_read", "template_derived", "model_written"]

@@ -6,11 +6,15 @@ table (:mod:`labrecord.store.schema`), run and reaction tables alike.
 from __future__ import annotations
 
 import os
+import shutil
+import tempfile
+from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from labrecord.errors import LabrecordError
 from labrecord.fileio import atomic_path
+from labrecord.store.readonly import first_line, lock, setting
 from labrecord.store.schema import TABLES, create_schema, create_views, missing_tables, stale_views
 
 if TYPE_CHECKING:
@@ -20,12 +24,17 @@ if TYPE_CHECKING:
 PARTITIONED = ("runs", "events", "observations", "online_scores", "final_scores", "measurements")
 
 
-def connect(db_path: str | os.PathLike[str] | None = None, *, read_only: bool = False) -> DuckDBPyConnection:
+def connect(db_path: str | os.PathLike[str] | None = None, *, read_only: bool = False, locked: bool = False,
+            allowed: Iterable[str | os.PathLike[str]] = ()) -> DuckDBPyConnection:
     """Open (creating if needed) a corpus file with every registered table; ``None`` gives
     an in-memory corpus.
 
     ``read_only`` opens an existing file without changing it: tables an older release did
-    not write and stale views are shadowed by connection-local (temporary) ones.
+    not write and stale views are shadowed by connection-local (temporary) ones.  A
+    read-only connection is always locked (:func:`labrecord.store.readonly.lock`: its
+    views and macros cannot reach files outside it and ``allowed``); ``locked`` locks a
+    writable one too, for commands that store only what Python hands them (the reaction
+    commands).  Ingesting runs needs DuckDB's file readers, so its connection is not.
     """
     import duckdb
 
@@ -34,24 +43,30 @@ def connect(db_path: str | os.PathLike[str] | None = None, *, read_only: bool = 
             raise LabrecordError(f"{db_path}: no such corpus file (create it with 'labrecord ingest RUNS_DIR --db {db_path}')")
         try:
             con = duckdb.connect(str(db_path), read_only=True)
+        except duckdb.Error as error:
+            raise LabrecordError(f"{db_path}: not a readable DuckDB corpus: {first_line(error)}") from error
+        lock(con, allowed)
+        try:
             for spec in missing_tables(con):
                 con.execute(spec.ddl(temp=True))
             if stale_views(con):
                 create_views(con, temp=True)
             return con
         except duckdb.Error as error:
-            raise LabrecordError(f"{db_path}: not a readable DuckDB corpus: {_first_line(error)}") from error
+            con.close()
+            raise LabrecordError(f"{db_path}: not a readable DuckDB corpus: {first_line(error)}") from error
     try:
         con = duckdb.connect(":memory:" if db_path is None else str(db_path))
     except duckdb.Error as error:  # locked by another process, not a DuckDB file, …
-        raise LabrecordError(f"{db_path}: cannot open DuckDB corpus: {_first_line(error)}") from error
-    create_schema(con)
+        raise LabrecordError(f"{db_path}: cannot open DuckDB corpus: {first_line(error)}") from error
+    if locked:
+        lock(con, allowed)
+    try:
+        create_schema(con)
+    except duckdb.Error as error:
+        con.close()
+        raise LabrecordError(f"{db_path}: cannot use DuckDB corpus: {first_line(error)}") from error
     return con
-
-
-def _first_line(error: BaseException) -> str:
-    text = str(error)
-    return text.splitlines()[0] if text else type(error).__name__
 
 
 def open_snapshot(parquet_dir: str | os.PathLike[str]) -> DuckDBPyConnection:
@@ -59,23 +74,43 @@ def open_snapshot(parquet_dir: str | os.PathLike[str]) -> DuckDBPyConnection:
 
     The scorers run on it unchanged: every table name of the corpus is a view with the
     same columns (the Hive partition columns ``family``/``system_name`` are dropped again
-    where they are not the table's own columns).
+    where they are not the table's own columns).  The connection is locked to the
+    snapshot's folder (:func:`labrecord.store.readonly.lock`), and a symbolic link inside
+    the folder is refused unless links are allowed (``--follow-symlinks``): a link could
+    otherwise lead DuckDB's readers outside it.
     """
     import duckdb
 
     root = Path(parquet_dir)
     if not (root / "runs").is_dir():
         raise LabrecordError(f"{root}: not a labrecord Parquet snapshot (no runs/ folder)")
-    con = duckdb.connect(":memory:")
-    for table in TABLES:
-        if table.name not in PARTITIONED and not (root / f"{table.name}.parquet").is_file():
-            con.execute(table.ddl())  # a snapshot of an older release: the table is empty
-            continue
-        source = _snapshot_source(root, table.name)
-        names = ", ".join(f'"{c}"' for c in _snapshot_columns(con, source, table.name))
-        con.execute(f"CREATE VIEW {table.name} AS SELECT {names} FROM {source}")
-    create_views(con)
+    _refuse_links(root)
+    con = lock(duckdb.connect(":memory:"), [root])
+    try:
+        for table in TABLES:
+            if table.name not in PARTITIONED and not (root / f"{table.name}.parquet").is_file():
+                con.execute(table.ddl())  # a snapshot of an older release: the table is empty
+                continue
+            source = _snapshot_source(root, table.name)
+            names = ", ".join(f'"{c}"' for c in _snapshot_columns(con, source, table.name))
+            con.execute(f"CREATE VIEW {table.name} AS SELECT {names} FROM {source}")
+        create_views(con)
+    except duckdb.Error as error:
+        con.close()
+        # e.g. a folder whose runs/ holds run directories rather than a snapshot's partitions
+        raise LabrecordError(f"{root}: not a readable labrecord snapshot ({first_line(error)}); a runs folder is "
+                             "ingested first: labrecord ingest RUNS_DIR --db corpus.duckdb") from error
     return con
+
+
+def _refuse_links(root: Path) -> None:
+    from labrecord.safeio import link_problem
+
+    for folder, dirs, files in os.walk(root):
+        for name in dirs + files:
+            problem = link_problem(Path(folder) / name)
+            if problem is not None:
+                raise LabrecordError(f"{Path(folder) / name}: {problem}")
 
 
 def _snapshot_source(root: Path, name: str) -> str:
@@ -100,9 +135,17 @@ def _snapshot_columns(con: DuckDBPyConnection, source: str, table: str) -> list[
     return [c for c in columns if c not in ("family", "system_name") or c in own]
 
 
-def write_snapshot(con: DuckDBPyConnection, out_dir: str | os.PathLike[str]) -> dict[str, int]:
+def write_snapshot(con: DuckDBPyConnection | str | os.PathLike[str], out_dir: str | os.PathLike[str]) -> dict[str, int]:
     """Write every corpus table as Parquet under ``out_dir``; run tables Hive-partitioned by
-    ``family`` and ``system_name``.  Returns rows written per table."""
+    ``family`` and ``system_name``.  Returns rows written per table.
+
+    ``con`` is an open connection, or the path of a corpus file: that file is then opened
+    read-only and locked, with only the new snapshot's temporary folder writable (what
+    ``labrecord snapshot`` does, so a view in a foreign corpus cannot read local files
+    into the snapshot).  A locked connection (``connect(db, read_only=True)``) writes the
+    tables in its private temporary folder, the one place it may write, and they are
+    moved into place from there.
+    """
     out = Path(out_dir)
     if out.exists() and any(out.iterdir()):
         raise LabrecordError(f"{out}: snapshot folder exists and is not empty; choose a new folder")
@@ -110,9 +153,34 @@ def write_snapshot(con: DuckDBPyConnection, out_dir: str | os.PathLike[str]) -> 
     counts: dict[str, int] = {}
     # written beside ``out`` and renamed into place: a crash leaves no half snapshot
     with atomic_path(out, folder=True) as tmp:
-        (tmp / "_empty").mkdir()
-        root = str(tmp.resolve()).replace("'", "''")
-        for table in TABLES:
+        if isinstance(con, (str, os.PathLike)):
+            opened = connect(con, read_only=True, allowed=[tmp])
+            try:
+                _write_tables(opened, tmp, counts)
+            finally:
+                opened.close()
+        elif setting(con, "lock_configuration"):
+            # a locked connection may write only in its own private temporary folder:
+            # the tables are written there, then moved beside ``out``
+            staging = Path(tempfile.mkdtemp(prefix="snapshot-", dir=setting(con, "temp_directory")))
+            try:
+                _write_tables(con, staging, counts)
+                for child in staging.iterdir():
+                    shutil.move(str(child), str(tmp / child.name))
+            finally:
+                shutil.rmtree(staging, ignore_errors=True)
+        else:
+            _write_tables(con, tmp, counts)
+    return counts
+
+
+def _write_tables(con: DuckDBPyConnection, tmp: Path, counts: dict[str, int]) -> None:
+    import duckdb
+
+    (tmp / "_empty").mkdir()
+    root = str(tmp.resolve()).replace("'", "''")
+    for table in TABLES:
+        try:
             counts[table.name] = con.execute(f"SELECT count(*) FROM {table.name}").fetchall()[0][0]
             target = f"{root}/{table.name}"
             if table.name in PARTITIONED:
@@ -125,7 +193,8 @@ def write_snapshot(con: DuckDBPyConnection, out_dir: str | os.PathLike[str]) -> 
                 con.execute(f"COPY ({select}) TO '{target}' (FORMAT parquet, PARTITION_BY (family, system_name), OVERWRITE_OR_IGNORE)")
             else:
                 con.execute(f"COPY {table.name} TO '{target}.parquet' (FORMAT parquet)")
-    return counts
+        except duckdb.Error as error:
+            raise LabrecordError(f"table {table.name}: cannot write to the snapshot: {first_line(error)}") from error
 
 
 def schema_rows(con: DuckDBPyConnection) -> list[tuple[str, str, str, str, str]]:

@@ -165,14 +165,95 @@ def test_collect_then_score_equals_scoring_the_answers_directly(bench: Path, cap
     assert [r["status"] for r in collected["per_figure"]] == ["failed", "ok", "malformed", "ok", "timeout"]
 
 
-def test_collect_refuses_a_bad_run_status(bench: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_bad_run_status_marks_only_its_own_figure(bench: Path, capsys: pytest.CaptureFixture[str]) -> None:
     (bench / "tasks" / "scope" / "run").mkdir()
     (bench / "tasks" / "scope" / "run" / "status.json").write_text(json.dumps({"status": "crashed"}))
-    code, _, err = run(capsys, "rxn", "collect", str(bench / "tasks"), "--out", str(bench / "answers"))
-    assert code == 1
-    assert "status.json: status 'crashed', expected one of ok, timeout, error, failed" in err
+    code, out, err = run(capsys, "rxn", "collect", str(bench / "tasks"), "--out", str(bench / "answers"), "--json")
+    assert code == 0, err
+    assert json.loads(out)["figures"] == 5
+    record = json.loads((bench / "answers" / "scope.json").read_text())
+    assert record["status"] == "malformed"
+    assert "status.json: status 'crashed', expected one of ok, timeout, error, failed" in record["error"]
     code, _, err = run(capsys, "rxn", "collect", str(bench / "figures"), "--out", str(bench / "answers"))
     assert code == 1 and "no task packages" in err
+
+
+@pytest.mark.parametrize("content", [b"[" * 200_000 + b"]" * 200_000, b"{\"status\": " * 5000 + b"1" + b"}" * 5000,
+                                     b"\xff\xfe not text", b"{\"status\": {\"a\": []}}"])
+def test_a_hostile_status_file_is_one_figure_s_failure(bench: Path, capsys: pytest.CaptureFixture[str],
+                                                        content: bytes) -> None:
+    """A status.json nested 200,000 deep once crashed the whole collection (RecursionError)."""
+    (bench / "tasks" / "scope" / "run").mkdir()
+    (bench / "tasks" / "scope" / "run" / "status.json").write_bytes(content)
+    code, out, err = run(capsys, "rxn", "collect", str(bench / "tasks"), "--out", str(bench / "answers"), "--json")
+    assert code == 0, err
+    records = {p.stem: json.loads(p.read_text()) for p in (bench / "answers").glob("*.json")}
+    assert len(records) == 5 and records["scope"]["status"] == "malformed"
+    assert "status.json" in records["scope"]["error"] and len(records["scope"]["error"]) < 500
+
+
+def test_a_deeply_nested_answer_is_one_figure_s_failure(bench: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (bench / "tasks" / "scope" / "run").mkdir()
+    (bench / "tasks" / "scope" / "run" / "answer.json").write_bytes(b"[" * 100_000 + b"]" * 100_000)
+    code, _, err = run(capsys, "rxn", "collect", str(bench / "tasks"), "--out", str(bench / "answers"), "--json")
+    assert code == 0, err
+    assert json.loads((bench / "answers" / "scope.json").read_text())["status"] in ("malformed", "failed")
+    assert len(list((bench / "answers").glob("*.json"))) == 5
+
+
+@pytest.mark.parametrize("figure_id", ["../../escaped", "a/b", "/tmp/abs", ".hidden", "", "x" * 200, "a\x00b"])
+def test_collect_writes_only_under_out(bench: Path, capsys: pytest.CaptureFixture[str], figure_id: str) -> None:
+    """A figure_id of ../../… in task.toml once wrote its record outside --out."""
+    toml = bench / "tasks" / "scope" / "task.toml"
+    text = toml.read_text()
+    toml.write_text(text.replace('figure_id = "scope"', f"figure_id = {json.dumps(figure_id)}"))
+    assert toml.read_text() != text
+    before = sorted(str(p) for p in bench.rglob("*"))
+    code, out, err = run(capsys, "rxn", "collect", str(bench / "tasks"), "--out", str(bench / "o" / "answers"))
+    assert code == 1
+    assert "tasks/scope" in err and "refused" in err and "Traceback" not in err
+    after = sorted(str(p) for p in bench.rglob("*") if not str(p).startswith(str(bench / "o")))
+    assert after == before  # nothing written outside --out
+    assert sorted(p.name for p in (bench / "o" / "answers").iterdir()) == [
+        "asymmetric-reduction.json", "suzuki-anisyl.json", "suzuki-tolyl.json", "two-step.json"]
+
+
+def test_package_refuses_two_gold_documents_for_one_figure(bench: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Two gold files for one figure once printed "wrote 2" and wrote one."""
+    gold = bench / "gold"
+    gold.mkdir()
+    document = json.loads((bench / "figures" / "scope.json").read_text())
+    for name in ("first.json", "second.json"):
+        (gold / name).write_text(json.dumps(document))
+    code, out, err = run(capsys, "rxn", "package", str(bench / "figures"), "--gold", str(gold), "--out", str(bench / "t2"))
+    assert code == 1 and "gold figure 'scope' also given by" in err, err
+    assert not (bench / "t2").exists()
+
+
+def test_package_refuses_an_unsafe_figure_id(bench: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    gold = bench / "gold"
+    gold.mkdir()
+    document = json.loads((bench / "figures" / "scope.json").read_text())
+    (gold / "scope.json").write_text(json.dumps({**document, "figure_id": "../escaped"}))
+    code, out, err = run(capsys, "rxn", "package", str(bench / "figures"), "--gold", str(gold), "--out", str(bench / "t2"))
+    assert code == 1 and "'../escaped' is not a safe file name" in err, err
+    assert not (bench / "escaped").exists() and not (bench / "t2").exists()
+
+
+@pytest.mark.parametrize("command", [
+    ("rxn", "package", "{b}/figures", "--gold", "{b}/figures", "--out", "{b}/figures"),
+    ("rxn", "package", "{b}/figures", "--gold", "{b}/figures", "--out", "{b}/figures/tasks"),
+    ("rxn", "package", "{b}/figures", "--gold", "{b}/figures", "--out", "{b}"),
+    ("rxn", "collect", "{b}/tasks", "--out", "{b}/tasks/scope"),
+    ("rxn", "render", "{b}/reactions.smi", "--out", "{b}"),
+    ("rxn", "ingest", "{b}/figures", "--db", "{b}/figures/scope.json", "--gold"),
+])
+def test_rxn_outputs_never_land_on_inputs(bench: Path, capsys: pytest.CaptureFixture[str], command: tuple[str, ...]) -> None:
+    before = {p: p.read_bytes() for p in bench.rglob("*") if p.is_file()}
+    code, _, err = run(capsys, *[part.format(b=bench) for part in command])
+    assert code == 1 and "choose a path outside the inputs" in err, err
+    assert len(err.strip().splitlines()) == 1
+    assert {p: p.read_bytes() for p in bench.rglob("*") if p.is_file()} == before
 
 
 def test_package_needs_an_image_for_every_gold_figure(bench: Path, capsys: pytest.CaptureFixture[str]) -> None:
