@@ -71,6 +71,10 @@ class EpisodeSpec:
     population: str | None = None
     instance_id: str | None = None
     intervention: Any = None
+    #: plan rows a scripted policy returns per query, and rows of each chunk executed
+    #: before the next query (None: the whole chunk) — recorded in run.json ``harness``
+    chunk_length: int = 1
+    actions_per_query: int | None = None
     family: str = dataclasses.field(kw_only=True)
 
 
@@ -169,7 +173,8 @@ def run_episodes(family: str, out_dir: str | os.PathLike[str], condition: str = 
                  episodes: int | None = None, seed: int = 0, workers: int = 1, *, cameras: bool = True,
                  size: int | None = None, max_time_s: float | None = None,
                  progress: Callable[[int], None] | None = None, executor: str = "local", address: str | None = None,
-                 deadline_s: float | None = None, deadline_clock: str = "sim", **policy_options: Any) -> list[Path]:
+                 deadline_s: float | None = None, deadline_clock: str = "sim", chunk_length: int = 1,
+                 actions_per_query: int | None = None, **policy_options: Any) -> list[Path]:
     """Run ``episodes`` episodes of ``family`` (default: its registry entry's count);
     returns the run directories in episode order.
 
@@ -180,9 +185,12 @@ def run_episodes(family: str, out_dir: str | os.PathLike[str], condition: str = 
     ``policy`` is a scripted baseline of the family (its registry entry lists them) or a
     served policy (``openpi``, ``http``, ``lerobot``; ``policy_options`` are the keywords of
     :func:`labrecord.sim.serving.connect`).  ``size`` defaults to 224 px, or the served
-    profile's render size.  A served policy that stops answering mid-episode leaves that
-    run with status ``service_fault`` (unresolved); the remaining episodes are still run
-    and fault in turn if the service stays away.
+    profile's render size.  ``chunk_length`` makes a scripted policy return that many plan
+    rows per query (a family whose baselines can chunk); ``actions_per_query`` executes only
+    the first rows of each chunk before the next query (both recorded in run.json
+    ``harness``).  A served policy that stops answering mid-episode leaves that run with
+    status ``service_fault`` (unresolved); the remaining episodes are still run and fault in
+    turn if the service stays away.
 
     Example::
 
@@ -200,6 +208,10 @@ def run_episodes(family: str, out_dir: str | os.PathLike[str], condition: str = 
         raise LabrecordError(f"deadline clock {deadline_clock!r}: expected sim or wall")
     if deadline_s is not None and not deadline_s > 0:
         raise LabrecordError(f"deadline {deadline_s!r} s: expected a positive number of seconds")
+    if chunk_length < 1 or (actions_per_query is not None and actions_per_query < 1):
+        raise LabrecordError(f"chunk length {chunk_length} / actions per query {actions_per_query}: expected at least 1")
+    if chunk_length != 1 and policy in SERVED_POLICIES:
+        raise LabrecordError(f"--chunk-length applies to the scripted policies; {policy} returns its own chunks")
     check_request(condition, registered.conditions, episodes)
     if deadline_s is None:
         deadline_s = registered.default_deadline_s
@@ -213,14 +225,17 @@ def run_episodes(family: str, out_dir: str | os.PathLike[str], condition: str = 
         size = size or served.render_size
     else:
         registered.policy(policy)
-        task.make_policy(policy, seed, **policy_options)  # fail fast on a bad option
+        probe = task.make_policy(policy, seed, **policy_options)  # fail fast on a bad option
+        if chunk_length != 1 and not hasattr(probe, "use_chunks"):
+            raise LabrecordError(f"--chunk-length: the {family} baselines return one plan row per query")
     timing = EpisodeTiming(max_time_s, deadline_s, deadline_clock)
     try:
         Path(out_dir).mkdir(parents=True, exist_ok=True)
         drawn, records = task.population(condition, episodes, seed)
         specs = [EpisodeSpec(str(out_dir), condition, policy, i, seed, inst, cameras, size or DEFAULT_SIZE,
                              timing.max_time_s, tuple(sorted(policy_options.items())) if served is None else (),
-                             timing.deadline_s, timing.deadline_clock, family=family)
+                             timing.deadline_s, timing.deadline_clock, chunk_length=chunk_length,
+                             actions_per_query=actions_per_query, family=family)
                  for i, inst in enumerate(drawn)]
         refuse_existing(out_dir, map(run_id_of, specs))
         # registered before any episode runs: the population fixes the denominators
@@ -238,6 +253,8 @@ def run_episode(spec: EpisodeSpec) -> Path:
     task = bench_task(spec.family)
     policy = task.make_policy(spec.policy, policy_seed(spec.seed, spec.index), spec.instance,
                               **dict(spec.policy_options))
+    if spec.chunk_length != 1:
+        policy.use_chunks(spec.chunk_length)
     return record_with(spec, policy)
 
 
@@ -300,13 +317,15 @@ def open_episode(spec: EpisodeSpec, policy: Any, served: Any = None) -> OpenEpis
     env = bench_for(task, spec.instance, policy.capabilities.action_spec, cameras, spec.size or DEFAULT_SIZE)
     instance = task.prepare(env, spec.instance)
     manifest = episode_manifest(spec, task, instance, policy, contract, served)
+    manifest.harness = harness_of(spec, policy, env, served)
     max_time = spec.max_time_s or task.max_time_s(spec.condition, spec.policy)
     scorer = task.scorer(contract, instance, task.columns(), spec.deadline_s)
     writer = RunWriter.create(spec.out_dir, manifest)
     try:
         owner = StepOwner(env, policy, scorer, writer, instruction=task.instruction(instance), max_time_s=max_time,
                           video=spec.cameras, tools=served.tools if served is not None else None,
-                          deadline_s=spec.deadline_s, deadline_clock=spec.deadline_clock)
+                          deadline_s=spec.deadline_s, deadline_clock=spec.deadline_clock,
+                          actions_per_query=spec.actions_per_query)
     except BaseException:
         writer.close("aborted")
         raise
@@ -369,6 +388,26 @@ def episode_manifest(spec: EpisodeSpec, task: BenchTask, instance: Any, policy: 
         physics=Physics(engine=f"mujoco-{mujoco.__version__}", physics_hz=PHYSICS_HZ,
                         control_hz=caps.action_spec.control_hz),
     )
+
+
+def harness_of(spec: EpisodeSpec, policy: Any, env: Any, served: Any = None) -> Any:
+    """run.json ``harness``: how the chunks were executed and what the policy was shown.
+
+    ``chunk_length`` is known for the scripted policies (their plan rows per query) and
+    left unknown for a served one; ``actions_per_query`` is the step owner's setting, else
+    the whole accepted chunk (at most ``max_chunk`` rows)."""
+    from labrecord.models import Harness
+
+    caps = policy.capabilities
+    cameras = [c for c in env.cameras if c in caps.channels]
+    robot = env.public_state().get("robot") or {}
+    profile = getattr(getattr(served, "policy", None), "profile", None)
+    return Harness(actions_per_query=spec.actions_per_query or caps.action_spec.max_chunk,
+                   chunk_length=None if served is not None else spec.chunk_length,
+                   cameras=cameras, image_size=[spec.size or DEFAULT_SIZE] * 2 if cameras else None,
+                   state_convention=getattr(profile, "state", None) or "robot:" + "+".join(sorted(robot)),
+                   renderer=os.environ.get("MUJOCO_GL", "default") if cameras or spec.cameras else "none",
+                   parallel_envs=1)  # each episode steps its own bench, whatever --workers is
 
 
 def write_demo(writer: RunWriter, owner: Any, log: Any, spec: EpisodeSpec, scores: Any) -> None:

@@ -61,7 +61,8 @@ def _family_command(entry: Family) -> click.Command:
     def command(condition: str, policy: str, policy_url: str | None, profile: str, policy_path: str | None,
                 convention: str, tools: str | None, timeout_s: float, episodes: int, seed: int, out_dir: str,
                 workers: int, executor: str, ray_address: str | None, no_cameras: bool, size: int | None,
-                deadline_s: float | None, deadline_clock: str, as_json: bool, **chosen: str | None) -> None:
+                deadline_s: float | None, deadline_clock: str, chunk_length: int, actions_per_query: int | None,
+                as_json: bool, **chosen: str | None) -> None:
         from labrecord.sim import run_episodes
 
         options: dict[str, Any] = {}
@@ -77,7 +78,8 @@ def _family_command(entry: Family) -> click.Command:
         with progress(episodes, f"{entry.name} {condition} / {policy}") as advance:
             paths = run_episodes(entry.name, out_dir, condition, policy, episodes, seed, workers, cameras=not no_cameras,
                                  size=size, progress=advance, executor=executor, address=ray_address,
-                                 deadline_s=deadline_s, deadline_clock=deadline_clock, **options)
+                                 deadline_s=deadline_s, deadline_clock=deadline_clock, chunk_length=chunk_length,
+                                 actions_per_query=actions_per_query, **options)
         from labrecord.rundir import read_manifest
 
         faulted = sum(read_manifest(path).manifest.status == "service_fault" for path in paths)
@@ -125,6 +127,11 @@ def _family_command(entry: Family) -> click.Command:
         click.option("--deadline-clock", type=click.Choice(["sim", "wall"]), default="sim", show_default=True,
                      help="Clock of the deadline: wall also refuses chunks whose inference outlasts it "
                           "(physics pauses meanwhile)."),
+        click.option("--chunk-length", type=click.IntRange(min=1), default=1, show_default=True,
+                     help="Plan rows a scripted policy returns per query (open-loop after the first; a family "
+                          "whose baselines can chunk)."),
+        click.option("--actions-per-query", type=click.IntRange(min=1), default=None,
+                     help="Rows of each returned chunk executed before the next query (default: the whole chunk)."),
         output_options(csv=False, json_help='Print {"out": DIR, "runs": [RUN_DIR, ...], "service_faults": N}.'),
     ]
     for decorator in reversed(decorators):

@@ -102,11 +102,24 @@ def delta_to(robot: dict[str, Any], position: Any, rotation: np.ndarray, grip: A
     and the tool ``rotation`` (3, 3) with gripper command ``grip``: the step clipped to
     5 cm per axis, the turn to :data:`TURN_STEP`."""
     here = np.asarray(robot["eef_pos"], dtype=float)
-    step = np.clip(np.asarray(position) - here, -0.05, 0.05)
-    turn = matrix_to_rotvec(rotation @ quat_matrix(robot["eef_quat"]).T)
+    return _clipped_row(np.asarray(position) - here, matrix_to_rotvec(rotation @ quat_matrix(robot["eef_quat"]).T), grip)
+
+
+def delta_between(start: np.ndarray, target: np.ndarray) -> np.ndarray:
+    """The (1, 7) end-effector delta from plan target ``start`` to plan target ``target``
+    (both ``[x, y, z, yaw, grip]``), as :func:`delta_to` would give once the tool reached
+    ``start``: the open-loop row of a chunk planned ahead of the measured pose."""
+    offset = np.asarray(target[:3], dtype=float) - np.asarray(start[:3], dtype=float)
+    return _clipped_row(offset, matrix_to_rotvec(down_rotation(float(target[3])) @ down_rotation(float(start[3])).T),
+                        target[4])
+
+
+def _clipped_row(offset: np.ndarray, turn: np.ndarray, grip: Any) -> np.ndarray:
+    """One action row: the offset clipped to 5 cm per axis, the turn to :data:`TURN_STEP`."""
+    step = np.clip(offset, -0.05, 0.05)
     norm = float(np.linalg.norm(turn))
     if norm > TURN_STEP:
-        turn *= TURN_STEP / norm
+        turn = turn * (TURN_STEP / norm)
     return np.concatenate([step, turn, [grip]])[None, :]
 
 

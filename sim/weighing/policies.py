@@ -38,6 +38,7 @@ pool with native (image + proprioception) systems.
 """
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import re
 from abc import ABC, abstractmethod
@@ -49,7 +50,8 @@ import numpy as np
 from labrecord.errors import LabrecordError
 from labrecord.models import Operation
 from labrecord.recorders.policy import ActionChunk, Observation
-from labrecord.sim.bench.policies import CONTROL_HZ, HOME, ScriptedPolicy, build_policy
+from labrecord.sim.bench.control import action_spec
+from labrecord.sim.bench.policies import CONTROL_HZ, HOME, ScriptedPolicy, build_policy, delta_between
 from labrecord.sim.fanout import check_choice
 from labrecord.sim.weighing.executor import on_pan, sample_plan, transfer_plan
 from labrecord.sim.weighing.scene import STANDARD_GRAMS, STANDARDS
@@ -112,9 +114,33 @@ class ScriptedWeighingPolicy(ScriptedPolicy, ABC):
     #: the Oracle supports (site, mode) this system consumes (its capability preflight)
     oracle_inputs: frozenset[tuple[str, str]] = frozenset({("decision", "replace"), ("skill", "replace")})
 
+    #: plan rows returned per query (the chunk length); rows after the first are planned
+    #: open-loop from the previous plan target (see :meth:`use_chunks`)
+    chunk_length = 1
+
+    def use_chunks(self, rows: int) -> None:
+        """Return up to ``rows`` plan rows per query, the first toward its target from the
+        measured pose and the rest open-loop (:func:`delta_between`), as a chunking policy
+        does; the action spec then accepts chunks of ``rows``."""
+        if rows < 1:
+            raise LabrecordError(f"chunk length {rows}: expected at least 1 row")
+        self.chunk_length = rows
+        self.capabilities = dataclasses.replace(self.capabilities,
+                                                action_spec=action_spec("eef_delta", CONTROL_HZ, max_chunk=rows))
+
     def reset(self, episode: int) -> None:
         super().reset(episode)
         self.transfers = 0
+
+    def _next_row(self, robot: dict[str, Any]) -> ActionChunk:
+        if self.chunk_length == 1:
+            return super()._next_row(robot)
+        assert self.plan is not None
+        rows = [self._toward(robot, self.plan[self.cursor])]
+        for k in range(self.cursor + 1, min(self.cursor + self.chunk_length, len(self.plan))):
+            rows.append(delta_between(self.plan[k - 1], self.plan[k]))
+        self.cursor += len(rows)
+        return ActionChunk(np.vstack(rows))
 
     @abstractmethod
     def choose(self, observation: Observation, target_g: float, reading_g: float, standing: set[str]) -> Operation | None:

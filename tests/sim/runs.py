@@ -55,14 +55,19 @@ def ratio(metric: dict[str, Any]) -> tuple[int, int]:
     return metric["num"], metric["den"]
 
 
-def reference_runs_fixture(family: str) -> Any:
+def reference_runs_fixture(family: str, cameras: bool = True) -> Any:
     """A module fixture: two basic reference episodes of ``family`` from seed 0, with
-    32 px cameras, recorded once for the module's tests."""
-    from labrecord.sim import run_episodes
-
+    32 px cameras (or none), recorded once for the module's tests."""
     @pytest.fixture(scope="module")
     def reference_runs(tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
-        return run_episodes(family, tmp_path_factory.mktemp("runs"), "basic", "reference", episodes=2, seed=0, size=32)
+        from tests.support import require_module
+
+        require_module("mujoco", "pip install 'labrecord[sim]'")
+        from labrecord.sim import run_episodes
+
+        options: dict[str, Any] = {"size": 32} if cameras else {"cameras": False}
+        return run_episodes(family, tmp_path_factory.mktemp("runs"), "basic", "reference", episodes=2, seed=0,
+                            **options)
 
     return reference_runs
 
