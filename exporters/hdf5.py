@@ -89,7 +89,7 @@ def export_hdf5(runs_dir: str | os.PathLike[str], out: str | os.PathLike[str], *
                              "(no videos/<camera>.mp4, no image keys in demo.hdf5)")
     content = DemoContent(roles.proprio + (roles.privileged if env_state else []),
                           roles.privileged if env_state else [],
-                          FrameSource(selection, plans, 1.0 / selection.action_spec().control_hz))
+                          FrameSource(selection, plans, 1.0 / selection.control_hz()))
     out.parent.mkdir(parents=True, exist_ok=True)
     with content.frames, atomic_path(out) as tmp, h5py.File(tmp, "w") as handle:
         frames = _copy_demos(handle, selection, content)

@@ -192,7 +192,7 @@ class EpisodePlan:
 
 
 def fps_of(selection: Selection) -> int:
-    hz = selection.action_spec().control_hz
+    hz = selection.control_hz()
     if hz <= 0 or abs(hz - round(hz)) > 1e-9:
         raise LabrecordError(f"control_hz {hz} of run {selection.accepted[0].run_id!r} is not a whole number; "
                              "LeRobot datasets need an integer fps")

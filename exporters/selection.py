@@ -101,6 +101,14 @@ class Selection:
         first = self.runs[self.accepted[0].run_id]
         return first.manifest.system.action_spec
 
+    def control_hz(self) -> float:
+        """The control rate of the accepted runs; refused when their manifest leaves it unknown."""
+        hz = self.action_spec().control_hz
+        if hz is None:
+            raise LabrecordError(f"run {self.accepted[0].run_id!r}: action_spec.control_hz is unknown (null); "
+                                 "exports need the control rate (an import can state it with --control-hz)")
+        return hz
+
 
 def _run_rows(source: RunSource) -> list[AttemptRow]:
     m = source.manifest

@@ -44,6 +44,8 @@ MEASUREMENTS_FILE = "measurements.parquet"
 ONLINE_SCORES_FILE = "online_scores.jsonl"
 SCORES_FILE = "scores.json"
 DEMO_FILE = "demo.hdf5"
+#: an imported run's own record, as its source wrote it (``labrecord import``)
+SOURCE_FILE = "source.hdf5"
 VIDEOS_DIR = "videos"
 #: population registries live in this folder beside the runs
 POPULATIONS_DIR = "populations"

@@ -127,6 +127,9 @@ def check_file(path: str | os.PathLike[str], limit: int) -> int:
     return info.st_size
 
 
+_CHUNK = 1 << 24
+
+
 def read_bounded(path: str | os.PathLike[str], limit: int = MAX_LOG_BYTES) -> bytes:
     """The bytes of a regular file, checked before reading and never more than ``limit``."""
     path = Path(path)
@@ -136,13 +139,20 @@ def read_bounded(path: str | os.PathLike[str], limit: int = MAX_LOG_BYTES) -> by
         fd = os.open(path, flags)
     except OSError as error:
         raise LabrecordError(f"{path}: cannot read: {error.strerror}") from error
-    with os.fdopen(fd, "rb") as fh:
-        if not stat.S_ISREG(os.fstat(fh.fileno()).st_mode):
+    with os.fdopen(fd, "rb", buffering=0) as fh:
+        info = os.fstat(fh.fileno())
+        if not stat.S_ISREG(info.st_mode):
             raise LabrecordError(f"{path}: not a regular file; refused")
-        data = fh.read(limit + 1)
-    if len(data) > limit:
+        # one read sized by the file, not by the limit (a read of ``limit`` bytes allocates
+        # them up front); a file that grows while open is read on in bounded chunks
+        chunks = [fh.read(min(limit, info.st_size) + 1)]
+        total = len(chunks[0])
+        while chunks[-1] and total <= limit:
+            chunks.append(fh.read(min(_CHUNK, limit + 1 - total)))
+            total += len(chunks[-1])
+    if total > limit:
         raise LabrecordError(f"{path}: grew past the {limit}-byte limit while being read; refused")
-    return data
+    return b"".join(chunks)
 
 
 def depth_problem(raw: bytes) -> str | None:

@@ -37,10 +37,11 @@ from labrecord.rundir import (
     find_run_dirs, iter_events, parse_manifest, read_loaded_files,
 )
 from labrecord.safeio import MAX_BINARY_BYTES, MAX_LOG_BYTES, MAX_MEASUREMENTS_BYTES, check_file, read_bounded
-from labrecord.scorers.contracts import ContractEvent, TaskContract, get_contract
+from labrecord.scorers.contracts import ContractEvent, TaskContract, families, get_contract
 
 #: ``episode_end`` reasons of evaluator-side faults (the episode is not an evaluated outcome)
-FAULT_END_REASONS = frozenset({"service_fault", "transport_fault"})
+#: ``outcome_unknown``: an imported episode whose source does not record its outcome
+FAULT_END_REASONS = frozenset({"service_fault", "transport_fault", "outcome_unknown"})
 #: event types the contract rebuilds (choices only from the contract's own recognizer)
 REPLAYED_TYPES = ("opportunity", "confirm", "failure", "recovery", "violation", "choice", "dwell", "validity",
                   "episode_end")
@@ -137,6 +138,11 @@ def _required(files: dict[str, bytes], path: Path, what: str) -> bytes:
 def _audit(run_dir: Path, files: dict[str, bytes], result: RunAudit) -> None:
     manifest = parse_manifest(_required(files, run_dir / RUN_FILE, "run.json"), str(run_dir / RUN_FILE)).manifest
     result.run_id, result.family = manifest.run_id, manifest.task.family
+    if manifest.evaluation.measurements == "none" and manifest.task.family not in families():
+        # events only, of a task no contract here describes (an imported dataset): unaudited
+        result.findings.extend(check_handoffs(run_dir, manifest))
+        result.audited = False
+        return
     contract = get_contract(manifest.task.family)
     events_path = str(run_dir / EVENTS_FILE)
     if manifest.task.contract_hash is not None and manifest.task.contract_hash != contract.contract_hash():

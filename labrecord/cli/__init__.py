@@ -29,6 +29,7 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "study": ("study", "study", "Run diagnostic studies (matched Oracle pairs) in the simulator."),
     "demo": ("demo", "demo", "Run a short weighing evaluation end to end on this machine."),
     "export": ("export", "export", "Export demonstrations for training (LeRobot, robomimic HDF5, Parquet)."),
+    "import": ("import_", "import_", "Import robomimic or Isaac Lab HDF5 episodes as run directories."),
     "rxn": ("rxn", "rxn", "Reaction records: ingest, score, stats, extract, render."),
 }
 

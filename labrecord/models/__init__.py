@@ -6,7 +6,7 @@ from labrecord.models.events import (
 )
 from labrecord.models.manifest import (
     RUN_ID_PATTERN, RUN_SCHEMA, ActionSpec, Assets, Budget, Evaluation, HandoffCheck, Intervention,
-    ObservationSpec, Physics, Population, RunManifest, Seeds, Support, System, Task, check_run_id,
+    ObservationSpec, Physics, Population, RunManifest, Seeds, Source, Support, System, Task, check_run_id,
     condition_of,
 )
 from labrecord.models.operation import Operation

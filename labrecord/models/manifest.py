@@ -24,13 +24,17 @@ class Model(msgspec.Struct, kw_only=True):
 
 
 class ActionSpec(Model, kw_only=True):
-    representation: Literal["joint", "eef"]
+    """The action convention.  ``representation``, ``mode`` and ``control_hz`` must be given;
+    null says the producer does not know (an imported dataset that never states its action
+    space or control rate), which keeps such runs apart from every stated convention."""
+
+    representation: Literal["joint", "eef"] | None
     dim: int
-    mode: Literal["absolute", "delta"]
+    mode: Literal["absolute", "delta"] | None
     frame: str = "world"
     units: str = "m"
     gripper: str | None = None
-    control_hz: float
+    control_hz: float | None
     max_chunk: int = 1
     low: list[float] | None = None
     high: list[float] | None = None
@@ -51,8 +55,9 @@ class Task(Model, kw_only=True):
 
 
 class System(Model, kw_only=True):
+    #: ``kind`` null: the source does not say who acted (an imported dataset)
     name: str
-    kind: Literal["vla", "agent", "scripted", "human"]
+    kind: Literal["vla", "agent", "scripted", "human"] | None
     revision: str = ""
     action_spec: ActionSpec
     observation: ObservationSpec = msgspec.field(default_factory=ObservationSpec)
@@ -186,6 +191,22 @@ class Physics(Model, kw_only=True):
     control_hz: float
 
 
+class Source(Model, kw_only=True):
+    """Where an imported run came from (``labrecord import``): the source ``kind``
+    (robomimic, isaaclab, ...), the ``path`` imported, the ``format_version`` the source
+    declares (null when it declares none), the ``record`` within it (``data/demo_3``) and a
+    ``content_hash`` (``sha256:...``) of that record's bytes and attributes: importing the
+    same record again finds the hash and leaves the run alone.  ``attrs`` keeps the
+    record's own attributes as the source wrote them."""
+
+    kind: str
+    path: str
+    format_version: str | None = None
+    record: str
+    content_hash: str
+    attrs: dict[str, Any] = {}
+
+
 RunStatus = Literal["running", "complete", "aborted", "service_fault"]
 
 
@@ -203,6 +224,8 @@ class RunManifest(Model, kw_only=True):
     seeds: Seeds = msgspec.field(default_factory=Seeds)
     assets: Assets = msgspec.field(default_factory=Assets)
     physics: Physics | None = None
+    #: set on imported runs only
+    source: Source | None = None
     status: RunStatus = "running"
 
 

@@ -138,7 +138,10 @@ def _observation_condition(m: RunManifest) -> str:
 
 def _action_convention(m: RunManifest) -> str:
     a = m.system.action_spec
-    return f"{a.representation}/{a.mode}/{a.dim}/{a.frame}/{a.units}/{a.gripper}/{a.control_hz:g}hz/chunk{a.max_chunk}"
+    # an imported source may leave the representation, mode and rate unknown (null)
+    hz = "unknown" if a.control_hz is None else f"{a.control_hz:g}"
+    return (f"{a.representation or 'unknown'}/{a.mode or 'unknown'}/{a.dim}/{a.frame}/{a.units}/{a.gripper}/"
+            f"{hz}hz/chunk{a.max_chunk}")
 
 
 def manifest_row(manifest: RunManifest, raw: dict[str, Any], run_dir: str | os.PathLike[str]) -> dict[str, Any]:

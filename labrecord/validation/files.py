@@ -17,7 +17,7 @@ from labrecord.measurements import check_measurement_schema, nonfinite_columns, 
 from labrecord.models import FinalScores, ObservationReceipt, OnlineScore, PopulationEntry
 from labrecord.rundir import (
     DEMO_FILE, EVENTS_FILE, MEASUREMENTS_FILE, OBSERVATIONS_FILE, ONLINE_SCORES_FILE, RUN_FILE,
-    SCORES_FILE, VIDEOS_DIR, RunDocument, parse_manifest,
+    SCORES_FILE, SOURCE_FILE, VIDEOS_DIR, RunDocument, parse_manifest,
 )
 from labrecord.safeio import (
     MAX_BINARY_BYTES, MAX_DOCUMENT_BYTES, MAX_LOG_BYTES, MAX_MEASUREMENTS_BYTES, STORED_INT_MAX, canonical_json,
@@ -246,6 +246,7 @@ RUN_FILE_VALIDATORS: dict[str, Validator] = {
     SCORES_FILE: validate_scores_file,
     MEASUREMENTS_FILE: validate_measurements_file,
     DEMO_FILE: validate_demo_file,
+    SOURCE_FILE: validate_demo_file,  # the same layout: a data group of demo groups
     VIDEOS_DIR: _no_check,
 }
 

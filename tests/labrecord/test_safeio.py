@@ -146,3 +146,16 @@ def test_a_log_is_screened_a_chunk_at_a_time_without_missing_a_line(at: int, how
         assert kept[at] == lines[at].replace(b": ", b":")
     else:
         assert [f.line for f in report.errors] == [at + 1], report.errors
+
+
+def test_a_small_file_under_a_huge_limit_is_read_without_allocating_the_limit(tmp_path: Path) -> None:
+    """``read_bounded`` sizes its read by the file: 5 bytes under a 1 TiB limit are 5 bytes
+    (reading ``limit + 1`` bytes at once would ask for a terabyte up front)."""
+    from labrecord.safeio import read_bounded
+
+    path = tmp_path / "state.bin"
+    path.write_bytes(b"12345")
+    assert read_bounded(path, 1 << 40) == b"12345"
+    assert read_bounded(path, 5) == b"12345"
+    with pytest.raises(LabrecordError, match="limit"):
+        read_bounded(path, 4)

@@ -177,10 +177,12 @@ def test_figure_listing_rules(tmp_path: Path) -> None:
 
 
 def test_cli_errors_are_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    (tmp_path / "a.png").write_bytes(b"")
-    code, _, err = cli(capsys, "rxn", "extract", str(tmp_path), "--out", str(tmp_path / "o"), "--workers", "0")
+    figures = tmp_path / "figures"
+    figures.mkdir()
+    (figures / "a.png").write_bytes(b"")
+    code, _, err = cli(capsys, "rxn", "extract", str(figures), "--out", str(tmp_path / "o"), "--workers", "0")
     assert code == 1 and err.strip() == "Error: --workers must be at least 1, got 0"
-    code, _, err = cli(capsys, "rxn", "extract", str(tmp_path), "--out", str(tmp_path / "o"), "--model", "x")
+    code, _, err = cli(capsys, "rxn", "extract", str(figures), "--out", str(tmp_path / "o"), "--model", "x")
     assert code == 1 and "go together" in err
 
 

@@ -1,0 +1,68 @@
+"""``labrecord import``."""
+from __future__ import annotations
+
+import sys
+
+import click
+
+from labrecord.cli.common import CONTEXT_SETTINGS, echo_json, echo_table, output_options, progress
+
+KIND_NAMES = ("robomimic", "isaaclab", "lerobot")
+
+
+@click.command(name="import", context_settings=CONTEXT_SETTINGS)
+@click.argument("kind", type=click.Choice(KIND_NAMES))
+@click.argument("path", type=click.Path(exists=True))
+@click.option("--threads", type=click.IntRange(min=1), default=4, show_default=True,
+              help="Runs written at once (their durable writes overlap).")
+@click.option("--out", required=True, type=click.Path(file_okay=False), help="Folder to write the run directories into.")
+@click.option("--family", default=None, help="Task family whose contract's measurement columns the state streams map to.")
+@click.option("--control-hz", type=click.FloatRange(min=0, min_open=True), default=None,
+              help="Control rate, when the source does not state it.")
+@click.option("--system", default=None, help="Name of the system that acted (unknown if not given).")
+@click.option("--system-kind", type=click.Choice(("vla", "agent", "scripted", "human")), default=None,
+              help="Kind of that system (unknown if not given).")
+@output_options(csv=False, json_help="Print the summary as JSON.")
+def import_(kind: str, path: str, threads: int, out: str, family: str | None, control_hz: float | None, system: str | None,
+            system_kind: str | None, as_json: bool) -> None:
+    """Import another tool's episodes as run directories: one run per episode.
+
+    KIND is the source's layout: robomimic (HDF5 data/demo_k), isaaclab (the Isaac Lab
+    recorder's HDF5) or lerobot (a LeRobot v3 dataset folder, read by lerobot itself:
+    Python 3.12 with lerobot installed).  Each run names its source, the record and a content hash; what the
+    source does not state stays null, episodes without a recorded outcome are unresolved,
+    and runs without a measurement stream are scored unaudited.  Importing again leaves
+    unchanged runs alone.  The source's episode set is registered as a population
+    (OUT/populations/), so a record that could not be imported counts as missing.
+    A malformed record prints one Error: line; the others still import (exit status 1).
+
+    \b
+    Example:
+      labrecord import isaaclab dataset.hdf5 --out runs/
+      labrecord score runs/
+      labrecord import robomimic low_dim.hdf5 --out runs/ --family rack --control-hz 20 --json
+      labrecord import lerobot datasets/weighing --out runs/
+    """
+    from labrecord.imports import ImportOptions, open_source
+    from labrecord.imports.runs import import_records
+    from labrecord.safeio import check_apart
+
+    check_apart(out, [path], what="--out")
+    options = ImportOptions(family=family, control_hz=control_hz, system=system, system_kind=system_kind,
+                            threads=threads)
+    with open_source(kind, path, options) as source:
+        with progress(len(source.records), "import") as advance:
+            summary = import_records(source, out, options, progress=advance)
+    if as_json:
+        echo_json(summary.to_json())
+    else:
+        echo_table(("record", "run", "status", "outcome", "measurements", "note"),
+                   [(r.record, r.run_id or "", r.status, r.outcome or "", r.measurements or "",
+                     "" if r.status == "error" else r.message or "") for r in summary.rows],
+                   title=f"{kind} {path} -> {out}")
+        counts = summary.counts()
+        click.echo(f"{counts['imported']} imported, {counts['unchanged']} unchanged, {counts['error']} failed; "
+                   f"population {summary.population}", err=True)
+    for message in summary.errors:
+        click.echo(f"Error: {message}", err=True)
+    sys.exit(1 if summary.errors else 0)

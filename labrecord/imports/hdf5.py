@@ -1,0 +1,241 @@
+"""HDF5 demonstration files in robomimic's layout and Isaac Lab's recorder layout.
+
+Both write ``data/demo_<k>`` groups under a ``data`` group whose ``env_args`` attribute
+is a JSON document (``env_name``, ``type``, ``env_kwargs``) and whose ``total`` counts
+samples.  Per demo:
+
+* robomimic: attrs ``num_samples`` (and ``model_file`` for robosuite); datasets
+  ``actions`` (N, A), ``states`` (N, S) — the flat simulator state, without names —
+  ``rewards``, ``dones``, ``obs/<key>``, ``next_obs/<key>``; no success attribute;
+* Isaac Lab: attrs ``num_samples``, ``seed``, ``success``; datasets ``actions``,
+  ``obs/<key>``, ``initial_state/<articulation|rigid_object>/<name>/<stream>`` (one row)
+  and ``states/...`` (N rows) with ``root_pose`` (x y z qw qx qy qz), ``root_velocity``
+  (linear, angular), ``joint_position``, ``joint_velocity``.
+
+Measured state streams become contract columns by name: a body ``<name>`` with a
+``root_pose`` (Isaac Lab) or an observation ``<name>_pos`` (robosuite convention) gives
+``<name>_x, _y, _z``; its ``root_velocity`` gives ``<name>_speed``; an observation whose
+key is itself a column of the contract (``pan_force_n``) is taken as it is.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from labrecord.errors import LabrecordError
+from labrecord.imports.runs import ImportOptions, RecordError, SourceFile, SourceRecord
+
+_DEMO_PREFIX = "demo_"
+
+
+def _plain(value: Any) -> Any:
+    """An HDF5 attribute value as JSON-able Python."""
+    if isinstance(value, bytes):
+        return value.decode("utf-8", "replace")
+    if isinstance(value, np.ndarray):
+        return [_plain(v) for v in value.tolist()] if value.dtype.kind in "OSU" else value.tolist()
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    return value
+
+
+def _attrs(node: Any) -> dict[str, Any]:
+    return {key: _plain(node.attrs[key]) for key in sorted(node.attrs)}
+
+
+def _hash_node(node: Any, digest: Any, h5py: Any, prefix: str = "") -> None:
+    """Feed a group's attributes and datasets, in name order, into ``digest``."""
+    digest.update(json.dumps(_attrs(node), sort_keys=True, default=str).encode())
+    for key in sorted(node):
+        child = node[key]
+        name = f"{prefix}/{key}"
+        if isinstance(child, h5py.Group):
+            digest.update(f"group {name}\n".encode())
+            _hash_node(child, digest, h5py, name)
+            continue
+        data = child[()]
+        digest.update(f"dataset {name} {child.dtype.str} {child.shape}\n".encode())
+        if isinstance(data, np.ndarray) and data.dtype.kind != "O":
+            digest.update(np.ascontiguousarray(data).tobytes())
+        else:
+            digest.update(json.dumps(_plain(data), default=str).encode())
+        digest.update(json.dumps(_attrs(child), sort_keys=True, default=str).encode())
+
+
+def content_hash(group: Any) -> str:
+    import h5py
+
+    digest = hashlib.sha256()
+    _hash_node(group, digest, h5py)
+    return "sha256:" + digest.hexdigest()
+
+
+def _state_columns(group: Any, h5py: Any, n: int) -> dict[str, np.ndarray]:
+    """Contract columns from the measured state streams of one demo (see the module doc)."""
+    columns: dict[str, np.ndarray] = {}
+    states = group.get("states")
+    if isinstance(states, h5py.Group):
+        for kind in ("rigid_object", "articulation"):
+            bodies = states.get(kind)
+            if not isinstance(bodies, h5py.Group):
+                continue
+            for body in bodies:
+                streams = bodies[body]
+                if not isinstance(streams, h5py.Group):
+                    continue
+                pose = streams.get("root_pose")
+                if isinstance(pose, h5py.Dataset) and pose.shape[:1] == (n,) and pose.ndim == 2 and pose.shape[1] >= 3:
+                    values = pose[()]
+                    for axis, col in zip("xyz", range(3)):
+                        columns[f"{body}_{axis}"] = values[:, col].astype(np.float64)
+                velocity = streams.get("root_velocity")
+                if isinstance(velocity, h5py.Dataset) and velocity.shape[:1] == (n,) and velocity.ndim == 2 and velocity.shape[1] >= 3:
+                    columns[f"{body}_speed"] = np.linalg.norm(velocity[()][:, :3].astype(np.float64), axis=1)
+    obs = group.get("obs")
+    if isinstance(obs, h5py.Group):
+        for key in obs:
+            data = obs[key]
+            if not isinstance(data, h5py.Dataset) or data.shape[:1] != (n,):
+                continue
+            if key.endswith("_pos") and data.ndim == 2 and data.shape[1] == 3:
+                values = data[()].astype(np.float64)
+                for axis, col in zip("xyz", range(3)):
+                    columns.setdefault(f"{key[:-4]}_{axis}", values[:, col])
+            elif data.ndim == 1 or (data.ndim == 2 and data.shape[1] == 1):
+                columns.setdefault(key, data[()].reshape(n))
+    return columns
+
+
+def _env_args(data: Any, where: str) -> dict[str, Any]:
+    raw = data.attrs.get("env_args")
+    if raw is None:
+        return {}
+    try:
+        value = json.loads(_plain(raw))
+    except (TypeError, ValueError) as error:
+        raise LabrecordError(f"{where}: data attribute env_args is not JSON: {error}") from None
+    if not isinstance(value, dict):
+        raise LabrecordError(f"{where}: data attribute env_args is {type(value).__name__}, expected an object")
+    return value
+
+
+def _demo_names(data: Any) -> list[str]:
+    """Demo groups in index order (demo_2 before demo_10); other names are not demos."""
+    names = [k for k in data if k.startswith(_DEMO_PREFIX) and k[len(_DEMO_PREFIX):].isdigit()]
+    return sorted(names, key=lambda k: int(k[len(_DEMO_PREFIX):]))
+
+
+def _copier(handle: Any, name: str, env_args_raw: Any, num_samples: int) -> Any:
+    """Writes ``data/<name>`` alone into a file of the same layout (atomic)."""
+    def copy(path: Path, run_id: str) -> None:
+        import h5py
+
+        from labrecord.fileio import atomic_path
+
+        with atomic_path(path) as tmp, h5py.File(tmp, "w") as out:
+            data = out.create_group("data")
+            if env_args_raw is not None:
+                data.attrs["env_args"] = env_args_raw
+            data.attrs["total"] = num_samples
+            handle.copy(handle["data"][name], data, name=name)
+    return copy
+
+
+def _datasets(group: Any, h5py: Any) -> list[tuple[str, Any]]:
+    """Every dataset below ``group`` with its path relative to it."""
+    found: list[tuple[str, Any]] = []
+    group.visititems(lambda key, item: found.append((key, item)) if isinstance(item, h5py.Dataset) else None)
+    return found
+
+
+def _read_record(kind: str, handle: Any, name: str, where: str, index: int, task_id: str | None,
+                 env_args_raw: Any) -> SourceRecord:
+    import h5py
+
+    record = f"data/{name}"
+    group = handle["data"][name]
+    if not isinstance(group, h5py.Group):
+        raise RecordError(f"{where}: {record} is a dataset, expected a demo group", record)
+    actions = group.get("actions")
+    if not isinstance(actions, h5py.Dataset):
+        raise RecordError(f"{where}: {record} has no actions dataset", record)
+    if actions.ndim != 2:
+        raise RecordError(f"{where}: {record}/actions has shape {actions.shape}, expected (N, A)", record)
+    n = int(actions.shape[0])
+    declared = group.attrs.get("num_samples")
+    if declared is not None and int(_plain(declared)) != n:
+        raise RecordError(f"{where}: {record} attribute num_samples is {_plain(declared)} but actions has {n} rows", record)
+    for folder in ("obs", "next_obs", "states"):
+        sub = group.get(folder)
+        if not isinstance(sub, h5py.Group):
+            continue
+        for key, item in _datasets(sub, h5py):  # one row per step, nested streams included (states/<kind>/<body>/...)
+            if item.shape[:1] != (n,):
+                raise RecordError(f"{where}: {record}/{folder}/{key} has {item.shape[0] if item.shape else 0} "
+                                  f"rows, actions has {n}", record)
+    attrs = _attrs(group)
+    success = attrs.get("success")
+    if success is not None and not isinstance(success, (bool, int)):
+        raise RecordError(f"{where}: {record} attribute success is {success!r}, expected a boolean", record)
+    seed = attrs.get("seed")
+    if seed is not None and not isinstance(seed, int):
+        raise RecordError(f"{where}: {record} attribute seed is {seed!r}, expected an integer", record)
+    return SourceRecord(
+        name=record, index=index, content_hash=content_hash(group), attrs=attrs, num_samples=n,
+        success=None if success is None else bool(success), seed=seed, task_id=task_id,
+        action_dim=int(actions.shape[1]), columns=_state_columns(group, h5py, n),
+        copy_to=_copier(handle, name, env_args_raw, n),
+    )
+
+
+def _open(kind: str, path: str, options: ImportOptions) -> SourceFile:
+    import h5py
+
+    where = os.fspath(path)
+    if not os.path.isfile(where):
+        raise LabrecordError(f"{where}: no such file")
+    try:
+        handle = h5py.File(where, "r")
+    except OSError as error:
+        raise LabrecordError(f"{where}: not an HDF5 file ({error})") from None
+    try:
+        data = handle.get("data")
+        if not isinstance(data, h5py.Group):
+            raise LabrecordError(f"{where}: no 'data' group; expected data/demo_<k> groups ({kind} layout)")
+        env_args = _env_args(data, where)
+        task_id = env_args.get("env_name") if isinstance(env_args.get("env_name"), str) else None
+        kwargs = env_args.get("env_kwargs")
+        hz = kwargs.get("control_freq") if isinstance(kwargs, dict) else None
+        records: list[SourceRecord | LabrecordError] = []
+        for name in _demo_names(data):
+            try:
+                records.append(_read_record(kind, handle, name, where, int(name[len(_DEMO_PREFIX):]), task_id,
+                                            data.attrs.get("env_args")))
+            except RecordError as error:
+                records.append(error)
+            except (OSError, ValueError, KeyError, TypeError) as error:
+                records.append(RecordError(f"{where}: data/{name}: unreadable ({error})", f"data/{name}"))
+        declared = data.attrs.get("format", data.attrs.get("version"))
+        variant = {"env_args": env_args} if env_args else {}
+        return SourceFile(kind=kind, path=os.path.abspath(where), stem=Path(where).stem,
+                          format_version=None if declared is None else str(_plain(declared)),
+                          task_id=task_id, control_hz=float(hz) if isinstance(hz, (int, float)) else None,
+                          records=records, close=handle.close, variant=variant)
+    except BaseException:
+        handle.close()
+        raise
+
+
+def robomimic_source(path: str, options: ImportOptions) -> SourceFile:
+    return _open("robomimic", path, options)
+
+
+def isaaclab_source(path: str, options: ImportOptions) -> SourceFile:
+    return _open("isaaclab", path, options)

@@ -1,0 +1,284 @@
+"""Writing imported records as run directories, the same way for every source kind.
+
+A source (:class:`SourceFile`) lists :class:`SourceRecord` entries; :func:`import_records`
+turns each into one run through :class:`~labrecord.rundir.RunWriter`:
+
+* ``run.json`` with the ``source`` block and only what the source states (the rest null);
+* ``events.jsonl``: one episode, ended ``success`` / ``failure`` when the source records
+  the outcome, ``outcome_unknown`` (an unresolved episode, never a failure) when it does not;
+* ``measurements.parquet`` when the record's state streams cover the measurement columns
+  of the contract named by ``--family`` (``evaluation.measurements`` is ``recorded``);
+  otherwise ``evaluation.measurements`` is ``none`` and the run is scored unaudited;
+* ``source.hdf5`` (or the kind's own file): the record itself, kept as the source wrote it.
+
+Re-importing is idempotent: a run whose ``source.content_hash`` matches is left alone; a
+run of the same id holding other content is refused for that record.  The episode set of
+the source is registered as a population (``populations/<name>.jsonl``) so that a record
+that failed to import stays in the denominators as missing.
+"""
+from __future__ import annotations
+
+import os
+import re
+import shutil
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from labrecord.errors import LabrecordError
+from labrecord.models import (
+    ActionSpec, EpisodeEnd, EpisodeStart, Evaluation, Instance, Population, RunManifest, Seeds, Source, System,
+    Task,
+)
+from labrecord.rundir import RUN_FILE, SOURCE_FILE, RunWriter, read_manifest, utc_now
+
+#: ``episode_end`` reason of a record whose source does not say whether it succeeded
+OUTCOME_UNKNOWN = "outcome_unknown"
+_UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
+
+
+@dataclass
+class ImportOptions:
+    """What the user states about a source that the source itself does not say.
+
+    ``family`` names the task contract whose measurement columns the state streams are
+    mapped to; ``control_hz`` the control rate; ``system`` / ``system_kind`` who acted.
+    Anything left None stays unknown in the runs.
+    """
+
+    family: str | None = None
+    control_hz: float | None = None
+    system: str | None = None
+    system_kind: str | None = None
+    evaluation_version: str = "import/1"
+    #: runs written at once (their durable writes overlap)
+    threads: int = 4
+
+
+@dataclass
+class SourceRecord:
+    """One episode of a source, as read (not yet written)."""
+
+    name: str                      # "data/demo_3"
+    index: int                     # the episode index the source gives it
+    content_hash: str
+    attrs: dict[str, Any]
+    num_samples: int
+    success: bool | None
+    seed: int | None = None
+    task_id: str | None = None
+    action_dim: int | None = None
+    #: measurement columns found in the record (name -> float/bool array of num_samples)
+    columns: dict[str, Any] = field(default_factory=dict)
+    #: writes the record's own data into a file of the run directory: ``copy_to(path, run_id)``
+    copy_to: Callable[[Path, str], None] | None = None
+    copy_name: str = SOURCE_FILE
+    #: added to ``task.variant`` (the episode's instruction, ...)
+    variant: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class SourceFile:
+    """An opened source: its records and what it declares about itself."""
+
+    kind: str
+    path: str
+    stem: str
+    format_version: str | None
+    task_id: str | None
+    control_hz: float | None
+    records: list[SourceRecord | LabrecordError]
+    close: Callable[[], None] = lambda: None
+    #: source-level attributes (env_args ...), kept in task.variant
+    variant: dict[str, Any] = field(default_factory=dict)
+
+    def __enter__(self) -> SourceFile:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+
+@dataclass
+class ImportRow:
+    record: str
+    run_id: str | None
+    status: str  # imported | unchanged | error
+    outcome: str | None = None
+    measurements: str | None = None
+    message: str | None = None
+
+
+@dataclass
+class ImportSummary:
+    kind: str
+    source: str
+    out: str
+    population: str | None
+    rows: list[ImportRow] = field(default_factory=list)
+
+    @property
+    def errors(self) -> list[str]:
+        return [row.message for row in self.rows if row.status == "error" and row.message]
+
+    def counts(self) -> dict[str, int]:
+        out: dict[str, int] = {"imported": 0, "unchanged": 0, "error": 0}
+        for row in self.rows:
+            out[row.status] = out.get(row.status, 0) + 1
+        return out
+
+    def to_json(self) -> dict[str, Any]:
+        return {"kind": self.kind, "source": self.source, "out": self.out, "population": self.population,
+                "counts": self.counts(), "errors": self.errors,
+                "runs": [row.__dict__ for row in self.rows]}
+
+
+def safe_name(text: str) -> str:
+    """``text`` as a run id component (letters, digits, ``._-``)."""
+    return _UNSAFE.sub("-", text).strip("-.") or "source"
+
+
+def run_id_of(source: SourceFile, record_name: str) -> str:
+    return f"{source.kind}-{safe_name(source.stem)}-{safe_name(record_name.rpartition('/')[2])}"[:128]
+
+
+def population_of(source: SourceFile) -> str:
+    return f"{source.kind}-{safe_name(source.stem)}"
+
+
+def instance_of(record_name: str) -> str:
+    return safe_name(record_name.rpartition("/")[2])
+
+
+def _manifest(source: SourceFile, record: SourceRecord, options: ImportOptions, run_id: str,
+              measured: bool) -> RunManifest:
+    task_id = record.task_id or source.task_id or "unknown"
+    family = options.family or source.kind
+    hz = options.control_hz if options.control_hz is not None else source.control_hz
+    return RunManifest(
+        run_id=run_id,
+        created_at=utc_now(),
+        task=Task(family=family, task_id=task_id, version="unknown", variant={**source.variant, **record.variant}),
+        system=System(name=options.system or "unknown", kind=options.system_kind,  # type: ignore[arg-type]
+                      action_spec=ActionSpec(representation=None, dim=record.action_dim or 0, mode=None,
+                                             units="unknown", control_hz=hz)),
+        evaluation=Evaluation(version=options.evaluation_version,
+                              population=Population(name=population_of(source), instance_id=instance_of(record.name)),
+                              measurements="recorded" if measured else "none"),
+        seeds=Seeds(task_state=record.seed),
+        source=Source(kind=source.kind, path=source.path, format_version=source.format_version,
+                      record=record.name, content_hash=record.content_hash, attrs=record.attrs),
+    )
+
+
+def _measurement_table(record: SourceRecord, family: str | None, hz: float | None) -> tuple[Any, list[str]]:
+    """The measurements table, or None and the required columns the record lacks."""
+    from labrecord.measurements import FAMILY_COLUMNS
+
+    if family is None or family not in FAMILY_COLUMNS:
+        return None, []
+    required = FAMILY_COLUMNS[family]
+    missing = sorted(c for c in required if c not in record.columns)
+    if missing or hz is None or record.num_samples == 0:
+        return None, missing or (["control rate (give --control-hz)"] if hz is None else [])
+    import numpy as np
+    import pyarrow as pa
+
+    step = np.arange(record.num_samples, dtype=np.int64)
+    columns: dict[str, Any] = {"step": step, "t": step / float(hz)}
+    for name, values in record.columns.items():
+        columns[name] = np.asarray(values, dtype=bool if required.get(name) == "bool" else np.float64)
+    return pa.table(columns), []
+
+
+def _existing(run_dir: Path, record: SourceRecord, where: str) -> str | None:
+    """The declared measurement stream of the run when ``run_dir`` already holds this record
+    (it is left alone), None when it holds nothing usable (an interrupted import is removed
+    to be written again); refuses other content."""
+    if not os.path.lexists(run_dir):
+        return None
+    if not (run_dir / RUN_FILE).is_file():
+        raise LabrecordError(f"{where}: {run_dir} exists and is not a run directory; remove it or use another --out")
+    document = read_manifest(run_dir)
+    held = document.manifest.source
+    if held is None or held.content_hash != record.content_hash:
+        have = "no source" if held is None else held.content_hash
+        raise LabrecordError(f"{where}: run {run_dir.name} already holds other content ({have}, this record is "
+                             f"{record.content_hash}); remove it or use another --out")
+    if document.manifest.status == "complete":
+        return document.manifest.evaluation.measurements
+    shutil.rmtree(run_dir)  # an import cut short: written again from the source
+    return None
+
+
+def _write_run(source: SourceFile, record: SourceRecord, out: Path, options: ImportOptions) -> ImportRow:
+    where = f"{source.path} {record.name}"
+    run_id = run_id_of(source, record.name)
+    held = _existing(out / run_id, record, where)
+    if held is not None:
+        return ImportRow(record.name, run_id, "unchanged", _outcome(record), held)
+    hz = options.control_hz if options.control_hz is not None else source.control_hz
+    table, missing = _measurement_table(record, options.family, hz)
+    manifest = _manifest(source, record, options, run_id, table is not None)
+    outcome = _outcome(record)
+    with RunWriter.create(out, manifest) as run:
+        end_t = record.num_samples / hz if hz else 0.0
+        run.emit(EpisodeStart, t=0.0, episode=record.index)
+        run.emit(EpisodeEnd, t=end_t, episode=record.index, reason=outcome,
+                 physical_complete=record.success is True, valid_complete=record.success is True,
+                 runtime_s=end_t if hz else None, runtime_clock="sim" if hz else None)
+        if record.copy_to is not None:
+            record.copy_to(run.path(record.copy_name), run_id)
+        if table is not None:
+            run.write_measurements(table)
+    note = None if table is not None or not missing else "unaudited: no " + ", ".join(missing[:4]) + (
+        " ..." if len(missing) > 4 else "")
+    return ImportRow(record.name, run_id, "imported", outcome, manifest.evaluation.measurements, note)
+
+
+def _outcome(record: SourceRecord) -> str:
+    if record.success is None:
+        return OUTCOME_UNKNOWN
+    return "success" if record.success else "failure"
+
+
+def import_records(source: SourceFile, out: str | os.PathLike[str], options: ImportOptions,
+                   progress: Callable[[int], None] | None = None) -> ImportSummary:
+    """Write every record of ``source`` under ``out`` and register its episode set."""
+    from labrecord.registry import register_population
+
+    out = Path(out)
+    summary = ImportSummary(source.kind, source.path, str(out), population_of(source))
+    instances: list[Any] = []
+
+    def write(entry: SourceRecord | LabrecordError) -> ImportRow:
+        if isinstance(entry, LabrecordError):
+            return ImportRow(getattr(entry, "record", "?"), None, "error", message=str(entry))
+        try:
+            return _write_run(source, entry, out, options)
+        except LabrecordError as error:
+            return ImportRow(entry.name, None, "error", message=str(error))
+
+    # the runs are independent and their writes wait on the disk (fsync): a few threads
+    # overlap those waits; rows come back in the source's order
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(max_workers=max(1, options.threads)) as pool:
+        for entry, row in zip(source.records, pool.map(write, source.records)):
+            summary.rows.append(row)
+            instances.append(Instance(instance_id=instance_of(row.record), task_id=(
+                None if isinstance(entry, LabrecordError) else entry.task_id) or source.task_id))
+            if progress is not None:
+                progress(1)
+    if instances:
+        register_population(out, population_of(source), instances)
+    return summary
+
+
+class RecordError(LabrecordError):
+    """A record of a source that cannot be imported; ``record`` names it."""
+
+    def __init__(self, message: str, record: str) -> None:
+        super().__init__(message)
+        self.record = record
