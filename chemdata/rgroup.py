@@ -31,7 +31,7 @@ instantiating the template with the recovered bindings must give the product bac
 from __future__ import annotations
 
 import re
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -43,6 +43,7 @@ FailureKind = Literal["bad_smiles", "bad_substituent", "no_match", "ambiguous_ma
 
 #: bracket labels RDKit cannot parse that name a variable position
 _BRACKET_LABEL = re.compile(r"\[(R\d*'*|X\d*|Z\d*|G\d*|Ar\d+|Q\d*|L\d*)\]")
+BRACKET_LABEL = _BRACKET_LABEL
 #: element symbols that figures use as labels ([Ar] aryl, [Y], [Rf] perfluoroalkyl, [X]…):
 #: read as a label only in context — at an attachment point (one bond) or named by the
 #: caller (printed in the figure text); an unbonded [Ar] stays argon
@@ -533,16 +534,61 @@ def _instantiate_all(reactant_templates: list[str], merged: Mapping[str, str], e
     return reactants
 
 
+def reactant_options(reactant_templates: list[str], product_template: str, product: str,
+                     explicit: Mapping[str, str] | None = None, *, c_h_functionalization: bool = False,
+                     names: Collection[str] = ()) -> tuple[list[tuple[dict[str, str], list[DerivedSmiles]]], str] | Failure:
+    """Every distinct set of reactants that the matches of ``product`` to
+    ``product_template`` give, each with the bindings behind it, and the canonical
+    product; a :class:`Failure` when none does.  :func:`derive_reactants` keeps one."""
+    explicit = dict(explicit or {})
+    found = _candidates(product_template, product, names)
+    if isinstance(found, Failure):
+        return found
+    candidates, target = found
+    pool = _narrow(candidates, explicit)
+    results: dict[tuple[str, ...], tuple[dict[str, str], list[DerivedSmiles]]] = {}
+    failure: Failure | None = None
+    for derived in pool:
+        merged = {**derived, **{normalize_label(k): v for k, v in explicit.items()}}
+        reactants = _instantiate_all(reactant_templates, merged, explicit, c_h_functionalization, names)
+        if isinstance(reactants, Failure):
+            failure = failure or reactants
+            continue
+        results.setdefault(tuple(sorted(reactants)), (merged, reactants))
+    if not results:
+        return failure  # type: ignore[return-value]  # pool is never empty, so a failure was kept
+    return list(results.values()), target
+
+
+def _agreeing(options: list[tuple[dict[str, str], list[DerivedSmiles]]],
+              prefer: Sequence[Mapping[str, str]]) -> list[tuple[dict[str, str], list[DerivedSmiles]]]:
+    """The options whose bindings agree with the most ``prefer`` bindings (one point per
+    label bound to the same substituent in one of them); all of them on a tie at the top."""
+    wanted = [{normalize_label(k): _canonical_value(v) for k, v in other.items()} for other in prefer]
+
+    def agreement(option: tuple[dict[str, str], list[DerivedSmiles]]) -> int:
+        bindings = {k: _canonical_value(v) for k, v in option[0].items()}
+        return sum(1 for other in wanted for k, v in bindings.items() if other.get(k) == v)
+
+    scores = [agreement(option) for option in options]
+    best = max(scores)
+    kept = [option for option, score in zip(options, scores) if score == best]
+    return kept if len(kept) == 1 else options
+
+
 def derive_reactants(reactant_templates: list[str], product_template: str, product: str,
                      explicit: Mapping[str, str] | None = None, *, c_h_functionalization: bool = False,
-                     names: Collection[str] = ()) -> list[DerivedSmiles] | Failure:
+                     names: Collection[str] = (), prefer: Sequence[Mapping[str, str]] = ()) -> list[DerivedSmiles] | Failure:
     """Concrete reactants for one entry of a product scope.
 
     Bindings recovered from ``product`` against ``product_template`` (stereo-blind) are
     merged with the ``explicit`` entry bindings; explicit ones win (a leaving group such
     as ``X = I`` cannot be read from the product).  When the product matches in several
     ways (a symmetric core), the reactant templates break the tie: the candidates are
-    kept if they all give the same reactants, else the result is ``ambiguous_match``.  A
+    kept if they all give the same reactants; else the bindings of the scope's other
+    entries (``prefer``) decide — the assignment that agrees with the most of them is
+    kept (a symmetric reagent such as R²S–SR² whose R² the other drawn products fix);
+    still tied, the result is ``ambiguous_match``.  A
     bare ``*`` reactant template is the substituent-bearing reactant itself (H at the
     attachment point for a C–H functionalization, else the leaving group the entry
     prints, else ``leaving_group_unknown``).  Stereo centres of the product core are
@@ -551,29 +597,19 @@ def derive_reactants(reactant_templates: list[str], product_template: str, produ
     template — each carrying its template and the bindings it used — or a
     :class:`Failure`.
     """
-    explicit = dict(explicit or {})
-    found = _candidates(product_template, product, names)
+    found = reactant_options(reactant_templates, product_template, product, explicit,
+                             c_h_functionalization=c_h_functionalization, names=names)
     if isinstance(found, Failure):
         return found
-    candidates, target = found
-    pool = _narrow(candidates, explicit)
-    results: dict[tuple[str, ...], list[DerivedSmiles]] = {}
-    failure: Failure | None = None
-    for derived in pool:
-        merged = {**derived, **{normalize_label(k): v for k, v in explicit.items()}}
-        reactants = _instantiate_all(reactant_templates, merged, explicit, c_h_functionalization, names)
-        if isinstance(reactants, Failure):
-            failure = failure or reactants
-            continue
-        results.setdefault(tuple(sorted(reactants)), reactants)
-    if not results:
-        return failure  # type: ignore[return-value]  # pool is never empty, so a failure was kept
-    if len(results) > 1:
-        options = " | ".join(".".join(key) for key in list(results)[:3])
+    options, target = found
+    if len(options) > 1 and prefer:
+        options = _agreeing(options, prefer)
+    if len(options) > 1:
+        shown = " | ".join(".".join(sorted(reactants)) for _, reactants in options[:3])
         return Failure("ambiguous_match", f"product {target!r} matches template {product_template!r} in "
-                       f"{len(pool)} ways that the reactant templates do not reconcile ({options})",
+                       f"{len(options)} ways that the reactant templates do not reconcile ({shown})",
                        template=product_template)
-    reactants = next(iter(results.values()))
+    reactants = options[0][1]
     return [_carry_stereo(r, product_template, target, names) for r in reactants]
 
 

@@ -215,8 +215,12 @@ class StepOwner:
 
     def __init__(self, env: Environment, policy: Policy, scorer: OnlineScorer, writer: RunWriter, *,
                  instruction: str, max_time_s: float, video: bool = True, snapshot_every_s: float = 1.0,
-                 tools: ToolHost | None = None, deadline_s: float | None = None, deadline_clock: str = "sim") -> None:
+                 tools: ToolHost | None = None, deadline_s: float | None = None, deadline_clock: str = "sim",
+                 actions_per_query: int | None = None) -> None:
         self.env, self.policy, self.scorer, self.writer = env, policy, scorer, writer
+        #: rows of each accepted chunk executed before the policy is queried again (None: all);
+        #: an evaluator that executes only the first row of each chunk sets 1
+        self.actions_per_query = actions_per_query
         self.caps: Capabilities = policy.capabilities
         check_channels(self.caps, tuple(getattr(env, "privileged_channels", ())))
         self.instruction = instruction
@@ -473,7 +477,8 @@ class StepOwner:
             assert self.tools is not None  # refused above when no tools were offered
             self.tools.handle(self, tool, observation)
             return
-        self._queue.extend(check.applied)
+        rows = check.applied if self.actions_per_query is None else check.applied[: self.actions_per_query]
+        self._queue.extend(rows)
 
     def _violation(self, observation: Observation, violation: InterfaceViolation, latency: float, log: EpisodeLog) -> None:
         """A reply that broke the declared interface: the policy's own failure (a measured

@@ -173,7 +173,7 @@ def _audit(run_dir: Path, files: dict[str, bytes], result: RunAudit) -> None:
                         if e.__struct_config__.tag == "episode_end" and e.reason in FAULT_END_REASONS)  # type: ignore[attr-defined]
     expected = replay_run(contract, instance, table, receipts, manifest, default_episode=first_episode,
                           faulted=faulted)
-    recorded = [(line, event) for line, event in events if _replayed(event, contract)]
+    recorded = [(line, event) for line, event in events if replayed_event(event, contract)]
     result.events_checked = len(recorded)
     result.findings.extend(compare_streams(events_path, expected, recorded))
     result.findings.extend(check_bindings(events_path, events, receipts, manifest))
@@ -305,7 +305,7 @@ def replay_run(contract: TaskContract, instance: Any, table: Any, receipts: Sequ
     return expected
 
 
-def _replayed(event: BaseEvent, contract: TaskContract) -> bool:
+def replayed_event(event: BaseEvent, contract: TaskContract) -> bool:
     kind = event.__struct_config__.tag
     if kind == "choice":
         return event.track == "native" and event.recognizer == contract.recognizer  # type: ignore[attr-defined]

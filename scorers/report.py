@@ -396,8 +396,9 @@ CSS = ("body{font-family:system-ui,sans-serif;max-width:1100px;margin:2em auto;c
        ".note{color:#555;font-size:13px;max-width:60em}")
 
 
-def render_report(result: dict[str, Any], title: str, timing: str = "") -> str:
-    """The HTML text for a :func:`score_corpus` result (``timing``: :func:`timing_table`)."""
+def render_report(result: dict[str, Any], title: str, timing: str = "", diff: dict[str, Any] | None = None) -> str:
+    """The HTML text for a :func:`score_corpus` result (``timing``: :func:`timing_table`;
+    ``diff``: a :func:`labrecord.scorers.diff.diff_paths` result, shown as its own section)."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -418,6 +419,14 @@ def render_report(result: dict[str, Any], title: str, timing: str = "") -> str:
     if timing:
         body.append("<h2>Time per system</h2><p class=note>Run wall time runs from run.json to scores.json; inference "
                     "latency is the policy query that received each opportunity's evidence (physics paused).</p>" + timing)
+    if diff is not None:
+        from labrecord.scorers.diff_report import diff_section, flips_figure
+
+        fig = flips_figure(diff)
+        image = _png(fig) if fig is not None else None
+        if fig is not None:
+            plt.close(fig)
+        body.append(f"<h2>Diff: why two evaluations disagree</h2>{diff_section(diff, image)}")
     body.append("<h2>All metrics</h2>" + "".join(_table(g) for g in groups))
     body.append(latency_section(result.get("latency") or []))
     return (f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title><style>{CSS}</style></head>"
@@ -440,10 +449,12 @@ def latency_section(summary: list[dict[str, Any]]) -> str:
 
 
 def write_report(runs_or_db: str | os.PathLike[str] | Any, out_path: str | os.PathLike[str], *, seed: int = 0,
-                 resamples: int = 1000, parquet: bool = False, title: str | None = None, audit: bool = False) -> Path:
+                 resamples: int = 1000, parquet: bool = False, title: str | None = None, audit: bool = False,
+                 diff: dict[str, Any] | None = None) -> Path:
     """Score ``runs_or_db`` (runs folder, corpus file, snapshot with ``parquet=True``, or an
     open connection) and write the HTML report to ``out_path``; returns the path.  ``audit``
-    replay-audits a runs folder first (as ``labrecord report`` does)."""
+    replay-audits a runs folder first (as ``labrecord report`` does); ``diff`` adds the diff
+    section (a :func:`labrecord.scorers.diff.diff_paths` result)."""
     from labrecord.errors import LabrecordError
     from labrecord.scorers.corpus import audit_corpus, score_corpus
 
@@ -462,5 +473,5 @@ def write_report(runs_or_db: str | os.PathLike[str] | Any, out_path: str | os.Pa
     result["latency"] = latency_summary(con)
     name = title or f"labrecord report: {runs_or_db if not hasattr(runs_or_db, 'execute') else 'corpus'}"
     out = Path(out_path)
-    atomic_write_bytes(out, render_report(result, name, timing_table(con)).encode("utf-8"))
+    atomic_write_bytes(out, render_report(result, name, timing_table(con), diff).encode("utf-8"))
     return out

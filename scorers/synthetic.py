@@ -18,7 +18,7 @@ import msgspec
 from labrecord.examples import example_manifest
 from labrecord.fileio import dumps
 from labrecord.models import (
-    Choice, Confirm, EpisodeEnd, EpisodeStart, Failure, Geometry, HandoffCheck, Intervention, InterventionEvent,
+    Choice, Confirm, EpisodeEnd, EpisodeStart, Failure, Geometry, HandoffCheck, Harness, Intervention, InterventionEvent,
     ObservationReceipt,
     Operation, Opportunity, Recovery, Validity, Violation,
 )
@@ -97,6 +97,8 @@ class RolloutSpec:
     policy_s_per_query: float | None = None
     #: False: the log stops before the episode_end (an interrupted episode)
     ended: bool = True
+    #: run.json ``harness`` fields (actions_per_query, renderer …); empty: no harness record
+    harness: dict[str, Any] = field(default_factory=dict)
 
 
 def write_rollout(root: str | os.PathLike[str], spec: RolloutSpec) -> Path:
@@ -105,6 +107,8 @@ def write_rollout(root: str | os.PathLike[str], spec: RolloutSpec) -> Path:
                                 evaluation_version=spec.evaluation_version, population=spec.population)
     if spec.intervention:
         manifest.intervention = msgspec.convert(spec.intervention, Intervention)
+    if spec.harness:
+        manifest.harness = msgspec.convert(spec.harness, Harness)
     manifest.evaluation.measurements = spec.measurements  # type: ignore[assignment]
     manifest.evaluation.checkpoints = [msgspec.convert(h, HandoffCheck) for h in spec.handoffs]
     run = RunWriter.create(root, manifest)

@@ -80,11 +80,12 @@ def record_episode(spec: Any, env: Any, policy: Any, scorer_type: Callable[..., 
     (:func:`family_manifest`)."""
     from labrecord.recorders.loop import StepOwner
     from labrecord.scorers.contracts import get_contract
-    from labrecord.sim.weighing import _write_demo
+    from labrecord.sim.weighing import _write_demo, harness_of
 
     contract = get_contract(family)
     manifest = family_manifest(spec, policy.capabilities, contract, family=family, layout_text=layout_text, scene=scene,
                                memory=memory)
+    manifest.harness = harness_of(spec, policy, env)
     scorer = scorer_type(contract, spec.instance, columns=contract_columns(family), window_s=spec.deadline_s)
     writer = RunWriter.create(spec.out_dir, manifest)
     try:

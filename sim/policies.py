@@ -39,6 +39,7 @@ pool with native (image + proprioception) systems.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+import dataclasses
 from collections.abc import Callable, Mapping
 import itertools
 import re
@@ -173,9 +174,33 @@ class ScriptedWeighingPolicy(ScriptedPolicy, ABC):
     #: the Oracle supports (site, mode) this system consumes (its capability preflight)
     oracle_inputs: frozenset[tuple[str, str]] = frozenset({("decision", "replace"), ("skill", "replace")})
 
+    #: plan rows returned per query (the chunk length); rows after the first are planned
+    #: open-loop from the previous plan target (see :meth:`use_chunks`)
+    chunk_length = 1
+
+    def use_chunks(self, rows: int) -> None:
+        """Return up to ``rows`` plan rows per query, the first toward its target from the
+        measured pose and the rest open-loop (:func:`delta_between`), as a chunking policy
+        does; the action spec then accepts chunks of ``rows``."""
+        if rows < 1:
+            raise LabrecordError(f"chunk length {rows}: expected at least 1 row")
+        self.chunk_length = rows
+        self.capabilities = dataclasses.replace(self.capabilities,
+                                                action_spec=action_spec("eef_delta", CONTROL_HZ, max_chunk=rows))
+
     def reset(self, episode: int) -> None:
         super().reset(episode)
         self.transfers = 0
+
+    def _next_row(self, robot: dict[str, Any]) -> ActionChunk:
+        if self.chunk_length == 1:
+            return super()._next_row(robot)
+        assert self.plan is not None
+        rows = [self._toward(robot, self.plan[self.cursor])]
+        for k in range(self.cursor + 1, min(self.cursor + self.chunk_length, len(self.plan))):
+            rows.append(delta_between(self.plan[k - 1], self.plan[k]))
+        self.cursor += len(rows)
+        return ActionChunk(np.vstack(rows))
 
     @abstractmethod
     def choose(self, observation: Observation, target_g: float, reading_g: float, standing: set[str]) -> Operation | None:
@@ -253,11 +278,24 @@ def delta_to(robot: dict[str, Any], position: Any, rotation: np.ndarray, grip: A
     and the tool ``rotation`` (3, 3) with gripper command ``grip``: the step clipped to
     5 cm per axis, the turn to :data:`TURN_STEP`."""
     here = np.asarray(robot["eef_pos"], dtype=float)
-    step = np.clip(np.asarray(position) - here, -0.05, 0.05)
-    turn = matrix_to_rotvec(rotation @ quat_matrix(robot["eef_quat"]).T)
+    return _clipped_row(np.asarray(position) - here, matrix_to_rotvec(rotation @ quat_matrix(robot["eef_quat"]).T), grip)
+
+
+def delta_between(start: np.ndarray, target: np.ndarray) -> np.ndarray:
+    """The (1, 7) end-effector delta from plan target ``start`` to plan target ``target``
+    (both ``[x, y, z, yaw, grip]``), as :func:`delta_to` would give once the tool reached
+    ``start``: the open-loop row of a chunk planned ahead of the measured pose."""
+    offset = np.asarray(target[:3], dtype=float) - np.asarray(start[:3], dtype=float)
+    return _clipped_row(offset, matrix_to_rotvec(down_rotation(float(target[3])) @ down_rotation(float(start[3])).T),
+                        target[4])
+
+
+def _clipped_row(offset: np.ndarray, turn: np.ndarray, grip: Any) -> np.ndarray:
+    """One action row: the offset clipped to 5 cm per axis, the turn to :data:`TURN_STEP`."""
+    step = np.clip(offset, -0.05, 0.05)
     norm = float(np.linalg.norm(turn))
     if norm > TURN_STEP:
-        turn *= TURN_STEP / norm
+        turn = turn * (TURN_STEP / norm)
     return np.concatenate([step, turn, [grip]])[None, :]
 
 

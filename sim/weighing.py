@@ -60,6 +60,10 @@ class EpisodeSpec:
     population: str | None = None
     instance_id: str | None = None
     intervention: Any = None
+    #: plan rows a scripted policy returns per query, and rows of each chunk executed
+    #: before the next query (None: the whole chunk) — recorded in run.json ``harness``
+    chunk_length: int = 1
+    actions_per_query: int | None = None
 
 
 def instances(condition: str, episodes: int, seed: int) -> list[Any]:
@@ -131,7 +135,8 @@ def run_weighing(out_dir: str | os.PathLike[str], condition: str = "basic", poli
                  episodes: int = 20, seed: int = 0, workers: int = 1, *, cameras: bool = True, size: int | None = None,
                  max_time_s: float | None = None, progress: Callable[[int], None] | None = None,
                  executor: str = "local", address: str | None = None, deadline_s: float | None = None,
-                 deadline_clock: str = "sim", **policy_options: Any) -> list[Path]:
+                 deadline_clock: str = "sim", chunk_length: int = 1, actions_per_query: int | None = None,
+                 **policy_options: Any) -> list[Path]:
     """Run ``episodes`` weighing episodes; returns the run directories in episode order.
 
     Episodes run on ``workers`` processes of ``executor`` (:func:`labrecord.parallel.map`:
@@ -141,7 +146,10 @@ def run_weighing(out_dir: str | os.PathLike[str], condition: str = "basic", poli
     ``policy`` is a scripted baseline (:data:`labrecord.sim.policies.POLICIES`) or a served
     policy (``openpi``, ``http``, ``lerobot``; ``policy_options`` are the keywords of
     :func:`labrecord.sim.serving.connect`).  ``size`` defaults to 224 px, or the served
-    profile's render size.  A served policy that stops answering mid-episode leaves that
+    profile's render size.  ``chunk_length`` makes a scripted policy return that many plan
+    rows per query; ``actions_per_query`` executes only the first rows of each chunk before
+    the next query (both recorded in run.json ``harness``).  A served policy that stops
+    answering mid-episode leaves that
     run with status ``service_fault`` (unresolved); the remaining episodes are still run
     and fault in turn if the service stays away.
 
@@ -159,6 +167,10 @@ def run_weighing(out_dir: str | os.PathLike[str], condition: str = "basic", poli
         deadline_s = DEFAULT_DEADLINE_S["weighing"]
     if not deadline_s > 0:
         raise LabrecordError(f"deadline {deadline_s!r} s: expected a positive number of seconds")
+    if chunk_length < 1 or (actions_per_query is not None and actions_per_query < 1):
+        raise LabrecordError(f"chunk length {chunk_length} / actions per query {actions_per_query}: expected at least 1")
+    if chunk_length != 1 and policy in EXTERNAL:
+        raise LabrecordError(f"--chunk-length applies to the scripted policies; {policy} returns its own chunks")
     served = None
     if policy in EXTERNAL:
         if workers > 1 or executor != "local":
@@ -171,7 +183,8 @@ def run_weighing(out_dir: str | os.PathLike[str], condition: str = "basic", poli
     timing = EpisodeTiming(max_time_s, deadline_s, deadline_clock)
     try:
         return _run_all(out_dir, condition, policy, episodes, seed, workers, cameras, size or 224, timing, progress,
-                        served, policy_options if served is None else {}, executor, address)
+                        served, policy_options if served is None else {}, executor, address,
+                        chunks=(chunk_length, actions_per_query))
     finally:
         if served is not None:
             served.close()
@@ -187,11 +200,13 @@ class EpisodeTiming(NamedTuple):
 
 def _run_all(out_dir: str | os.PathLike[str], condition: str, policy: str, episodes: int, seed: int, workers: int,
              cameras: bool, size: int, timing: EpisodeTiming, progress: Callable[[int], None] | None,
-             served: Any, policy_options: dict[str, Any], executor: str, address: str | None) -> list[Path]:
+             served: Any, policy_options: dict[str, Any], executor: str, address: str | None,
+             chunks: tuple[int, int | None] = (1, None)) -> list[Path]:
     Path(out_dir).mkdir(parents=True, exist_ok=True)
     drawn = instances(condition, episodes, seed)
     specs = [EpisodeSpec(str(out_dir), condition, policy, i, seed, inst, cameras, size, timing.max_time_s,
-                         tuple(sorted(policy_options.items())), timing.deadline_s, timing.deadline_clock)
+                         tuple(sorted(policy_options.items())), timing.deadline_s, timing.deadline_clock,
+                         chunk_length=chunks[0], actions_per_query=chunks[1])
              for i, inst in enumerate(drawn)]
     refuse_existing(out_dir, map(run_id_of, specs))
     # registered before any episode runs: the population fixes the denominators
@@ -218,7 +233,10 @@ def run_episode(spec: EpisodeSpec, served: Any = None) -> Path:
 
     if served is not None:
         return record_with(spec, served.policy, served)
-    return record_with(spec, make_policy(spec.policy, spec.seed * 100003 + spec.index, **dict(spec.policy_options)))
+    policy = make_policy(spec.policy, spec.seed * 100003 + spec.index, **dict(spec.policy_options))
+    if spec.chunk_length != 1:
+        policy.use_chunks(spec.chunk_length)
+    return record_with(spec, policy)
 
 
 def record_with(spec: EpisodeSpec, policy: Any, served: Any = None) -> Path:
@@ -277,6 +295,7 @@ def open_episode(spec: EpisodeSpec, policy: Any, served: Any = None) -> OpenEpis
     layout = random_layout(instance.start, np.random.default_rng(instance.layout_seed))
     env.reset(Placement(sample_g=instance.sample_g, initially_on_pan=instance.start, layout=layout))
     manifest = _manifest(spec, instance, policy, contract, layout, served)
+    manifest.harness = harness_of(spec, policy, env, served)
     max_time = spec.max_time_s or MAX_TIME_S[spec.condition] + EXTRA_TIME_S.get(spec.policy, 0.0)
     scorer = ContractScorer(contract, instance, columns=contract_columns(), window_s=spec.deadline_s)
     env.display = scorer.display
@@ -284,7 +303,8 @@ def open_episode(spec: EpisodeSpec, policy: Any, served: Any = None) -> OpenEpis
     try:
         owner = StepOwner(env, policy, scorer, writer, instruction=instruction_of(instance), max_time_s=max_time,
                           video=spec.cameras, tools=served.tools if served is not None else None,
-                          deadline_s=spec.deadline_s, deadline_clock=spec.deadline_clock)
+                          deadline_s=spec.deadline_s, deadline_clock=spec.deadline_clock,
+                          actions_per_query=spec.actions_per_query)
     except BaseException:
         writer.close("aborted")
         raise
@@ -317,6 +337,28 @@ def contract_columns() -> tuple[str, ...]:
     return (*COMMON_COLUMNS, *FAMILY_COLUMNS["weighing"],
             *(f"{w}_{name}" for w in WEIGHING_STANDARDS for name in ("over_pan", "on_table", "z")), "arm_speed",
             "robot_balance_force_n")
+
+
+def harness_of(spec: EpisodeSpec, policy: Any, env: Any, served: Any = None) -> Any:
+    """run.json ``harness``: how the chunks were executed and what the policy was shown
+    (``spec`` of any family; only weighing episodes set the chunk options).
+
+    ``chunk_length`` is known for the scripted policies (their plan rows per query) and
+    left unknown for a served one; ``actions_per_query`` is the step owner's setting, else
+    the whole accepted chunk (at most ``max_chunk`` rows)."""
+    from labrecord.models import Harness
+
+    caps = policy.capabilities
+    cameras = [c for c in env.cameras if c in caps.channels]
+    robot = env.public_state().get("robot") or {}
+    profile = getattr(getattr(served, "policy", None), "profile", None)
+    executed = getattr(spec, "actions_per_query", None)
+    return Harness(actions_per_query=executed or caps.action_spec.max_chunk,
+                   chunk_length=None if served is not None else getattr(spec, "chunk_length", 1),
+                   cameras=cameras, image_size=[spec.size or 224] * 2 if cameras else None,
+                   state_convention=getattr(profile, "state", None) or "robot:" + "+".join(sorted(robot)),
+                   renderer=os.environ.get("MUJOCO_GL", "default") if cameras or spec.cameras else "none",
+                   parallel_envs=1)  # each episode steps its own bench, whatever --workers is
 
 
 def _manifest(spec: EpisodeSpec, instance: Any, policy: Any, contract: Any, layout: Any, served: Any = None) -> RunManifest:

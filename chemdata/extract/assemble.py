@@ -45,18 +45,26 @@ def _region(reading: Reading) -> str:
 def _read_molecule(reading: Reading) -> Any:
     """A reading as a molecule: ``tool_read``, or ``model_written`` when the model endpoint
     read it (recognition taken over), with its region either way."""
+    from labrecord.chemdata.extract.readers import provenance_confidence
     from labrecord.models.rxn import Molecule, Origin, Provenance
 
     origin: Origin = "model_written" if reading.source == "model" else "tool_read"
     return Molecule(smiles=canonical(reading.smiles), provenance=Provenance(
-        origin=origin, region=_region(reading), bbox=[float(v) for v in reading.box]))
+        origin=origin, region=_region(reading), bbox=[float(v) for v in reading.box], reader=reading.reader,
+        confidence=provenance_confidence(reading.reader, reading.confidence)))
 
 
-def _derived_molecule(smiles: str, template: str, bindings: dict[str, str]) -> Any:
+def _derived_molecule(smiles: str, template: str, bindings: dict[str, str], source: Reading | None = None) -> Any:
+    """A molecule made from ``template``; ``source`` is the reading of the template (its
+    reader and confidence are the derived molecule's)."""
+    from labrecord.chemdata.extract.readers import provenance_confidence
     from labrecord.models.rxn import Molecule, Provenance
 
+    reader = source.reader if source is not None else None
+    confidence = provenance_confidence(source.reader, source.confidence) if source is not None else None
     return Molecule(smiles=smiles, provenance=Provenance(origin="template_derived", template=template,
-                                                         bindings=dict(sorted(bindings.items()))))
+                                                         bindings=dict(sorted(bindings.items())), reader=reader,
+                                                         confidence=confidence))
 
 
 def _resolve(ref: Any, readings: dict[str, Reading]) -> Any:
@@ -144,6 +152,7 @@ def _fit_labels(templates: list[str], bindings: dict[str, str]) -> dict[str, str
 
 
 def _expand_scope(scope: Any, by_id: dict[str, Reading]) -> tuple[list[Any], Any, list[dict[str, str]]]:
+    from labrecord.chemdata.extract.readers import provenance_confidence
     from labrecord.models.rxn import Molecule, Provenance, Reaction, Template
 
     if not isinstance(scope, dict):
@@ -151,16 +160,26 @@ def _expand_scope(scope: Any, by_id: dict[str, Reading]) -> tuple[list[Any], Any
     reactant_templates = _template_smiles(list(scope.get("reactant_templates") or []), by_id, "reactant_templates")
     product_id = scope.get("product_template")
     product_template = _template_smiles([product_id], by_id, "product_template")[0] if product_id else None
-    template = Template(id=str(scope.get("id") or "t"),
-                        reactants=[Molecule(smiles=t, esmiles=t, provenance=Provenance(origin="tool_read")) for t in reactant_templates],
-                        products=[Molecule(smiles=product_template, esmiles=product_template,
-                                           provenance=Provenance(origin="tool_read"))] if product_template else [])
+    sources = {by_id[i].smiles: by_id[i] for i in [*(scope.get("reactant_templates") or []), product_id] if i in by_id}
+
+    def read_template(smiles: str) -> Any:
+        source = sources[smiles]
+        return Molecule(smiles=smiles, esmiles=smiles, provenance=Provenance(
+            origin="tool_read", reader=source.reader, confidence=provenance_confidence(source.reader, source.confidence)))
+
+    template = Template(id=str(scope.get("id") or "t"), reactants=[read_template(t) for t in reactant_templates],
+                        products=[read_template(product_template)] if product_template else [])
     reactions, failures = [], []
-    for entry in scope.get("entries") or []:
-        try:
-            built = _expand_entry(entry, reactant_templates, product_template, by_id)
-        except rgroup.RGroupError as error:
-            built = error.failure
+    entries = list(scope.get("entries") or [])
+    outcomes = [_try_entry(entry, reactant_templates, product_template, by_id, sources, ()) for entry in entries]
+    # a symmetric core: an entry matched several ways is settled by the others' bindings
+    settled = [{k: v for m in built[0] for k, v in (m.provenance.bindings or {}).items()}
+               for built in outcomes if not isinstance(built, rgroup.Failure)]
+    if settled:
+        outcomes = [_try_entry(entry, reactant_templates, product_template, by_id, sources, settled)
+                    if isinstance(built, rgroup.Failure) and built.kind == "ambiguous_match" else built
+                    for entry, built in zip(entries, outcomes)]
+    for entry, built in zip(entries, outcomes):
         if isinstance(built, rgroup.Failure):
             failures.append({"stage": "rgroup", "kind": built.kind,
                              "message": f"entry {entry.get('id')}: {built.message}"})
@@ -172,8 +191,17 @@ def _expand_scope(scope: Any, by_id: dict[str, Reading]) -> tuple[list[Any], Any
     return reactions, template, failures
 
 
+def _try_entry(entry: Any, reactant_templates: list[str], product_template: str | None, by_id: dict[str, Reading],
+               sources: dict[str, Reading], prefer: Any) -> tuple[list[Any], list[Any]] | rgroup.Failure:
+    try:
+        return _expand_entry(entry, reactant_templates, product_template, by_id, sources, prefer)
+    except rgroup.RGroupError as error:
+        return error.failure
+
+
 def _expand_entry(entry: Any, reactant_templates: list[str], product_template: str | None,
-                  by_id: dict[str, Reading]) -> tuple[list[Any], list[Any]] | rgroup.Failure:
+                  by_id: dict[str, Reading], sources: dict[str, Reading],
+                  prefer: Any = ()) -> tuple[list[Any], list[Any]] | rgroup.Failure:
     if not isinstance(entry, dict):
         raise PlanError(f"a scope entry must be an object, got {str(entry)[:80]!r}")
     if product_template is None:
@@ -182,16 +210,16 @@ def _expand_entry(entry: Any, reactant_templates: list[str], product_template: s
     if entry.get("product") is not None:
         product = _resolve({"reading": entry["product"]}, by_id)
         explicit = _fit_labels(reactant_templates + [product_template], bindings) if bindings else {}
-        derived = rgroup.derive_reactants(reactant_templates, product_template, product.smiles, explicit)
+        derived = rgroup.derive_reactants(reactant_templates, product_template, product.smiles, explicit, prefer=prefer)
         if isinstance(derived, rgroup.Failure):
             return derived
-        return [_derived_molecule(str(s), s.template, s.bindings) for s in derived], [product]
+        return [_derived_molecule(str(s), s.template, s.bindings, sources.get(s.template)) for s in derived], [product]
     fitted = _fit_labels(reactant_templates + [product_template], bindings)
-    reactants = [_instantiate(t, fitted) for t in reactant_templates]
-    return reactants, [_instantiate(product_template, fitted)]
+    reactants = [_instantiate(t, fitted, sources.get(t)) for t in reactant_templates]
+    return reactants, [_instantiate(product_template, fitted, sources.get(product_template))]
 
 
-def _instantiate(template: str, bindings: dict[str, str]) -> Any:
+def _instantiate(template: str, bindings: dict[str, str], source: Reading | None) -> Any:
     labels = rgroup.template_labels(template)
     used = {k: v for k, v in bindings.items() if rgroup.normalize_label(k) in labels}
-    return _derived_molecule(rgroup.instantiate(template, bindings), template, used)
+    return _derived_molecule(rgroup.instantiate(template, bindings), template, used, source)

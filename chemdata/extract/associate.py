@@ -21,7 +21,14 @@ paths go through one assembly step.  Rules, in order:
 3. **Conditions and yields.** Printed lines just above or below an arrow (centre over
    the arrow, within 60 px) are that step's conditions, kept as text; a percentage on a
    binding line is that entry's yield.  Neither enters the primary score.
-4. Structures outside any row and not used by a scope are left unassigned (kept in the
+4. **Template first.**  A concrete structure outside every row and scope that the R-group
+   engine relates to a scope's templates becomes one more entry of that scope (a product
+   drawn beside the row, or in a grid the layout did not band under it).  Where no arrow
+   was found at all, two or more readings with attachment points still make a scope:
+   the product template is the one the engine relates the most concrete readings to
+   (at least one), the others are the reactant templates, and those readings its
+   entries.  Arrows decide the roles wherever they exist.
+5. Structures outside any row and not used by a scope are left unassigned (kept in the
    trajectory, not guessed into a reaction).
 
 OCR confusions in identifiers and labels are repaired by a fixed table (``l``/``I``/``|``
@@ -197,6 +204,11 @@ def plan_from_rules(segments: list[Segment], readings: list[Reading], lines: lis
             plan["scopes"].append(_scope(band, stages, segments, assigned, lines, used, failures))
         else:
             plan["reactions"].extend(_steps(band, stages, failures, _arrow_texts(segments, band, lines)))
+    if not bands:
+        arrowless = _arrowless_scope(segments, assigned, lines, used)
+        if arrowless:
+            plan["scopes"].append(arrowless)
+    _template_first(plan["scopes"], segments, assigned, lines, used)
     shadowed = {r.id for i, chosen in assigned.items() if chosen.id in used
                 for r in readings if contains(segments[i].box, r.box)}
     for reading in readings:
@@ -311,6 +323,61 @@ def _scope(band: int, stages: list[list[Reading]], segments: list[Segment], assi
     if not scope["entries"]:
         failures.append({"kind": "no_entries", "message": f"template row {band} has no binding lines and no drawn products"})
     return scope
+
+
+def _fits(reactant_templates: list[str], product_template: str, smiles: str) -> bool:
+    from labrecord.chemdata.extract.arbitrate import fits_template
+
+    return fits_template(reactant_templates, product_template, smiles)
+
+
+def _spare(segments: list[Segment], assigned: dict[int, Reading], lines: list[TextLine],
+           used: set[str]) -> list[tuple[int, Reading]]:
+    """Concrete readings no row or scope took, in reading order (top to bottom, left to right)."""
+    spare = [(i, r) for i, r in assigned.items() if r.smiles and not r.is_template and r.id not in used
+             and not _drawn_value(segments[i], lines)]
+    return sorted(spare, key=lambda item: (segments[item[0]].box[1], segments[item[0]].box[0]))
+
+
+def _template_first(scopes: list[dict[str, Any]], segments: list[Segment], assigned: dict[int, Reading],
+                    lines: list[TextLine], used: set[str]) -> None:
+    """Add to each scope with drawn-product entries the spare concrete readings its
+    templates relate (rule 4)."""
+    by_id = {r.id: r for r in assigned.values()}
+    for scope in scopes:
+        if not scope.get("entries") or not all("product" in e for e in scope["entries"]):
+            continue
+        templates = [by_id[i].smiles for i in scope.get("reactant_templates") or [] if i in by_id]
+        product = by_id.get(scope.get("product_template") or "")
+        if not templates or product is None:
+            continue
+        for index, reading in _spare(segments, assigned, lines, used):
+            if _fits(templates, product.smiles, reading.smiles):
+                used.add(reading.id)
+                scope["entries"].append({"id": _label_under(segments[index], lines) or reading.id, "product": reading.id})
+
+
+def _arrowless_scope(segments: list[Segment], assigned: dict[int, Reading], lines: list[TextLine],
+                     used: set[str]) -> dict[str, Any] | None:
+    """A scope read from the templates alone when the figure shows no arrow (rule 4)."""
+    templates = sorted((r for r in assigned.values() if r.is_template and r.smiles), key=lambda r: (r.box[0], r.box[1]))
+    if len(templates) < 2:
+        return None
+    spare = _spare(segments, assigned, lines, used)
+    best: tuple[int, Reading, list[tuple[int, Reading]]] | None = None
+    for product in templates:
+        others = [t.smiles for t in templates if t is not product]
+        fitting = [(i, r) for i, r in spare if _fits(others, product.smiles, r.smiles)]
+        if fitting and (best is None or len(fitting) > best[0]):
+            best = (len(fitting), product, fitting)
+    if best is None:
+        return None
+    _, product, fitting = best
+    used.update(t.id for t in templates)
+    used.update(r.id for _, r in fitting)
+    return {"id": "t-arrowless", "reactant_templates": [t.id for t in templates if t is not product],
+            "product_template": product.id,
+            "entries": [{"id": _label_under(segments[i], lines) or r.id, "product": r.id} for i, r in fitting]}
 
 
 def _drawn_value(seg: Segment, lines: list[TextLine]) -> bool:

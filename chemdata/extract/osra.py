@@ -40,6 +40,7 @@ class Reading:
     confidence: float
     box: tuple[int, int, int, int]
     source: str  # "full" (whole-figure pass), "crop", "formula" (printed text), or "model" (the model endpoint)
+    reader: str = "osra"  # the structure reader that produced it (``osra``, ``decimer``, ``ocr`` for a formula)
 
     @property
     def is_template(self) -> bool:
@@ -48,7 +49,7 @@ class Reading:
 
     def to_json(self) -> dict[str, Any]:
         return {"id": self.id, "smiles": self.smiles, "confidence": self.confidence,
-                "box": list(self.box), "source": self.source}
+                "box": list(self.box), "source": self.source, "reader": self.reader}
 
 
 def parse_output(text: str, offset: tuple[int, int] = (0, 0)) -> list[tuple[str, float, tuple[int, int, int, int]]]:

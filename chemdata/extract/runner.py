@@ -34,18 +34,21 @@ agree.
 """
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
+import signal
 import tempfile
+import threading
 import time
 import traceback
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from labrecord.chemdata.extract import associate, assemble, endpoint, layout, osra, tesseract
+from labrecord.chemdata.extract import arbitrate, associate, assemble, cleanup, decimer, endpoint, layout, osra, readers, tesseract
 from labrecord.chemdata.extract.records import document_json, write_document
 from labrecord.chemdata.extract.trajectory import BudgetExceeded, ToolFailed, Trajectory
 from labrecord import parallel
@@ -57,6 +60,8 @@ TRAJECTORY_DIR = "trajectories"
 TRAJECTORY_SUFFIX = ".ndjson"
 SUMMARY_NAME = "summary.ndjson"
 CROP_MARGIN = 30
+#: a region more than this many bond lengths across both ways is not given to DECIMER
+MAX_LEARNED_BONDS = 14
 
 
 @dataclass(frozen=True)
@@ -64,7 +69,16 @@ class ExtractConfig:
     """Everything that shapes a run (kept in every trajectory's input event)."""
 
     system: str = "labrecord-rules"
-    budget_s: float = 3600.0
+    #: wall-clock seconds per figure; a stage still running when they are spent is stopped
+    budget_s: float = 300.0
+    #: a figure of more pixels than this is refused before any stage (it fails at "input")
+    max_pixels: int = 16_000_000
+    #: the structure readers (:mod:`.readers`): osra alone, or osra with DECIMER arbitrated
+    #: by chemistry (:func:`_second_reading`)
+    readers: tuple[str, ...] = ("osra",)
+    #: at most this many DECIMER reads per figure (the template row first, then products):
+    #: about 4 s each on a shared core, beside osra's 20 s a figure
+    learned_reads: int = 8
     tool_timeout_s: float = 120.0
     osra_command: tuple[str, ...] = ("osra",)
     tesseract_command: tuple[str, ...] = ("tesseract",)
@@ -119,6 +133,7 @@ def extract_figure(image_path: str, config: ExtractConfig) -> FigureResult:
     """Run every stage on one figure; never raises for a bad figure or a failing tool."""
     path = Path(image_path)
     figure_id = figure_id_of(path)
+    loaded_s = _load_readers(config)  # once per process, outside the figure's budget
     trajectory = Trajectory(figure_id, config.budget_s)
     timing: dict[str, float] = {}
     state: dict[str, Any] = {"readings": [], "failures": [], "plan": None, "plan_source": "rules"}
@@ -129,9 +144,16 @@ def extract_figure(image_path: str, config: ExtractConfig) -> FigureResult:
         data = path.read_bytes()
         trajectory.add("input", figure=path.name, sha256=hashlib.sha256(data).hexdigest(), bytes=len(data),
                        config=_config_json(config))
-        reactions, templates = _stages(trajectory, path, data, config, timing, state)
+        if loaded_s:
+            trajectory.add("reader_load", reader="decimer", elapsed_s=loaded_s)
+        with budget_alarm(config.budget_s, state):
+            reactions, templates = _stages(trajectory, path, data, config, timing, state)
     except BudgetExceeded as exc:
-        status, error, stage = "timeout", str(exc), "budget"
+        status, error, stage = "failed", str(exc), state.get("stage") or "input"
+        state["reason"] = "budget"
+    except FigureRefused as exc:
+        status, error, stage = "failed", str(exc), "input"
+        state["reason"] = "too_large"
     except ToolFailed as exc:
         status, error = ("timeout" if exc.timeout else "failed"), str(exc)
         stage = state.get("stage")
@@ -147,10 +169,48 @@ def extract_figure(image_path: str, config: ExtractConfig) -> FigureResult:
         trajectory.failure(stage, "empty", error)
     elif status != "ok":
         trajectory.failure(stage or "unknown", status, error or "")
-    state["reason"] = reason or (status if status != "ok" else None)
+    state["reason"] = reason or state.get("reason") or (status if status != "ok" else None)
     document = _document(figure_id, path, config, status, error, stage, reactions, templates, timing, state, trajectory)
     trajectory.add("result", status=status, reactions=len(document.get("reactions", [])), error=error)
     return FigureResult(figure_id, document, trajectory.events)
+
+
+def _load_readers(config: ExtractConfig) -> float:
+    """Load the learned reader's model if this process has not yet; the seconds spent
+    (0 when it was loaded before), reported apart from the figure's own time."""
+    if "decimer" not in config.readers:
+        return 0.0
+    before = decimer.loaded_seconds()
+    decimer.load()
+    return round(decimer.loaded_seconds() - before, 3)
+
+
+class FigureRefused(Exception):
+    """The figure is refused before any stage runs (over the pixel limit)."""
+
+
+@contextlib.contextmanager
+def budget_alarm(budget_s: float, state: dict[str, Any]) -> Iterator[None]:
+    """Stop the running stage when the figure's budget is spent: a wall-clock alarm
+    raises :class:`BudgetExceeded` wherever the figure is (a tool call is killed by
+    ``subprocess.run`` on the way out).  Needs the main thread of its process (the
+    in-process, process-pool and Ray executors all run figures there); elsewhere only
+    the checks between tool calls apply."""
+    usable = threading.current_thread() is threading.main_thread() and hasattr(signal, "setitimer")
+    if not usable:
+        yield
+        return
+
+    def expire(signum: int, frame: Any) -> None:
+        raise BudgetExceeded(f"budget of {budget_s:g}s used up during {state.get('stage') or 'input'}")
+
+    previous = signal.signal(signal.SIGALRM, expire)
+    signal.setitimer(signal.ITIMER_REAL, budget_s)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
 
 
 def _empty_stage(state: dict[str, Any]) -> tuple[str, str]:
@@ -182,8 +242,13 @@ def _stages(trajectory: Trajectory, path: Path, data: bytes, config: ExtractConf
 
     from PIL import Image
 
+    state["stage"] = "input"
+    opened = Image.open(BytesIO(data))
+    if opened.width * opened.height > config.max_pixels:
+        raise FigureRefused(f"{path.name}: {opened.width}x{opened.height} = {opened.width * opened.height} pixels, "
+                            f"over the limit of {config.max_pixels}")
     state["stage"] = "recognition"
-    image = layout.grey(Image.open(BytesIO(data)))
+    image = layout.grey(opened)
     lines = _timed(timing, state, "text", lambda: tesseract.read_text(
         trajectory, str(path), command=list(config.tesseract_command), limit_s=config.tool_timeout_s))
     measured = layout.bond_length(lines, default=None)  # None: too little text to tell
@@ -207,6 +272,9 @@ def _stages(trajectory: Trajectory, path: Path, data: bytes, config: ExtractConf
     else:
         segments, readings = _timed(timing, state, "recognition",
                                     lambda: _recognize(trajectory, path, image, segments, config, measured or 0.0, lines))
+    if "decimer" in config.readers and "recognition" not in stages:
+        readings = _timed(timing, state, "arbitration", lambda: _second_reading(trajectory, image, segments, readings,
+                                                                                 lines, config, bond))
     state["readings"] = [r.to_json() for r in readings]
     plan, problems = _timed(timing, state, "association", lambda: associate.plan_from_rules(segments, readings, lines))
     for problem in problems:
@@ -341,18 +409,6 @@ def crop_scale(bond: float, target: float | None) -> float:
     return 1.0 if 0.8 <= factor <= 1.25 else max(0.25, min(4.0, factor))
 
 
-def _best(read: list[tuple[str, float, tuple[int, int, int, int]]]) -> tuple[str, float, tuple[int, int, int, int]] | None:
-    """One reading per region: the structure with the most atoms (ties: higher confidence);
-    osra's extra pieces in a crop are fragments of the same drawing or stray marks."""
-    if not read:
-        return None
-
-    def atoms(smiles: str) -> int:
-        return sum(1 for c in smiles if c.isalpha() and c.isupper()) + smiles.count("c") + smiles.count("n")
-
-    return max(read, key=lambda item: (atoms(item[0]), item[1]))
-
-
 def sound_first(readings: list[tuple[str, float]]) -> int:
     """Index of the reading to keep among one region's readings at several scales: one
     RDKit can sanitize (no valence errors) before one it cannot, then the higher osra
@@ -403,9 +459,9 @@ def _recognize(trajectory: Trajectory, path: Path, image: Any, segments: list[la
                                                foreign_boxes(segments, index))
                 read = osra.read_structures(trajectory, crop_path, command=command, limit_s=config.tool_timeout_s,
                                             offset=(0, 0), region=",".join(map(str, seg.box)), options=options)
-                best = _best(read)
+                best = readers.largest(read)
                 if best is not None:
-                    tries.append((crop_path, best))
+                    tries.append((crop_path, (cleanup.clean(best[0], "osra")[0], best[1], best[2])))
             chosen = tries[sound_first([(smiles, confidence) for _, (smiles, confidence, _) in tries])] if tries else None
             if (chosen is None or not _sanitizes(chosen[1][0])) and seg.box[3] - seg.box[1] + 1 <= 1.2 * bond:
                 formula = _printed_formula(seg.box, lines or [])
@@ -429,7 +485,116 @@ def _recognize(trajectory: Trajectory, path: Path, image: Any, segments: list[la
             for smiles, confidence, box in osra.read_structures(trajectory, str(path), command=command,
                                                                 limit_s=config.tool_timeout_s, options=options):
                 found.append((smiles, confidence, box, "full"))
-    return segments, [osra.Reading(f"m{i + 1}", s, c, b, src) for i, (s, c, b, src) in enumerate(found)]
+    return segments, [osra.Reading(f"m{i + 1}", s, c, b, src, "tesseract" if src == "formula" else "osra")
+                      for i, (s, c, b, src) in enumerate(found)]
+
+
+def _second_reading(trajectory: Trajectory, image: Any, segments: list[layout.Segment], found: list[osra.Reading],
+                    lines: list[tesseract.TextLine], config: ExtractConfig,
+                    bond: float = layout.DEFAULT_BOND) -> list[osra.Reading]:
+    """DECIMER beside osra, called only where its reading can decide something.
+
+    1. Every structure of a row that holds an arrow (the template row: reactant and
+       product templates, reagents drawn over the arrow) is read by DECIMER too; one
+       reading per region is kept by :func:`.arbitrate.choose`, judged by how many scope
+       entries the R-group engine then relates to the template (soundness next,
+       confidence last).
+    2. A drawn product the chosen templates do not fit (or that osra could not read) is
+       read by DECIMER, and that reading kept when it fits (:func:`.arbitrate.pick_product`).
+
+    Blobs thinner than one bond (``bond`` px), or more than :data:`MAX_LEARNED_BONDS`
+    bonds across both ways, are not read.
+    At most ``config.learned_reads`` DECIMER reads per figure, the row's templates and
+    the structures osra read unsoundly or not at all first, then the smaller drawings
+    (reagents), then the products; readings keep their ids
+    where osra's is kept, DECIMER's get new ones."""
+    reader = readers.DecimerReader()
+    readings = list(found)
+    assigned = associate.assign_readings(segments, readings)
+    arrow_bands = {s.band for s in segments if s.kind == "arrow"}
+    calls = [0]
+    numbered = [len(readings)]
+    with tempfile.TemporaryDirectory(prefix="labrecord-decimer-") as scratch:
+
+        def learned(index: int) -> osra.Reading | None:
+            if calls[0] >= config.learned_reads:
+                return None
+            calls[0] += 1
+            seg = segments[index]
+            crop_path, _ = _crop_file(image, seg.box, scratch, f"learned{index}.png", seg.parts, 1.0,
+                                      foreign_boxes(segments, index))
+            result = reader.read(trajectory, crop_path, region=",".join(map(str, seg.box)), limit_s=config.tool_timeout_s,
+                                 printed=tuple(_words_in(seg.box, lines)))
+            if result is None:
+                return None
+            numbered[0] += 1
+            return osra.Reading(f"m{numbered[0]}", result.smiles, result.confidence, seg.box, "crop", result.reader)
+
+        # a blob thinner than one bond is a glyph or a stray mark, and one more than
+        # MAX_LEARNED_BONDS bonds across both ways holds several drawings (a catalytic
+        # cycle): neither is worth a read (DECIMER runs on to its longest output there)
+        def readable(seg: layout.Segment) -> bool:
+            sides = (seg.box[2] - seg.box[0] + 1, seg.box[3] - seg.box[1] + 1)
+            return min(sides) >= bond and min(sides) <= MAX_LEARNED_BONDS * bond
+
+        row = [i for i, seg in enumerate(segments) if seg.kind == "structure" and seg.band in arrow_bands
+               and readable(seg)]
+
+        def urgency(index: int) -> tuple[bool, int]:
+            """Templates and what osra could not read soundly first, then small drawings
+            (reagents) before large ones."""
+            first = assigned.get(index)
+            settled = first is not None and arbitrate.sound(first.smiles) and not first.is_template
+            x0, y0, x1, y1 = segments[index].box
+            return settled, (x1 - x0) * (y1 - y0)
+
+        options: dict[int, list[osra.Reading]] = {}
+        for index in sorted(row, key=urgency):
+            second = learned(index)
+            options[index] = [r for r in (assigned.get(index), second) if r is not None]
+
+        def replaced(choice: dict[int, osra.Reading]) -> list[osra.Reading]:
+            dropped = {assigned[i].id for i in choice if i in assigned}
+            return [r for r in readings if r.id not in dropped] + list(choice.values())
+
+        def related(choice: dict[int, osra.Reading]) -> int:
+            candidate = replaced(choice)
+            plan, _ = associate.plan_from_rules(segments, candidate, lines)
+            if not plan.get("scopes"):
+                return 0
+            try:
+                built, _, _ = assemble.assemble({"scopes": plan["scopes"]}, candidate)
+            except assemble.PlanError:
+                return 0
+            return arbitrate.related_reactants(built)
+
+        choice = arbitrate.choose(options, related)
+        readings = replaced(choice)
+        trajectory.add("arbitration", row={",".join(map(str, segments[i].box)): {"reader": r.reader, "smiles": r.smiles}
+                                           for i, r in choice.items()})
+        plan, _ = associate.plan_from_rules(segments, readings, lines)
+        by_id = {r.id: r for r in readings}
+        index_of = {r.id: i for i, r in associate.assign_readings(segments, readings).items()}
+        for scope in plan.get("scopes") or []:
+            templates = [by_id[i].smiles for i in scope.get("reactant_templates") or [] if i in by_id]
+            product_template = by_id[scope["product_template"]].smiles if scope.get("product_template") in by_id else None
+            if not templates or product_template is None:
+                continue
+            drawn = [by_id[e["product"]] for e in scope.get("entries") or [] if e.get("product") in by_id]
+            if not any(arbitrate.fits_template(templates, product_template, r.smiles) for r in drawn):
+                continue  # no drawn product fits: the template is in doubt, not the products
+            for entry in scope.get("entries") or []:
+                first = by_id.get(entry.get("product"))
+                if first is None or first.id not in index_of or \
+                        arbitrate.fits_template(templates, product_template, first.smiles):
+                    continue
+                kept = arbitrate.pick_product(first, learned(index_of[first.id]), templates, product_template)
+                if kept is not first:
+                    readings = [kept if r.id == first.id else r for r in readings]
+                    trajectory.add("arbitration", product=",".join(map(str, kept.box)), reader=kept.reader,
+                                   smiles=kept.smiles)
+    trajectory.add("learned_reads", reader=reader.name, count=calls[0], limit=config.learned_reads)
+    return readings
 
 
 def _sanitizes(smiles: str) -> bool:
@@ -461,7 +626,7 @@ def _model_readings(trajectory: Trajectory, data: bytes, size: tuple[int, int], 
     answers = endpoint.request_readings(trajectory, config.model_endpoint or "", config.model or "", data, regions,
                                         [{"text": ln.text, "box": list(ln.box)} for ln in lines],
                                         limit_s=config.tool_timeout_s, api_key_env=config.api_key_env)
-    return [osra.Reading(f"m{i + 1}", smiles, confidence, regions[region], "model")
+    return [osra.Reading(f"m{i + 1}", smiles, confidence, regions[region], "model", config.model or "model")
             for i, (region, smiles, confidence) in enumerate(answers)]
 
 
@@ -564,6 +729,9 @@ def run_extraction(figures_dir: str | os.PathLike[str], out_dir: str | os.PathLi
         raise LabrecordError(f"--workers must be at least 1, got {workers}")
     if config.budget_s <= 0:
         raise LabrecordError(f"--budget-s must be positive, got {config.budget_s}")
+    if config.max_pixels <= 0:
+        raise LabrecordError(f"--max-pixels must be positive, got {config.max_pixels}")
+    readers.parse_readers(",".join(config.readers))
     if bool(config.model_endpoint) != bool(config.model):
         raise LabrecordError("--model-endpoint and --model go together (one was given without the other)")
     unknown = [stage for stage in config.model_stages if stage not in endpoint.MODEL_STAGES]

@@ -19,7 +19,7 @@ from typing import Any
 from labrecord.fileio import atomic_write_bytes, dumps
 
 #: a stage name for every failure, so the run summary can count failures per stage
-STAGES = ("recognition", "text", "layout", "association", "rgroup", "model", "budget")
+STAGES = ("input", "recognition", "text", "layout", "arbitration", "association", "rgroup", "model", "budget")
 
 
 class BudgetExceeded(Exception):

@@ -23,6 +23,7 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "sql": ("sql", "sql", "Run SQL over a corpus."),
     "snapshot": ("snapshot", "snapshot", "Write a Hive-partitioned Parquet copy of a corpus."),
     "score": ("score", "score", "Recompute the benchmark metrics from stored runs."),
+    "diff": ("diff", "diff", "Explain why two evaluations disagree: paired episodes, McNemar, attribution."),
     "report": ("report", "report", "Write a self-contained HTML report comparing systems."),
     "audit": ("audit", "audit", "Replay measurements through the task contract and check the events."),
     "sim": ("sim", "sim", "Run episodes in the embedded MuJoCo simulator."),

@@ -10,7 +10,13 @@ from labrecord.cli.common import CONTEXT_SETTINGS, echo_json, echo_table, output
 @click.argument("figures_dir", type=click.Path(exists=True, file_okay=False))
 @click.option("--out", "out_dir", required=True, type=click.Path(file_okay=False), help="Folder for the records.")
 @click.option("--system", default="labrecord-rules", show_default=True, help="System name written in every record.")
-@click.option("--budget-s", type=float, default=3600.0, show_default=True, help="Wall-clock budget per figure.")
+@click.option("--budget-s", type=float, default=300.0, show_default=True,
+              help="Wall-clock budget per figure; a stage still running when it is spent is stopped.")
+@click.option("--max-pixels", type=int, default=16_000_000, show_default=True,
+              help="Refuse a figure of more pixels than this (it fails at 'input').")
+@click.option("--readers", default=None, metavar="NAMES",
+              help="Structure readers, comma-separated: osra, decimer (default: osra,decimer when the [ocsr] "
+                   "extra is installed, else osra).")
 @click.option("--tool-timeout-s", type=float, default=120.0, show_default=True, help="Limit for one tool or model call.")
 @click.option("--workers", type=int, default=1, show_default=True, help="Local worker processes.")
 @click.option("--executor", type=click.Choice(["local", "ray"]), default="local", show_default=True,
@@ -25,11 +31,12 @@ from labrecord.cli.common import CONTEXT_SETTINGS, echo_json, echo_table, output
 @click.option("--osra", "osra_command", default="osra", show_default=True, help="osra executable.")
 @click.option("--tesseract", "tesseract_command", default="tesseract", show_default=True, help="tesseract executable.")
 @output_options(csv=False, json_help="Print the run summary as JSON.")
-def extract(figures_dir: str, out_dir: str, system: str, budget_s: float, tool_timeout_s: float, workers: int,
+def extract(figures_dir: str, out_dir: str, system: str, budget_s: float, max_pixels: int, readers: str | None,
+            tool_timeout_s: float, workers: int,
             executor: str, ray_address: str | None, model_endpoint: str | None, model: str | None,
             api_key_env: str | None, model_stages: str | None, osra_command: str, tesseract_command: str,
             as_json: bool) -> None:
-    """Extract reaction records from a folder of figures (osra + tesseract + rules).
+    """Extract reaction records from a folder of figures (osra, DECIMER, tesseract, rules).
 
     Writes OUT/<figure_id>.json per figure (status ok | failed | timeout, never skipped)
     and OUT/trajectories/<figure_id>.ndjson with every tool call and model message.
@@ -38,13 +45,16 @@ def extract(figures_dir: str, out_dir: str, system: str, budget_s: float, tool_t
     Example:
       labrecord rxn render reactions.smi --out figures/
       labrecord rxn extract figures/ --out records/ --workers 2
+      labrecord rxn extract figures/ --out records/ --readers osra
       labrecord rxn extract figures/ --out records/ --executor ray
       labrecord rxn extract figures/ --out records/ --model-endpoint http://127.0.0.1:8000/v1 --model qwen-vl
       labrecord rxn extract figures/ --out records/ --model-endpoint http://127.0.0.1:8000/v1 --model qwen-vl \\
           --model-stages layout,recognition
       labrecord rxn score --gold figures/ --pred records/
     """
+    from labrecord.chemdata.extract import decimer
     from labrecord.chemdata.extract.endpoint import parse_stages
+    from labrecord.chemdata.extract.readers import default_readers, parse_readers
     from labrecord.chemdata.extract.runner import ExtractConfig, list_figures, run_extraction
     from labrecord.errors import LabrecordError
 
@@ -57,7 +67,14 @@ def extract(figures_dir: str, out_dir: str, system: str, budget_s: float, tool_t
         stages = parse_stages(model_stages) if model_stages is not None else ("association",)
     except ValueError as exc:
         raise LabrecordError(f"--model-stages: {exc}") from None
-    config = ExtractConfig(system=system, budget_s=budget_s, tool_timeout_s=tool_timeout_s,
+    if readers is None:
+        chosen = default_readers()
+        if "decimer" not in chosen:
+            click.echo(f"note: reading structures with osra only ({decimer.missing_reason()})", err=True)
+    else:
+        chosen = parse_readers(readers)
+    config = ExtractConfig(system=system, budget_s=budget_s, max_pixels=max_pixels, readers=chosen,
+                           tool_timeout_s=tool_timeout_s,
                            osra_command=(osra_command,), tesseract_command=(tesseract_command,),
                            model_endpoint=model_endpoint, model=model, api_key_env=api_key_env, model_stages=stages)
     total = len(list_figures(figures_dir))

@@ -22,11 +22,15 @@ from labrecord.cli.common import CONTEXT_SETTINGS, echo_json, echo_table, follow
 @click.option("--repeats", type=click.Choice(["refuse", "mean"]), default="refuse", show_default=True,
               help="Two runs of one registered member: refuse, or average them within the member (intervals from a "
                    "bootstrap over members).")
+@click.option("--contract-param", "contract_params", multiple=True, metavar="FAMILY.THRESHOLD=VALUE",
+              help="What-if: re-score the stored runs under a changed contract threshold (repeatable; a runs folder "
+                   "only; writes scores.<params>.json).")
 @output_options(csv=False,
                 json_help='Print {"groups": [{"identity", "metrics", "coverage"}], "unassigned_invalid_runs": [...]}.')
 @follow_symlinks_option
 def score(source: str | None, parquet_dir: str | None, seed: int, resamples: int, decisions: tuple[str, ...],
-          one_group: bool, system: str | None, out: str | None, no_audit: bool, repeats: str, as_json: bool) -> None:
+          one_group: bool, system: str | None, out: str | None, no_audit: bool, repeats: str,
+          contract_params: tuple[str, ...], as_json: bool) -> None:
     """Recompute the benchmark metrics from stored runs, a corpus file or a snapshot.
 
     SOURCE is a runs folder (ingested into a temporary in-memory corpus and replay-audited),
@@ -45,6 +49,7 @@ def score(source: str | None, parquet_dir: str | None, seed: int, resamples: int
       labrecord score corpus.duckdb --json --seed 7 --resamples 2000
       labrecord score --parquet snapshot/ --decision select_weight
       labrecord score runs/ --repeats mean     # average repeated runs of a member first
+      labrecord score runs/ --contract-param weighing.success_tol_g=0.5
     """
     from labrecord.errors import LabrecordError
     from labrecord.fileio import atomic_write_bytes, dumps_pretty
@@ -58,6 +63,10 @@ def score(source: str | None, parquet_dir: str | None, seed: int, resamples: int
     from labrecord.store.source import input_paths
 
     given: str = parquet_dir or source  # type: ignore[assignment]  # exactly one is set (checked above)
+    if contract_params:
+        _score_whatif(given, parquet_dir is not None, contract_params, seed, resamples, decisions, one_group, system,
+                      out, no_audit, as_json, repeats)
+        return
     target = Path(out) if out else _default_out(Path(given))
     check_apart(target, input_paths(given, parquet=parquet_dir is not None), what="--out")
     if out:
@@ -88,6 +97,44 @@ def score(source: str | None, parquet_dir: str | None, seed: int, resamples: int
     _print_tables(result)
     # a cost of this machine, not a metric: printed, kept out of scores.json and --json
     _print_latency(latency_summary(con, system=system))
+    click.echo(f"wrote {target}", err=True)
+    _refuse_missing_registries(ingested)
+
+
+def _score_whatif(given: str, parquet: bool, texts: tuple[str, ...], seed: int, resamples: int,
+                  decisions: tuple[str, ...], one_group: bool, system: str | None, out: str | None, no_audit: bool,
+                  as_json: bool, repeats: str = "refuse") -> None:
+    """Score the runs re-scored under changed contract thresholds (labrecord.scorers.whatif)."""
+    import re
+    import tempfile
+
+    from labrecord.errors import LabrecordError
+    from labrecord.fileio import atomic_write_bytes, dumps_pretty
+    from labrecord.scorers.corpus import score_corpus
+    from labrecord.scorers.whatif import label_of, open_rescored, parse_params
+
+    from labrecord.safeio import check_apart, check_writable
+    from labrecord.store.source import input_paths
+
+    params = parse_params(texts)
+    if parquet or not Path(given).is_dir():
+        raise LabrecordError(f"{given}: --contract-param re-scores stored measurements; give a runs folder")
+    target = Path(out) if out else Path(given) / f"scores.{re.sub(r'[^A-Za-z0-9._=-]', '_', label_of(params))}.json"
+    check_apart(target, input_paths(given), what="--out")
+    if out:
+        check_writable(out)
+    where = (lambda row: row["system_name"] == system) if system else None
+    with tempfile.TemporaryDirectory(prefix="labrecord-whatif-") as work:
+        con, ingested = open_rescored(given, params, work, audit=not no_audit)
+        result = score_corpus(con, seed=seed, resamples=resamples, decisions=decisions or None, one_group=one_group,
+                              where=where, repeats=repeats)
+    result["contract_params"] = label_of(params)
+    atomic_write_bytes(target, dumps_pretty(result))
+    if as_json:
+        echo_json(result)
+        return
+    click.echo(f"re-scored under {label_of(params)} (stored measurements replayed; no new simulation)", err=True)
+    _print_tables(result)
     click.echo(f"wrote {target}", err=True)
     _refuse_missing_registries(ingested)
 

@@ -54,11 +54,16 @@ def sim() -> None:
               help="Response deadline from an observation's delivery (s); a later choice is not identified (default: 10 s simulated).")
 @click.option("--deadline-clock", type=click.Choice(["sim", "wall"]), default="sim", show_default=True,
               help="Clock of the deadline: wall also refuses chunks whose inference outlasts it (physics pauses meanwhile).")
+@click.option("--chunk-length", type=click.IntRange(min=1), default=1, show_default=True,
+              help="Plan rows a scripted policy returns per query (open-loop after the first).")
+@click.option("--actions-per-query", type=click.IntRange(min=1), default=None,
+              help="Rows of each returned chunk executed before the next query (default: the whole chunk).")
 @output_options(csv=False, json_help='Print {"out": DIR, "runs": [RUN_DIR, ...], "service_faults": N}.')
 def weighing(condition: str, policy: str, policy_url: str | None, profile: str, policy_path: str | None, convention: str,
              tools: str | None, timeout_s: float, denomination: str | None, episodes: int, seed: int, out_dir: str,
              workers: int, executor: str, ray_address: str | None, no_cameras: bool, size: int | None,
-             deadline_s: float | None, deadline_clock: str, as_json: bool) -> None:
+             deadline_s: float | None, deadline_clock: str, chunk_length: int, actions_per_query: int | None,
+             as_json: bool) -> None:
     """Feedback weighing: one run directory per episode under --out.
 
     \b
@@ -70,6 +75,7 @@ def weighing(condition: str, policy: str, policy_url: str | None, profile: str, 
       labrecord sim weighing --policy openpi --policy-url ws://127.0.0.1:8000 --profile libero --episodes 4 --out runs/
       labrecord sim weighing --policy http --policy-url http://127.0.0.1:8080/act --episodes 4 --out runs/
       labrecord sim weighing --policy lerobot --policy-path outputs/act/checkpoints/last/pretrained_model --episodes 4 --out runs/
+      labrecord sim weighing --chunk-length 8 --actions-per-query 1 --episodes 4 --no-cameras --out runs-first-row/
     """
     from labrecord.sim import run_weighing
     from labrecord.sim.serving import EXTERNAL
@@ -83,7 +89,8 @@ def weighing(condition: str, policy: str, policy_url: str | None, profile: str, 
     with progress(episodes, f"weighing {condition} / {policy}") as advance:
         paths = run_weighing(out_dir, condition, policy, episodes, seed, workers, cameras=not no_cameras, size=size,
                              progress=advance, executor=executor, address=ray_address, deadline_s=deadline_s,
-                             deadline_clock=deadline_clock, **options)
+                             deadline_clock=deadline_clock, chunk_length=chunk_length,
+                             actions_per_query=actions_per_query, **options)
     from labrecord.rundir import read_manifest
 
     faulted = sum(read_manifest(path).manifest.status == "service_fault" for path in paths)

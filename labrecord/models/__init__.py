@@ -5,7 +5,7 @@ from labrecord.models.events import (
     Violation,
 )
 from labrecord.models.manifest import (
-    RUN_ID_PATTERN, RUN_SCHEMA, ActionSpec, Assets, Budget, Evaluation, HandoffCheck, Intervention,
+    RUN_ID_PATTERN, RUN_SCHEMA, ActionSpec, Assets, Budget, Evaluation, HandoffCheck, Harness, Intervention,
     ObservationSpec, Physics, Population, RunManifest, Seeds, Source, Support, System, Task, check_run_id,
     condition_of,
 )

@@ -185,6 +185,30 @@ class Assets(Model, kw_only=True):
     layout_hash: str | None = None
 
 
+class Harness(Model, kw_only=True, omit_defaults=True):
+    """How the evaluation harness ran the policy: settings outside the policy's own
+    declaration that still change what it saw or what was executed.
+
+    Every field is optional: a run written before this record existed, or imported from a
+    source that does not say, leaves it null — *unknown*, never guessed.
+    ``actions_per_query`` is how many rows of each returned chunk the harness executed
+    before it queried the policy again (at most: a shorter chunk is executed whole); ``chunk_length`` how many rows the policy returned
+    per query; ``cameras`` the camera streams rendered for the policy, ``image_size``
+    ``[height, width]`` in pixels; ``state_convention`` the layout of the proprioceptive
+    state it was sent; ``renderer`` the offscreen rendering backend (``egl``, ``osmesa``,
+    ``none`` when nothing was rendered); ``parallel_envs`` how many environments were
+    stepped together with this one (a vectorized evaluator batches several).
+    """
+
+    actions_per_query: int | None = None
+    chunk_length: int | None = None
+    cameras: list[str] | None = None
+    image_size: list[int] | None = None
+    state_convention: str | None = None
+    renderer: str | None = None
+    parallel_envs: int | None = None
+
+
 class Physics(Model, kw_only=True):
     engine: str
     physics_hz: float
@@ -224,6 +248,7 @@ class RunManifest(Model, kw_only=True):
     seeds: Seeds = msgspec.field(default_factory=Seeds)
     assets: Assets = msgspec.field(default_factory=Assets)
     physics: Physics | None = None
+    harness: Harness | None = None
     #: set on imported runs only
     source: Source | None = None
     status: RunStatus = "running"

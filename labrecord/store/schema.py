@@ -422,6 +422,74 @@ LEFT JOIN (
 WHERE s.type = 'episode_start'
 """
 
+# The episode identity key: every setting that can make two evaluations of "the same" policy
+# disagree, read from run.json as recorded.  A field the run does not record (an older or
+# imported run) is null: unknown, never filled in from a default.
+def _m(path: str, cast: str = "VARCHAR") -> str:
+    if cast == "JSON":
+        return f"json_extract(r.manifest, '$.{path}')"
+    return f"TRY_CAST(json_extract_string(r.manifest, '$.{path}') AS {cast})"
+
+
+EPISODE_IDENTITY_SQL = f"""
+SELECT r.run_id, s.episode,
+       r.family, r.task_id, r.task_version, r.condition, r.population_name, r.instance_id,
+       r.seed_task_state, r.seed_layout, {_m('seeds.appearance', 'BIGINT')} AS seed_appearance, r.seed_policy,
+       {_m('system.action_spec.control_hz', 'DOUBLE')} AS control_hz,
+       {_m('system.action_spec.max_chunk', 'BIGINT')} AS max_chunk,
+       {_m('harness.chunk_length', 'BIGINT')} AS chunk_length,
+       {_m('harness.actions_per_query', 'BIGINT')} AS actions_per_query,
+       r.action_convention, r.observation_condition,
+       TRY_CAST({_m('harness.cameras', 'JSON')} AS VARCHAR[]) AS cameras,
+       TRY_CAST({_m('harness.image_size', 'JSON')} AS BIGINT[]) AS image_size,
+       {_m('harness.state_convention')} AS state_convention,
+       {_m('physics.engine')} AS simulator,
+       {_m('physics.physics_hz', 'DOUBLE')} AS physics_hz,
+       {_m('harness.renderer')} AS renderer,
+       {_m('harness.parallel_envs', 'BIGINT')} AS parallel_envs,
+       {_m('assets.scene')} AS asset_scene,
+       {_m('assets.revision')} AS asset_revision,
+       r.layout_hash, r.contract_hash,
+       r.system_name, r.system_revision, r.system_kind,
+       {_m('system.preflight.protocol')} AS policy_protocol,
+       {_m('system.preflight.profile')} AS policy_profile,
+       {_m('system.preflight.announced', 'JSON')}::VARCHAR AS policy_metadata
+FROM runs r
+LEFT JOIN (SELECT DISTINCT run_id, episode FROM events WHERE type = 'episode_start') s USING (run_id)
+"""
+
+EPISODE_IDENTITY_COLUMNS: tuple[Column, ...] = _cols(
+    ("run_id", "", "run"),
+    ("episode", "", "episode number (null: the run recorded no episode_start)"),
+    ("family", "", "task family"), ("task_id", "", "task id"), ("task_version", "", "task (contract) version"),
+    ("condition", "", "basic | extended"),
+    ("population_name", "", "registered population"), ("instance_id", "", "registered instance: the initial state"),
+    ("seed_task_state", "", "seed of the task-state draw"), ("seed_layout", "", "seed of the layout draw"),
+    ("seed_appearance", "", "seed of the appearance draw"), ("seed_policy", "", "seed handed to the policy"),
+    ("control_hz", "", "control rate the policy's actions were executed at (Hz)"),
+    ("max_chunk", "", "longest chunk the harness accepted (action spec max_chunk)"),
+    ("chunk_length", "", "rows the policy returned per query (harness.chunk_length)"),
+    ("actions_per_query", "", "rows of each chunk executed before the next query (harness.actions_per_query)"),
+    ("action_convention", "", "representation/mode/dim/frame/units/gripper/control_hz/max_chunk"),
+    ("observation_condition", "", "observation channels the policy read, ':depth' for RGB-D"),
+    ("cameras", "", "camera streams rendered for the policy (harness.cameras)"),
+    ("image_size", "", "[height, width] of the rendered images in pixels (harness.image_size)"),
+    ("state_convention", "", "layout of the proprioceptive state sent (harness.state_convention)"),
+    ("simulator", "", "simulator and version (physics.engine, e.g. mujoco-4.0.0)"),
+    ("physics_hz", "", "physics rate (Hz)"),
+    ("renderer", "", "offscreen rendering backend: egl | osmesa | none (harness.renderer)"),
+    ("parallel_envs", "", "environments stepped together with this one (harness.parallel_envs)"),
+    ("asset_scene", "", "scene the bench was built from (assets.scene)"),
+    ("asset_revision", "", "hash of the bench's asset files (assets.revision)"),
+    ("layout_hash", "", "hash of the realized layout (assets.layout_hash)"),
+    ("contract_hash", "", "hash of the task contract the run was scored under online (task.contract_hash)"),
+    ("system_name", "", "tested system"), ("system_revision", "", "system revision"),
+    ("system_kind", "", "vla | agent | scripted | human"),
+    ("policy_protocol", "", "served policy: wire protocol of the endpoint (system.preflight.protocol)"),
+    ("policy_profile", "", "served policy: profile the observations were fed and chunks executed by"),
+    ("policy_metadata", "", "served policy: what the endpoint announced on connect, as JSON text"),
+)
+
 
 @dataclass(frozen=True)
 class ViewSpec:
@@ -458,6 +526,8 @@ VIEWS: tuple[ViewSpec, ...] = (
         ("identified_choices", "", "eligible opportunities with an identified first choice"),
         ("correct_choices", "", "eligible opportunities whose first choice was legal"),
     )),
+    ViewSpec("episode_identity", "One row per episode: the settings two evaluations are paired and told apart by; "
+             "null where the run does not record a setting.", EPISODE_IDENTITY_SQL, EPISODE_IDENTITY_COLUMNS),
 )
 
 

@@ -203,6 +203,9 @@ class TaskContract(ABC, Generic[StateT, InstanceT, FeaturesT]):
     #: the frames a Geometry Oracle may supply: the objects the task authorizes as
     #: candidate targets and destinations (sec. 6.2); no other object's pose ever is
     geometry_frames: ClassVar[frozenset[str]] = frozenset()
+    #: thresholds a stored run may be re-scored under after the fact (labrecord.scorers.whatif):
+    #: those that judge the outcome without changing what the policy saw while it acted
+    rescorable: ClassVar[frozenset[str]] = frozenset()
 
     def __init__(self, thresholds: Any = None) -> None:
         self.thresholds = thresholds if thresholds is not None else self.default_thresholds()

@@ -215,6 +215,9 @@ def centrifuge_features(get: Callable[..., np.ndarray], th: CentrifugeThresholds
 class CentrifugeContract(TaskContract[CentrifugeState, CentrifugeInstance, Any]):
     family: ClassVar[str] = "centrifuge"
     version: ClassVar[str] = "centrifuge/1"
+    #: the final-occupancy dwell judges completion only; insertion predicates confirm progress,
+    #: which opens the next opportunity the policy was handed
+    rescorable: ClassVar[frozenset[str]] = frozenset({"dwell_s"})
     recognizer: ClassVar[str] = "directed-entry/1"
     sensor_source: ClassVar[str] = "tube_pose"
     failure_reasons: ClassVar[frozenset[str]] = frozenset({"shallow", "misaligned"})

@@ -177,6 +177,9 @@ def rack_features(get: Callable[..., np.ndarray], th: RackThresholds, instance: 
 class RackContract(TaskContract[RackState, RackInstance, Any]):
     family: ClassVar[str] = "rack"
     version: ClassVar[str] = "rack/1"
+    #: the terminal dwell judges completion only; placement and approach rules bind samples and
+    #: recognize choices the later evidence depends on
+    rescorable: ClassVar[frozenset[str]] = frozenset({"dwell_s"})
     recognizer: ClassVar[str] = "descending-approach/1"
     sensor_source: ClassVar[str] = "tube_pose"
     failure_reasons: ClassVar[frozenset[str]] = frozenset({"missed_region"})

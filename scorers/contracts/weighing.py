@@ -465,6 +465,12 @@ def display_chain(t: np.ndarray, force_n: np.ndarray, valid: np.ndarray, f_empty
 class WeighingContract(TaskContract[WeighingState, WeighingInstance, WeighingFeatures]):
     family: ClassVar[str] = "weighing"
     version: ClassVar[str] = "weighing/1"
+    #: success tolerance and terminal dwell judge completion only; the idle rule judges early
+    #: stop at the episode's end; the safety force tells a policy's pressing (a violation)
+    #: from a sensor fault.  The display filter, quantum, g0 and stability rule fed the
+    #: policy's display and the evidence gate; support and drop rules open opportunities
+    rescorable: ClassVar[frozenset[str]] = frozenset({"success_tol_g", "dwell_s", "stop_idle_s", "idle_speed_rad_s",
+                                                      "safety_force_n"})
     recognizer: ClassVar[str] = "grasp/1"
     sensor_source: ClassVar[str] = "load_cell"
     failure_reasons: ClassVar[frozenset[str]] = frozenset({"miss", "drop"})

@@ -205,3 +205,21 @@ def test_derivation_is_stereo_blind_whichever_way_the_template_writes_the_centre
         found = derive_bindings(template, product)
         assert not isinstance(found, Failure) and canon(instantiate("[*:1]C(N)C(=O)O", found)) == \
             canon(instantiate("[*:1]C(N)C(=O)O", {"R1": value}))
+
+
+def test_symmetric_reagent_is_settled_by_the_other_entries() -> None:
+    """Ar–I + R²S–SR² -> Ar–SR² with the product template [R1]c1ccc(S[R2])cc1.  The product
+    CCSc1ccc(SC)cc1 matches two ways: R1 = SEt, R2 = Me (4-iodophenyl ethyl sulfide +
+    dimethyl disulfide) or R1 = SMe, R2 = Et (4-iodothioanisole + diethyl disulfide), so
+    alone it is ambiguous.  Two other entries bound R2 = Me (and R1 = Me, OMe): the first
+    assignment agrees with them twice, the second never, so it is kept."""
+    from labrecord.chemdata.rgroup import Failure, derive_reactants
+
+    templates, product_template = ["[R1]c1ccc(I)cc1", "[R2]SS[R2]"], "[R1]c1ccc(S[R2])cc1"
+    alone = derive_reactants(templates, product_template, "CCSc1ccc(SC)cc1")
+    assert isinstance(alone, Failure) and alone.kind == "ambiguous_match"
+    others = [{"R1": "Me", "R2": "Me"}, {"R1": "OMe", "R2": "*C"}]
+    settled = derive_reactants(templates, product_template, "CCSc1ccc(SC)cc1", prefer=others)
+    assert sorted(settled) == ["CCSc1ccc(I)cc1", "CSSC"]
+    tied = derive_reactants(templates, product_template, "CCSc1ccc(SC)cc1", prefer=[{"R2": "Me"}, {"R2": "Et"}])
+    assert isinstance(tied, Failure) and tied.kind == "ambiguous_match"

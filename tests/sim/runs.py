@@ -56,13 +56,14 @@ def ratio(metric: dict[str, Any]) -> tuple[int, int]:
     return metric["num"], metric["den"]
 
 
-def reference_runs_fixture(run_family: Callable[..., list[Path]]) -> Any:
+def reference_runs_fixture(run_family: Callable[..., list[Path]], cameras: bool = True) -> Any:
     """A module fixture: two basic reference episodes of ``run_family`` from seed 0, with
-    32 px cameras, recorded once for the module's tests."""
+    32 px cameras (or none), recorded once for the module's tests."""
 
     @pytest.fixture(scope="module")
     def reference_runs(tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
-        return run_family(tmp_path_factory.mktemp("runs"), "basic", "reference", episodes=2, seed=0, size=32)
+        options: dict[str, Any] = {"size": 32} if cameras else {"cameras": False}
+        return run_family(tmp_path_factory.mktemp("runs"), "basic", "reference", episodes=2, seed=0, **options)
 
     return reference_runs
 

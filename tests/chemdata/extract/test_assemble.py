@@ -91,3 +91,22 @@ def test_conditions_and_yields_are_carried_not_scored() -> None:
     assert reaction.yield_ == "85" and reaction.step is None and entry.yield_ == "92%"
     with pytest.raises(PlanError, match="a condition must be"):
         assemble({"reactions": [{"conditions": [3]}]}, READINGS)
+
+
+def test_a_symmetric_core_entry_takes_the_assignment_the_other_entries_confirm() -> None:
+    """Scope Ar–I + R²S–SR²: entries 1 and 2 (4-methyl and 4-methoxy thioanisole) bind R2
+    = Me unambiguously; entry 3 (CCSc1ccc(SC)cc1) could be R1 = SEt/R2 = Me or R1 =
+    SMe/R2 = Et and is settled to the first: reactants 4-iodophenyl ethyl sulfide and
+    dimethyl disulfide."""
+    readings = [Reading("t1", "[R1]c1ccc(I)cc1", 0.9, (0, 0, 9, 9), "crop"),
+                Reading("t2", "[R2]SS[R2]", 0.9, (10, 0, 19, 9), "crop", "decimer"),
+                Reading("t3", "[R1]c1ccc(S[R2])cc1", 0.9, (30, 0, 39, 9), "crop", "decimer"),
+                Reading("p1", "Cc1ccc(SC)cc1", 0.9, (0, 50, 9, 59), "crop"),
+                Reading("p2", "COc1ccc(SC)cc1", 0.9, (10, 50, 19, 59), "crop"),
+                Reading("p3", "CCSc1ccc(SC)cc1", 0.9, (20, 50, 29, 59), "crop")]
+    plan = {"scopes": [{"id": "t", "reactant_templates": ["t1", "t2"], "product_template": "t3",
+                        "entries": [{"id": str(i), "product": f"p{i}"} for i in (1, 2, 3)]}]}
+    reactions, _, failures = assemble(plan, readings)
+    assert failures == [] and len(reactions) == 3
+    assert sorted(m.smiles for m in reactions[2].reactants) == ["CCSc1ccc(I)cc1", "CSSC"]
+    assert [m.provenance.reader for m in reactions[2].reactants] == ["osra", "decimer"]

@@ -215,3 +215,33 @@ def test_a_two_arrow_template_row_expands_its_net_transformation() -> None:
     (scope,) = plan["scopes"]
     assert (scope["reactant_templates"], scope["product_template"], scope["intermediates"]) == (["m1"], "m3", ["m2"])
     assert scope["entries"] == [{"id": "1", "bindings": {"R": "Me"}}]
+
+
+def test_template_first_adds_a_fitting_product_outside_the_grid() -> None:
+    """Template row iodide -> biaryl; one product drawn under the row (m3,
+    4-methylbiphenyl) and one in the row's band but high above its arrow axis, so in no
+    stage (m4, 4-methoxybiphenyl).  The engine relates m4 to the templates (R1 = OMe), so
+    it becomes an entry too; ethanol (m5), drawn the same way, fits nothing and stays out."""
+    segments = [seg("structure", 0), seg("arrow", 150, y=45, h=10), seg("structure", 300),
+                seg("structure", 0, band=1, y=200), seg("structure", 600, y=-300), seg("structure", 900, y=-300)]
+    readings = [read("m1", "*c1ccc(I)cc1", 0), read("m2", "*c1ccc(-c2ccccc2)cc1", 300),
+                read("m3", "Cc1ccc(-c2ccccc2)cc1", 0, y=200), read("m4", "COc1ccc(-c2ccccc2)cc1", 600, y=-300),
+                read("m5", "CCO", 900, y=-300)]
+    plan, failures = plan_from_rules(segments, readings, [])
+    assert [e["product"] for e in plan["scopes"][0]["entries"]] == ["m3", "m4"]
+    assert [f["message"] for f in failures if f["kind"] == "unassigned"] == ["reading m5 (CCO) belongs to no reaction"]
+
+
+def test_no_arrow_templates_still_make_a_scope() -> None:
+    """No arrow was found: of the two templates, *c1ccc(I)cc1 relates none of the drawn
+    biaryls as a product template, *c1ccc(-c2ccccc2)cc1 relates both (R1 = Me, OMe): it is
+    the product template, the iodide the reactant template."""
+    segments = [seg("structure", 0), seg("structure", 300), seg("structure", 0, band=1, y=200),
+                seg("structure", 300, band=1, y=200)]
+    readings = [read("m1", "*c1ccc(I)cc1", 0), read("m2", "*c1ccc(-c2ccccc2)cc1", 300),
+                read("m3", "Cc1ccc(-c2ccccc2)cc1", 0, y=200), read("m4", "COc1ccc(-c2ccccc2)cc1", 300, y=200)]
+    plan, failures = plan_from_rules(segments, readings, [TextLine("3a", (30, 320, 60, 340), 90)])
+    (scope,) = plan["scopes"]
+    assert scope["reactant_templates"] == ["m1"] and scope["product_template"] == "m2"
+    assert scope["entries"] == [{"id": "3a", "product": "m3"}, {"id": "m4", "product": "m4"}]
+    assert [f["kind"] for f in failures] == ["no_arrow"]

@@ -40,12 +40,13 @@ def records(out: Path) -> dict[str, dict[str, Any]]:
 
 @pytest.fixture(scope="module")
 def baseline(rendered: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """``--workers 1`` records of the rendered figures (shared by the comparisons)."""
+    """``--workers 1`` records of the rendered figures read by osra (shared by the comparisons
+    with ``ExtractConfig()``, whose reader is osra; DECIMER end to end: test_decimer.py)."""
     require_programs("osra", "tesseract", install="bash scripts/install-test-deps.sh (osra, tesseract-ocr)")
     out = tmp_path_factory.mktemp("baseline")
     printed = io.StringIO()
     with contextlib.redirect_stdout(printed), pytest.raises(SystemExit) as exited:
-        main(["rxn", "extract", str(rendered), "--out", str(out), "--workers", "1", "--json"])
+        main(["rxn", "extract", str(rendered), "--out", str(out), "--workers", "1", "--readers", "osra", "--json"])
     assert exited.value.code == 0
     (out / "printed-summary.txt").write_text(printed.getvalue())
     return out
@@ -119,9 +120,39 @@ def test_slow_tool_gives_timeout_status(rendered: Path, tmp_path: Path) -> None:
     assert summary["status"] == {"timeout": 3} and summary["stage_failures"] == {"text": 3}
 
 
-def test_spent_budget_gives_timeout_status(rendered: Path, tmp_path: Path) -> None:
+def test_spent_budget_fails_the_figure_at_its_stage(rendered: Path, tmp_path: Path) -> None:
     summary = run_extraction(rendered, tmp_path, ExtractConfig(budget_s=1e-9))
-    assert summary["status"] == {"timeout": 3} and summary["failure_kinds"] == {"budget:timeout": 3}
+    assert summary["status"] == {"failed": 3} and all(kind.endswith(":budget") for kind in summary["failure_kinds"])
+
+
+def test_budget_stops_a_running_stage(rendered: Path, tmp_path: Path) -> None:
+    """A text reader that hangs for 30 s under a 120 s tool limit: the 1.5 s budget stops
+    it while it runs; each figure fails at "text" with one line, the others go on."""
+    slow = fake_tool(tmp_path, "tesseract", "sleep 30")
+    summary = run_extraction(rendered, tmp_path / "out", ExtractConfig(tesseract_command=(slow,), budget_s=1.5))
+    assert summary["status"] == {"failed": 3} and summary["failure_kinds"] == {"text:budget": 3}
+    document = json.loads((tmp_path / "out" / "suzuki-1.json").read_text())
+    assert document["error"] == "budget of 1.5s used up during text" and document["timing"]["wall_s"] < 30
+
+
+def test_figure_over_the_pixel_limit_fails_at_input(tmp_path: Path) -> None:
+    """A blank 4000 x 3000 PNG (12 Mpx, a few KiB) over a 10 Mpx limit is refused before
+    any tool runs; the small figure beside it is still extracted (here: failed later,
+    as a blank figure gives nothing — but not at input)."""
+    from PIL import Image
+
+    figures = tmp_path / "figs"
+    figures.mkdir()
+    Image.new("L", (4000, 3000), 255).save(figures / "blank.png")
+    Image.new("L", (40, 30), 255).save(figures / "small.png")
+    summary = run_extraction(figures, tmp_path / "out", ExtractConfig(max_pixels=10_000_000,
+                                                                      tesseract_command=("true",), osra_command=("true",)))
+    blank = json.loads((tmp_path / "out" / "blank.json").read_text())
+    assert blank["status"] == "failed" and blank["extra"]["failed_stage"] == "input"
+    assert blank["error"] == "blank.png: 4000x3000 = 12000000 pixels, over the limit of 10000000"
+    assert summary["figures"] == 2 and summary["failure_kinds"].get("input:too_large") == 1
+    small = json.loads((tmp_path / "out" / "small.json").read_text())
+    assert small["extra"]["failed_stage"] != "input"
 
 
 def test_unreadable_image_is_failed_not_dropped(tmp_path: Path) -> None:
@@ -261,14 +292,16 @@ def test_a_bad_model_layout_fails_the_layout_stage(tmp_path: Path) -> None:
 
 
 def test_model_stages_are_checked(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    (tmp_path / "a.png").write_bytes(b"")
-    code, _, err = cli(capsys, "rxn", "extract", str(tmp_path), "--out", str(tmp_path / "o"), "--model-stages", "layout")
+    figures = tmp_path / "figures"
+    figures.mkdir()
+    (figures / "a.png").write_bytes(b"")
+    code, _, err = cli(capsys, "rxn", "extract", str(figures), "--out", str(tmp_path / "o"), "--model-stages", "layout")
     assert code == 1 and err.strip() == "Error: --model-stages needs --model-endpoint and --model"
-    code, _, err = cli(capsys, "rxn", "extract", str(tmp_path), "--out", str(tmp_path / "o"), "--model-endpoint",
+    code, _, err = cli(capsys, "rxn", "extract", str(figures), "--out", str(tmp_path / "o"), "--model-endpoint",
                        "http://127.0.0.1:9/v1", "--model", "vl", "--model-stages", "layout,ocr")
     assert code == 1 and "unknown model stage 'ocr'" in err
     with pytest.raises(LabrecordError, match="model-stages"):
-        run_extraction(tmp_path, tmp_path / "o", ExtractConfig(model_stages=("ocr",)))
+        run_extraction(figures, tmp_path / "o", ExtractConfig(model_stages=("ocr",)))
 
 
 def test_sound_first_prefers_a_sanitizable_reading_then_confidence() -> None:

@@ -1,0 +1,141 @@
+"""Arbitration between structure readers, decided by chemistry.
+
+Where two readers read one drawing differently, the figure decides which reading to
+keep, not the readers' confidences:
+
+1. **Soundness.**  A reading RDKit cannot parse (a valence error, a broken ring) or
+   that has a radical (figures draw none; a reader writes ``[C]O`` for a stray mark),
+   or that falls into more than :data:`MAX_PIECES` pieces (a reader running on), loses to one it can (:func:`sound`; attachment labels such as ``[R1]`` count as sound).
+2. **The R-group engine.**  Among sound readings of the template row (reactant and
+   product templates, reagents), the combination kept is the one under which the engine
+   relates the template to the drawn or tabulated entries the most (``evaluate``; the
+   runner counts the reactants derived through a bound label, :func:`related_reactants`).
+3. **Confidence** only breaks what is still tied.  The two readers' confidences are on
+   different scales (osra's linear estimate runs from below 0 to about 4, DECIMER's is a
+   probability), so they are not compared with each other: a DECIMER reading at least
+   :data:`TRUSTED` confident wins the tie, and loses it below (:func:`tie_score`).
+   DECIMER read 12 of 14 hand-cut template-row crops right where osra read 4, and the
+   two read drawn products about equally often (58 and 59 of 90).
+
+:func:`choose` searches the combinations (every one when there are at most
+``exhaustive`` of them, else one region at a time from the soundest, most confident
+start).  :func:`fits_template` tells whether a drawn product fits a scope's templates;
+a product that does not is read again by the other reader and the new reading kept when
+it fits (:func:`pick_product`).
+"""
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from labrecord.chemdata import rgroup
+from labrecord.chemdata.extract.osra import Reading
+from labrecord.chemdata.extract.readers import provenance_confidence
+
+
+def sound(smiles: str) -> bool:
+    """RDKit parses the reading; attachment points and printed labels are allowed."""
+    from rdkit import Chem, rdBase
+
+    rdBase.DisableLog("rdApp.*")
+    if not smiles:
+        return False
+    mol = Chem.MolFromSmiles(smiles)
+    if mol is not None:
+        pieces = len(Chem.GetMolFrags(mol))
+        return pieces <= MAX_PIECES and not any(atom.GetNumRadicalElectrons() for atom in mol.GetAtoms())
+    try:
+        rgroup.template_labels(smiles)
+    except rgroup.RGroupError:
+        return False
+    except Exception:  # noqa: BLE001 - any parser refusal is "not sound"
+        return False
+    return True
+
+
+#: a reading of one drawing in more pieces than this is a reader running on, not a drawing
+MAX_PIECES = 3
+
+#: DECIMER's own confidence from which its reading wins a tie against osra's
+TRUSTED = 0.9
+
+
+def tie_score(reading: Reading) -> float:
+    """The tie-break value of one reading: 1 for osra's (or any other reader's), a
+    DECIMER reading's confidence (0..1) below :data:`TRUSTED` and 1 + it from there."""
+    if reading.reader != "decimer":
+        return 1.0
+    confidence = provenance_confidence(reading.reader, reading.confidence)
+    return confidence + (1.0 if confidence >= TRUSTED else 0.0)
+
+
+def choose(options: Mapping[int, Sequence[Reading]], evaluate: Callable[[dict[int, Reading]], int],
+           *, exhaustive: int = 64) -> dict[int, Reading]:
+    """One reading per region (key: the region's segment index), maximizing
+    ``(evaluate(choice), number of sound readings, summed tie scores)``.  Regions whose
+    options all agree (same SMILES) are not varied."""
+    regions = sorted(k for k, v in options.items() if v)
+
+    def key(choice: dict[int, Reading]) -> tuple[int, int, float]:
+        return (evaluate(choice), sum(sound(r.smiles) for r in choice.values()),
+                round(sum(tie_score(r) for r in choice.values()), 6))
+
+    def distinct(region: int) -> list[Reading]:
+        seen: dict[str, Reading] = {}
+        for reading in options[region]:
+            seen.setdefault(reading.smiles, reading)
+        return list(seen.values())
+
+    alternatives = {region: distinct(region) for region in regions}
+    count = 1
+    for region in regions:
+        count *= len(alternatives[region])
+    if count <= exhaustive:
+        combos = (dict(zip(regions, picked)) for picked in itertools.product(*(alternatives[r] for r in regions)))
+        return max(combos, key=key, default={})
+    best = {r: max(alternatives[r], key=lambda x: (sound(x.smiles), tie_score(x))) for r in regions}
+    best_key = key(best)
+    improved = True
+    while improved:
+        improved = False
+        for region in regions:
+            for reading in alternatives[region]:
+                trial = {**best, region: reading}
+                trial_key = key(trial)
+                if trial_key > best_key:
+                    best, best_key, improved = trial, trial_key, True
+    return best
+
+
+def related_reactants(reactions: Sequence[Any]) -> int:
+    """The engine's verdict on a choice of template readings: over the scope reactions it
+    assembled, the reactants it derived through a bound label.  A template row read with
+    a concrete molecule where a template was drawn still assembles, but that reactant is
+    copied, not related to the product, and does not count."""
+    return sum(1 for reaction in reactions for molecule in reaction.reactants
+               if molecule.provenance is not None and molecule.provenance.bindings)
+
+
+def fits_template(reactant_templates: Sequence[str], product_template: str, product: str) -> bool:
+    """The engine relates ``product`` to the templates: it matches the product template
+    and gives one set of reactants."""
+    if not sound(product):
+        return False
+    try:
+        derived = rgroup.derive_reactants(list(reactant_templates), product_template, product)
+    except rgroup.RGroupError:
+        return False
+    return not isinstance(derived, rgroup.Failure)
+
+
+def pick_product(first: Reading, second: Reading | None, reactant_templates: Sequence[str],
+                 product_template: str) -> Reading:
+    """Of two readings of one drawn product, the one that fits the templates; when both or
+    neither do, the first (the reading the figure was associated with) unless only the
+    second is sound."""
+    if second is None or fits_template(reactant_templates, product_template, first.smiles):
+        return first
+    if fits_template(reactant_templates, product_template, second.smiles):
+        return second
+    return second if sound(second.smiles) and not sound(first.smiles) else first

@@ -1,0 +1,219 @@
+"""Known misreadings of each structure reader, mapped back to what was drawn.
+
+Every row of :data:`FIXES` is one misreading seen on journal figures: the reader it
+belongs to, what the figure drew, what the reader writes instead, a worked example
+(``read`` -> ``cleaned``, the test case of the row) and the edit, done on the RDKit graph
+(never on the SMILES text, so an atom is judged by its bonds, not its spelling).
+
+* R-group labels read as elements: DECIMER writes a printed ``R`` as argon (``[ArH]``),
+  astatine (``[At]``) or a lone boron (``[B]``): a one-bonded atom of these elements
+  becomes an attachment point ``*`` (named later from the printed labels, or fitted to an
+  entry's single variable).  A real boron has three bonds; argon and astatine none.
+* ``Ph`` read as lead (``[Pb]``) or as a terminal phosphorus (``P`` with one single bond,
+  a PH₂ group that the figures never draw): the atom becomes a phenyl ring — only where
+  ``Ph`` is printed in the drawing, when its words are known (DECIMER writes ``[Pb]``
+  for a printed ``Bpin`` as well).
+* Drawn hydrogens (``H–N–H``) read as deuterium or tritium: the isotope is dropped.
+* A label run together with a compound number (``[R19a]`` for an ``R`` printed beside
+  ``9a``): the label becomes a bare attachment point.
+* Compound numbers printed under a drawing (``4a``, ``12``) read as stray atoms
+  (``.[Si]``, ``.[Ba]``, ``.CC``): a disconnected piece of at most two heavy atoms beside
+  a drawing of at least four is dropped (a piece holding an attachment point is a drawn
+  variable position and stays).
+
+:func:`clean` applies a reader's rows in table order and returns the cleaned SMILES and
+the names of the rows that changed it (kept in the trajectory).
+"""
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Collection
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Fix:
+    """One known misreading: ``apply(mol, limit)`` edits the molecule in place, True when it
+    changed it."""
+
+    name: str
+    readers: frozenset[str]
+    drawn: str
+    read_as: str
+    example: tuple[str, str]
+    #: edits the molecule in place, at most ``limit`` atoms where a limit is given
+    apply: Callable[[Any, int | None], bool]
+    #: a word that must be printed in the drawing for the row to apply, when the printed
+    #: words are known, and then to as many atoms as it is printed (``Ph``: DECIMER
+    #: writes ``[Pb]`` for a printed ``Bpin`` too)
+    printed_as: str | None = None
+
+
+def _one_bond(atom: Any) -> bool:
+    return atom.GetDegree() == 1 and atom.GetFormalCharge() == 0 and not atom.IsInRing()
+
+
+def _to_attachment(symbols: set[str], need_no_h: bool = False) -> Callable[[Any, int | None], bool]:
+    def apply(mol: Any, limit: int | None = None) -> bool:
+        changed = False
+        for atom in mol.GetAtoms():
+            if atom.GetSymbol() in symbols and _one_bond(atom) and (not need_no_h or atom.GetTotalNumHs() == 0):
+                atom.SetAtomicNum(0)
+                atom.SetNumExplicitHs(0)
+                atom.SetNoImplicit(True)
+                atom.SetIsotope(0)
+                changed = True
+        return changed
+    return apply
+
+
+def _single_bonded(atom: Any) -> bool:
+    from rdkit import Chem
+
+    return all(b.GetBondType() == Chem.BondType.SINGLE for b in atom.GetBonds())
+
+
+def _to_phenyl(symbol: str) -> Callable[[Any, int | None], bool]:
+    def apply(mol: Any, limit: int | None = None) -> bool:
+        from rdkit import Chem
+
+        targets = [a.GetIdx() for a in mol.GetAtoms()
+                   if a.GetSymbol() == symbol and _one_bond(a) and _single_bonded(a) and a.GetIsotope() == 0]
+        targets = targets if limit is None else targets[:limit]
+        for index in targets:
+            atom = mol.GetAtomWithIdx(index)
+            atom.SetAtomicNum(6)
+            atom.SetNumExplicitHs(0)
+            atom.SetNoImplicit(False)
+            atom.SetIsAromatic(True)
+            ring = [index]
+            for _ in range(5):
+                new = mol.AddAtom(Chem.Atom(6))
+                mol.GetAtomWithIdx(new).SetIsAromatic(True)
+                ring.append(new)
+            for a, b in zip(ring, ring[1:] + ring[:1]):
+                mol.AddBond(a, b, Chem.BondType.AROMATIC)
+        return bool(targets)
+    return apply
+
+
+#: labels as :mod:`labrecord.chemdata.rgroup` spells them, and a label glued to a number
+_GLUED = re.compile(r"^R\d*[a-z]+$")
+_LABEL_TOKEN = re.compile(r"\[(R\d*[a-z]+)\]")
+LABEL_PROP = "label"
+
+
+def _unglue_labels(mol: Any, limit: int | None = None) -> bool:
+    changed = False
+    for atom in mol.GetAtoms():
+        if atom.HasProp(LABEL_PROP) and _GLUED.match(atom.GetProp(LABEL_PROP)):
+            atom.ClearProp(LABEL_PROP)
+            changed = True
+    return changed
+
+
+def _drop_hydrogen_isotopes(mol: Any, limit: int | None = None) -> bool:
+    changed = False
+    for atom in mol.GetAtoms():
+        if atom.GetAtomicNum() == 1 and atom.GetIsotope() in (2, 3):
+            atom.SetIsotope(0)
+            changed = True
+    return changed
+
+
+def _drop_stray_pieces(mol: Any, limit: int | None = None) -> bool:
+    from rdkit import Chem
+
+    pieces = Chem.GetMolFrags(mol, asMols=False, sanitizeFrags=False)
+    if len(pieces) < 2:
+        return False
+
+    def heavy(piece: tuple[int, ...]) -> int:
+        return sum(1 for i in piece if mol.GetAtomWithIdx(i).GetAtomicNum() > 1)
+
+    if max(heavy(p) for p in pieces) < 4:
+        return False
+    def labelled(piece: tuple[int, ...]) -> bool:  # a drawn variable attachment, not a number
+        return any(mol.GetAtomWithIdx(i).GetAtomicNum() == 0 for i in piece)
+
+    stray = sorted((i for p in pieces if heavy(p) <= 2 and not labelled(p) for i in p), reverse=True)
+    for index in stray:
+        mol.RemoveAtom(index)
+    return bool(stray)
+
+
+DECIMER = frozenset({"decimer"})
+BOTH = frozenset({"osra", "decimer"})
+
+#: the table: one row per misreading, applied in this order
+FIXES: tuple[Fix, ...] = (
+    Fix("label-as-argon", DECIMER, "an R-group label", "[ArH] bonded once",
+        ("[ArH]c1ccc(C=O)cc1", "*c1ccc(C=O)cc1"), _to_attachment({"Ar"})),
+    Fix("label-as-astatine", DECIMER, "an R-group label", "[At] bonded once",
+        ("[At]C#C", "*C#C"), _to_attachment({"At"})),
+    Fix("label-as-boron", DECIMER, "an R-group label", "a lone [B] bonded once, no hydrogen",
+        ("[B]c1ccccc1N", "*c1ccccc1N"), _to_attachment({"B"}, need_no_h=True)),
+    Fix("phenyl-as-lead", DECIMER, "Ph", "[Pb] bonded once",
+        ("O=N[Pb]", "O=Nc1ccccc1"), _to_phenyl("Pb"), printed_as="Ph"),
+    Fix("phenyl-as-phosphorus", DECIMER, "Ph", "a terminal P with one single bond",
+        ("PC#C", "C#Cc1ccccc1"), _to_phenyl("P"), printed_as="Ph"),
+    Fix("label-glued-to-number", DECIMER, "an R label beside a compound number", "[R19a]",
+        ("[R19a]c1ccccc1", "*c1ccccc1"), _unglue_labels),
+    Fix("hydrogen-as-isotope", DECIMER, "a drawn H", "[2H] or [3H]",
+        ("N#CN([2H])[3H]", "N#CN"), _drop_hydrogen_isotopes),
+    Fix("number-as-atoms", BOTH, "a compound number printed under the drawing",
+        "a disconnected piece of one or two heavy atoms", ("CCOC(=O)c1ccccc1.[Si]", "CCOC(=O)c1ccccc1"),
+        _drop_stray_pieces),
+)
+
+
+def clean(smiles: str, reader: str, printed: Collection[str] | None = None) -> tuple[str, list[str]]:
+    """(cleaned SMILES, names of the rows applied) for a reading by ``reader``.  Printed
+    labels (``[R1]``, ``[X]``) are kept as they are.  ``printed`` are the words printed
+    inside the drawing, when known: a row with ``printed_as`` applies to at most as many
+    atoms as its word is printed there.  A SMILES RDKit cannot parse, or an edit that leaves an unsound molecule,
+    is returned as read."""
+    from rdkit import Chem, rdBase
+
+    from labrecord.chemdata.rgroup import BRACKET_LABEL
+
+    rdBase.DisableLog("rdApp.*")
+    names: list[str] = []
+
+    def handle(found: re.Match[str]) -> str:
+        names.append(found.group(1))
+        return f"[*:{len(names)}]"
+
+    text = BRACKET_LABEL.sub(handle, _LABEL_TOKEN.sub(handle, smiles)) if smiles else ""
+    parsed = Chem.MolFromSmiles(text, sanitize=False) if text else None
+    if parsed is None:
+        return smiles, []
+    mol = Chem.RWMol(parsed)
+    for atom in mol.GetAtoms():
+        if atom.GetAtomicNum() == 0 and 0 < atom.GetAtomMapNum() <= len(names):
+            atom.SetProp(LABEL_PROP, names[atom.GetAtomMapNum() - 1])
+        atom.SetAtomMapNum(0)
+    words = None if printed is None else [w.strip(",.;:()") for w in printed]
+    applied = []
+    for fix in FIXES:
+        limit = None if fix.printed_as is None or words is None else words.count(fix.printed_as)
+        if reader in fix.readers and limit != 0 and fix.apply(mol, limit):
+            applied.append(fix.name)
+    if not applied:
+        return smiles, []
+    try:
+        out = mol.GetMol()
+        Chem.SanitizeMol(out)
+        out = Chem.RemoveHs(out)
+        kept: list[str] = []
+        for atom in out.GetAtoms():
+            if atom.GetAtomicNum() == 0 and atom.HasProp(LABEL_PROP):
+                kept.append(atom.GetProp(LABEL_PROP))
+                atom.SetAtomMapNum(len(kept))
+        written = Chem.MolToSmiles(out)
+    except Exception:  # noqa: BLE001 - an edit that breaks the molecule is not kept
+        return smiles, []
+    for number, label in enumerate(kept, start=1):
+        written = written.replace(f"[*:{number}]", f"[{label}]")
+    return written, applied

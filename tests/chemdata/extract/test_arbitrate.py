@@ -1,0 +1,104 @@
+"""Tests for chemdata/extract/arbitrate.py: chemistry decides between readers."""
+from __future__ import annotations
+
+from tests.support import require_module
+
+require_module("rdkit", 'pip install "labrecord[chem]"')
+
+from labrecord.chemdata.extract.arbitrate import (  # noqa: E402
+    choose, fits_template, pick_product, related_reactants, sound,
+)
+from labrecord.chemdata.extract.osra import Reading  # noqa: E402
+
+
+def reading(ident: str, smiles: str, confidence: float, reader: str) -> Reading:
+    return Reading(ident, smiles, confidence, (0, 0, 10, 10), "crop", reader)
+
+
+#: the template row of an aryl iodide Suzuki scope: iodide template, boronic acid, product template
+IODIDE_OSRA = reading("m1", "*c1ccc(I)cc1", 0.2, "osra")
+IODIDE_BAD = reading("d1", "*c1ccc(I)c1", 0.99, "decimer")  # a five-ring misreading, very confident
+PRODUCT_OSRA = reading("m2", "*c1ccc(cc1)C1CCCCC1", 0.9, "osra")  # phenyl read as cyclohexyl
+PRODUCT_DECIMER = reading("d2", "*c1ccc(cc1)-c1ccccc1", 0.3, "decimer")
+DRAWN = ["COc1ccc(-c2ccccc2)cc1", "Cc1ccc(-c2ccccc2)cc1"]
+
+
+def related(choice: dict[int, Reading]) -> int:
+    """How many drawn products the chosen templates relate (the engine's verdict)."""
+    return sum(fits_template([choice[0].smiles], choice[1].smiles, p) for p in DRAWN)
+
+
+def test_sound() -> None:
+    assert sound("c1ccccc1") and sound("[R1]c1ccccc1") and sound("*c1ccccc1")
+    assert not sound("c1cccc1") and not sound("C(C)(C)(C)(C)C") and not sound("") and not sound("[C]O")
+
+
+def test_engine_beats_confidence() -> None:
+    """Hand-checked: with the osra iodide (both readings of it parse) the decimer product
+    template relates both drawn biaryls (2), the osra one neither (0); the five-ring
+    iodide relates nothing.  The kept choice is osra's iodide and DECIMER's product
+    template, although the rejected readings had the higher confidences (0.99, 0.9)."""
+    kept = choose({0: [IODIDE_OSRA, IODIDE_BAD], 1: [PRODUCT_OSRA, PRODUCT_DECIMER]}, related)
+    assert kept == {0: IODIDE_OSRA, 1: PRODUCT_DECIMER} and related(kept) == 2
+
+
+def test_soundness_then_confidence_break_ties() -> None:
+    """No engine evidence (0 everywhere): a sound reading beats an unsound one whatever
+    the confidence (a radical is unsound); between two sound ones a DECIMER reading
+    0.95 confident (tie score 1.95) beats osra's (1), one 0.8 confident (0.8) does not,
+    whatever osra's own estimate (3.2 here)."""
+    unsound = reading("a", "c1cccc1", 0.99, "decimer")
+    radical = reading("r", "[C]O", 0.99, "decimer")
+    by_osra = reading("b", "CCO", 3.2, "osra")
+    sure, unsure = reading("c", "OCC(C)", 0.95, "decimer"), reading("d", "OCC(C)", 0.8, "decimer")
+    assert choose({0: [unsound, by_osra]}, lambda _: 0) == {0: by_osra}
+    assert choose({0: [radical, by_osra]}, lambda _: 0) == {0: by_osra}
+    assert choose({0: [by_osra, sure]}, lambda _: 0) == {0: sure}
+    assert choose({0: [by_osra, unsure]}, lambda _: 0) == {0: by_osra}
+
+
+def test_greedy_search_past_the_exhaustive_limit() -> None:
+    """With the exhaustive limit at 1 the one-region-at-a-time search finds the same choice."""
+    kept = choose({0: [IODIDE_OSRA, IODIDE_BAD], 1: [PRODUCT_OSRA, PRODUCT_DECIMER]}, related, exhaustive=1)
+    assert kept == {0: IODIDE_OSRA, 1: PRODUCT_DECIMER}
+
+
+def test_pick_product_keeps_the_reading_that_fits() -> None:
+    """4-methoxybiphenyl fits *c1ccc(-c2ccccc2)cc1 with R = OMe; its misreading with a
+    cyclohexyl does not, so the second reader's reading is kept; a first reading that
+    fits is never replaced, and with neither fitting the first stays."""
+    templates, product_template = ["*c1ccc(I)cc1"], "*c1ccc(cc1)-c1ccccc1"
+    good = reading("p2", "COc1ccc(-c2ccccc2)cc1", 0.5, "decimer")
+    bad = reading("p1", "COc1ccc(C2CCCCC2)cc1", 0.9, "osra")
+    assert pick_product(bad, good, templates, product_template) is good
+    assert pick_product(good, bad, templates, product_template) is good
+    assert pick_product(bad, None, templates, product_template) is bad
+    other = reading("p3", "CCO", 0.1, "decimer")
+    assert pick_product(bad, other, templates, product_template) is bad
+
+
+def test_related_reactants_counts_only_reactants_derived_through_a_label() -> None:
+    """Template row ArCHO + RCHO -> ArCH(OH)C(=O)R with two drawn products.  Read with
+    both aldehyde templates, each entry relates 2 reactants (4 in all); with the second
+    template misread as a concrete alkene, both entries still assemble but relate only
+    1 reactant each (2)."""
+    from labrecord.chemdata.extract.assemble import assemble
+
+    drawn = [Reading("p1", "CC(=O)C(O)c1ccccc1", 1.0, (0, 50, 9, 59), "crop"),
+             Reading("p2", "O=C(CCc1ccccc1)C(O)c1ccccc1", 1.0, (10, 50, 19, 59), "crop")]
+    plan = {"scopes": [{"id": "t", "reactant_templates": ["a", "b"], "product_template": "p",
+                        "entries": [{"id": "1", "product": "p1"}, {"id": "2", "product": "p2"}]}]}
+
+    def built(second: str) -> int:
+        readings = [reading("a", "[R]C=O", 0.9, "decimer"), reading("b", second, 0.9, "decimer"),
+                    reading("p", "[Ar]C(O)C(=O)[R]", 0.9, "decimer"), *drawn]
+        reactions, _, _ = assemble(plan, readings)
+        return related_reactants(reactions)
+
+    assert built("[Ar]C=O") == 4 and built("CC(C)=C1CCCCC1") == 2
+
+
+def test_a_reading_in_many_pieces_is_not_sound() -> None:
+    """Three pieces (a salt with two acetates) is a reading; four is a reader running on."""
+    assert sound("CC(=O)O.CC(=O)O.CCOC(=CN1C=CC=CC1)OCC")
+    assert not sound("[Cl-].[Cl-].[Cl-].C[N+](C)(C)C")

@@ -1,0 +1,80 @@
+"""Tests for chemdata/extract/cleanup.py: one case per row of the clean-up table."""
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from tests.support import require_module
+
+require_module("rdkit", 'pip install "labrecord[chem]"')
+
+from labrecord.chemdata.extract.cleanup import FIXES, clean  # noqa: E402
+
+
+def canon(smiles: str) -> str:
+    from rdkit import Chem
+
+    return Chem.CanonSmiles(smiles)
+
+
+@pytest.mark.parametrize("fix", FIXES, ids=[f.name for f in FIXES])
+def test_each_row_maps_its_misreading_to_what_was_drawn(fix) -> None:  # type: ignore[no-untyped-def]
+    """The row's own example: e.g. ``O=N[Pb]`` (nitrosobenzene, Ph read as lead) gives
+    ``O=Nc1ccccc1``; the row is named among those applied, for each of its readers."""
+    read, drawn = fix.example
+    for reader in sorted(fix.readers):
+        cleaned, applied = clean(read, reader)
+        assert canon(cleaned) == canon(drawn) and fix.name in applied
+
+
+def test_rows_belong_to_their_reader() -> None:
+    """osra writes no [Pb] for Ph; its readings are left alone by DECIMER's rows."""
+    assert clean("O=N[Pb]", "osra") == ("O=N[Pb]", [])
+    assert clean("[At]C#C", "osra") == ("[At]C#C", [])
+
+
+def test_real_atoms_are_not_taken_for_labels() -> None:
+    """A boron with three bonds (a pinacol boronate), a phosphine with two and an argon
+    with no bond stay; a compound number beside a one-bonded R label is dropped, the
+    label kept."""
+    for smiles in ("CC1(C)OB(c2ccccc2)OC1(C)C", "CP(C)c1ccccc1", "[Ar]", "O=P(c1ccccc1)(c1ccccc1)c1ccccc1"):
+        assert clean(smiles, "decimer") == (smiles, [])
+    assert clean("[R1]c1ccc([X])cc1.[Si]", "decimer") == ("c1cc([X])ccc1[R1]", ["number-as-atoms"])
+
+
+def test_a_drawn_variable_attachment_is_not_a_stray_number() -> None:
+    """``C[R]`` detached from the ring (R on any ring carbon) has one heavy atom but holds
+    a label: it stays; ``[R19a]`` (R glued to compound number 9a) becomes ``*``."""
+    cleaned, applied = clean("O=C1NC(=O)c2ccccc21.C[R19a]", "decimer")
+    assert applied == ["label-glued-to-number"] and canon(cleaned) == canon("O=C1NC(=O)c2ccccc21.C*")
+
+
+def test_unparseable_or_unfixable_readings_are_returned_as_read() -> None:
+    assert clean("C1CC(", "decimer") == ("C1CC(", [])
+    assert clean("", "osra") == ("", [])
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.sampled_from(["c1ccccc1", "CCO", "N#CN", "O=C(O)c1ccccc1", "CC(C)(C)O", "[R1]c1ccccc1", "Cl",
+                                 "[Si]", "C", "OB(O)c1ccccc1"]), min_size=1, max_size=3))
+def test_cleaning_is_idempotent(parts: list[str]) -> None:
+    """Cleaning a cleaned reading changes nothing more."""
+    once, _ = clean(".".join(parts), "decimer")
+    assert clean(once, "decimer") == (once, [])
+
+
+def test_phenyl_rows_need_a_printed_ph_when_the_words_are_known() -> None:
+    """DECIMER writes [Pb] for a printed Bpin too: with the drawing's words known and no
+    ``Ph`` among them the lead stays (and the reading is judged as read); with ``Ph``
+    printed, or the words unknown, it becomes phenyl."""
+    assert clean("O=N[Pb]", "decimer", printed=["Bpin", "O"]) == ("O=N[Pb]", [])
+    assert clean("O=N[Pb]", "decimer", printed=["Ph,"])[1] == ["phenyl-as-lead"]
+    assert clean("O=N[Pb]", "decimer")[1] == ["phenyl-as-lead"]
+
+
+def test_phenyl_rows_convert_as_many_atoms_as_ph_is_printed() -> None:
+    """An isocoumarin drawn with ``Ph`` at C3 and ``Bpin`` at C4, both read as [Pb]: one
+    ``Ph`` printed, so one lead becomes phenyl; the other stays lead (a radical, which
+    arbitration judges unsound)."""
+    cleaned, applied = clean("O=C1OC([Pb])=C([Pb])c2ccccc21", "decimer", printed=["Ph", "Bpin", "O"])
+    assert applied == ["phenyl-as-lead"] and cleaned == "O=c1oc(-c2ccccc2)[c]([Pb])c2ccccc12"
