@@ -36,7 +36,7 @@ from labrecord.rundir import (
     EVENTS_FILE, LOADED_FILES, MEASUREMENTS_FILE, OBSERVATIONS_FILE, RUN_FILE, content_digest, decode_line,
     find_run_dirs, iter_events, parse_manifest, read_loaded_files,
 )
-from labrecord.safeio import MAX_BINARY_BYTES, MAX_LOG_BYTES, MAX_MEASUREMENTS_BYTES, read_bounded
+from labrecord.safeio import MAX_BINARY_BYTES, MAX_LOG_BYTES, MAX_MEASUREMENTS_BYTES, check_file, read_bounded
 from labrecord.scorers.contracts import ContractEvent, TaskContract, families, get_contract
 
 #: ``episode_end`` reasons of evaluator-side faults (the episode is not an evaluated outcome)
@@ -209,9 +209,10 @@ def _handoff_problem(path: Path, entry: Any, hashlib: Any) -> str | None:
     if not path.is_file() and not path.is_symlink():
         return f"checkpoint of decision {entry.decision!r} is missing"
     try:
-        data = read_bounded(path, MAX_BINARY_BYTES)  # a link or an oversized file is refused unread
+        check_file(path, MAX_BINARY_BYTES)  # a link, a device or an oversized file is refused unread
     except LabrecordError as error:
         return str(error).removeprefix(f"{path}: ")
+    data = path.read_bytes()
     head, _, body = data.partition(b"\n")
     try:
         header = msgspec.json.decode(head)

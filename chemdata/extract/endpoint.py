@@ -28,10 +28,9 @@ import json
 import os
 import re
 import time
-import urllib.error
-import urllib.request
 from typing import Any
 
+from labrecord.chemdata import judge_http
 from labrecord.chemdata.extract.trajectory import ToolFailed, Trajectory
 
 SYSTEM_PROMPT = """You extract concrete reaction records from a chemistry figure.
@@ -204,20 +203,17 @@ def _ask(trajectory: Trajectory, url: str, body: dict[str, Any], image_png: byte
     timeout = max(0.01, min(limit_s, trajectory.remaining()))
     began = time.monotonic()
     try:
-        request = urllib.request.Request(target, data=json.dumps(body).encode(), headers=headers, method="POST")
-        with urllib.request.urlopen(request, timeout=timeout) as response:  # noqa: S310 (user-given URL)
-            raw = response.read()
+        # the judge's client: one total deadline, a size cap, no redirect (the key goes
+        # only to the endpoint the user named)
+        _status, raw = judge_http.post(target, json.dumps(body).encode(), headers, timeout_s=timeout)
+    except judge_http.EndpointError as exc:
+        message = f"no answer within {timeout:.3g}s" if exc.timeout else str(exc)
+        _fail(trajectory, began, message, timeout=exc.timeout, cause=exc)
+    try:
         answer = json.loads(raw)
         content = answer["choices"][0]["message"]["content"]
-    except TimeoutError as exc:
-        _fail(trajectory, began, f"no answer within {timeout:.3g}s", timeout=True, cause=exc)
-    except urllib.error.HTTPError as exc:
-        _fail(trajectory, began, f"HTTP {exc.code} from {target}", cause=exc)
-    except urllib.error.URLError as exc:
-        is_timeout = isinstance(exc.reason, TimeoutError)
-        _fail(trajectory, began, f"cannot reach {target}: {exc.reason}", timeout=is_timeout, cause=exc)
-    except (ValueError, KeyError, IndexError, TypeError) as exc:
-        _fail(trajectory, began, f"not a chat-completions answer: {exc}", cause=exc)
+    except (ValueError, KeyError, IndexError, TypeError, RecursionError) as exc:
+        _fail(trajectory, began, f"not a chat-completions answer: {type(exc).__name__}", cause=exc)
     trajectory.add("model_message", role="response", stage=stage, content=content, elapsed_s=round(time.monotonic() - began, 6))
     try:
         return parse_plan(content)

@@ -48,6 +48,16 @@ def test_http_error_is_a_tool_failure() -> None:
     assert trajectory.events[-1]["role"] == "error"
 
 
+def test_a_redirect_is_refused_and_the_key_goes_nowhere_else(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The extraction endpoint uses the judge's client: a 307 is a tool failure, not followed,
+    so the one request the server saw is the only place the key went."""
+    monkeypatch.setenv("TEST_KEY", "secret-token")
+    with model_server(lambda body: (307, "{}")) as (url, received):
+        with pytest.raises(ToolFailed, match="redirect"):
+            ask(url, Trajectory("fig", 60), api_key_env="TEST_KEY")
+    assert len(received) == 1
+
+
 def test_answer_without_json_is_a_tool_failure() -> None:
     with model_server(lambda body: (200, "I cannot see the figure.")) as (url, _):
         with pytest.raises(ToolFailed, match="no JSON object"):
