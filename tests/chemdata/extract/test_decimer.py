@@ -156,6 +156,7 @@ def crop(tmp_path: Path, figure: str, box: tuple[int, int, int, int]) -> str:
 
 
 @pytest.mark.slow
+@pytest.mark.tensorflow
 @pytest.mark.parametrize(("box", "drawn"), [
     ((363, 64, 451, 131), "N#CN"),  # cyanamide drawn with both H of NH2 (the template row's reagent)
     ((542, 238, 758, 346), "Cc1ccc2c(=O)n3nc(C(F)(F)F)nc3[nH]c2c1"),  # product 4c
@@ -172,6 +173,7 @@ def test_real_model_reads_real_crops(model: decimer.Model, tmp_path: Path, box: 
 
 
 @pytest.mark.slow
+@pytest.mark.tensorflow
 def test_extract_with_both_readers_end_to_end(model: decimer.Model, rendered: Path, tmp_path: Path,
                                               capsys: pytest.CaptureFixture[str]) -> None:
     """``rxn extract --readers osra,decimer`` on the rendered figures: every kept molecule
