@@ -144,6 +144,29 @@ def model() -> decimer.Model:
     return decimer.load()
 
 
+def test_the_real_model_in_a_process_of_its_own() -> None:
+    """Runs this file's ``tensorflow`` tests (the real model on real crops, and extraction
+    with both readers) in a child pytest process: tests/conftest.py keeps them out of the
+    main process, where TensorFlow would meet MuJoCo's renderer and torch."""
+    import os
+    import subprocess
+    import sys
+
+    from tests.conftest import TENSORFLOW_CHILD
+
+    if os.environ.get(TENSORFLOW_CHILD) == "1":
+        pytest.skip("this is the child process")
+    reason = decimer.missing_reason()
+    require(reason is None, "the DECIMER reader", reason or "")
+    root = Path(__file__).resolve().parents[3]
+    child = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-m", "tensorflow",
+                            str(Path(__file__).relative_to(root))],
+                           cwd=root, env={**os.environ, TENSORFLOW_CHILD: "1"}, capture_output=True, text=True,
+                           timeout=1800)
+    assert child.returncode == 0, child.stdout[-6000:] + child.stderr[-3000:]
+    assert " passed" in child.stdout and "failed" not in child.stdout, child.stdout[-3000:]
+
+
 def crop(tmp_path: Path, figure: str, box: tuple[int, int, int, int]) -> str:
     """The box of a development figure as the runner crops it (30 px white margin)."""
     from PIL import Image
