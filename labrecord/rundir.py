@@ -46,6 +46,8 @@ SCORES_FILE = "scores.json"
 DEMO_FILE = "demo.hdf5"
 #: an imported run's own record, as its source wrote it (``labrecord import``)
 SOURCE_FILE = "source.hdf5"
+#: an imported episode whose source is a database row (vla-eval): that row and its steps, as JSON
+SOURCE_JSON_FILE = "source.json"
 VIDEOS_DIR = "videos"
 #: population registries live in this folder beside the runs
 POPULATIONS_DIR = "populations"

@@ -7,7 +7,7 @@ import click
 
 from labrecord.cli.common import CONTEXT_SETTINGS, echo_json, echo_table, output_options, progress
 
-KIND_NAMES = ("robomimic", "isaaclab", "lerobot")
+KIND_NAMES = ("robomimic", "isaaclab", "lerobot", "vla-eval")
 
 
 @click.command(name="import", context_settings=CONTEXT_SETTINGS)
@@ -28,8 +28,10 @@ def import_(kind: str, path: str, threads: int, out: str, family: str | None, co
     """Import another tool's episodes as run directories: one run per episode.
 
     KIND is the source's layout: robomimic (HDF5 data/demo_k), isaaclab (the Isaac Lab
-    recorder's HDF5) or lerobot (a LeRobot v3 dataset folder, read by lerobot itself:
-    Python 3.12 with lerobot installed).  Each run names its source, the record and a content hash; what the
+    recorder's HDF5), lerobot (a LeRobot v3 dataset folder, read by lerobot itself:
+    Python 3.12 with lerobot installed) or vla-eval (a vla-eval run's output folder or its
+    recording-<eval_id>.sqlite; its work queue is the episode set, so a crashed shard's
+    episodes show as missing).  Each run names its source, the record and a content hash; what the
     source does not state stays null, episodes without a recorded outcome are unresolved,
     and runs without a measurement stream are scored unaudited.  Importing again leaves
     unchanged runs alone.  The source's episode set is registered as a population
@@ -42,6 +44,7 @@ def import_(kind: str, path: str, threads: int, out: str, family: str | None, co
       labrecord score runs/
       labrecord import robomimic low_dim.hdf5 --out runs/ --family rack --control-hz 20 --json
       labrecord import lerobot datasets/weighing --out runs/
+      labrecord import vla-eval results/ --out runs/
     """
     from labrecord.imports import ImportOptions, open_source
     from labrecord.imports.runs import import_records
@@ -61,7 +64,8 @@ def import_(kind: str, path: str, threads: int, out: str, family: str | None, co
                      "" if r.status == "error" else r.message or "") for r in summary.rows],
                    title=f"{kind} {path} -> {out}")
         counts = summary.counts()
-        click.echo(f"{counts['imported']} imported, {counts['unchanged']} unchanged, {counts['error']} failed; "
+        click.echo(f"{counts['imported']} imported, {counts['unchanged']} unchanged, {counts['error']} failed, "
+                   f"{counts['missing']} missing; "
                    f"population {summary.population}", err=True)
     for message in summary.errors:
         click.echo(f"Error: {message}", err=True)

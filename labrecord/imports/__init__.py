@@ -7,7 +7,8 @@ the source does not state stays null.  A record that cannot be read gives one er
 naming the file and the record, and the other records still import.  docs/imports.md has
 the field tables per kind.
 
-Kinds implemented here: ``robomimic`` and ``isaaclab`` (HDF5, :mod:`labrecord.imports.hdf5`).
+Kinds implemented here: ``robomimic`` and ``isaaclab`` (HDF5, :mod:`labrecord.imports.hdf5`), ``lerobot``
+(:mod:`labrecord.imports.lerobot`) and ``vla-eval`` (a vla-eval recording, :mod:`labrecord.imports.vla_eval`).
 """
 from __future__ import annotations
 
@@ -24,6 +25,7 @@ KINDS: dict[str, str] = {
     "robomimic": "labrecord.imports.hdf5:robomimic_source",
     "isaaclab": "labrecord.imports.hdf5:isaaclab_source",
     "lerobot": "labrecord.imports.lerobot:lerobot_source",
+    "vla-eval": "labrecord.imports.vla_eval:vla_eval_source",
 }
 
 

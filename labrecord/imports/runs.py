@@ -9,12 +9,17 @@ turns each into one run through :class:`~labrecord.rundir.RunWriter`:
 * ``measurements.parquet`` when the record's state streams cover the measurement columns
   of the contract named by ``--family`` (``evaluation.measurements`` is ``recorded``);
   otherwise ``evaluation.measurements`` is ``none`` and the run is scored unaudited;
-* ``source.hdf5`` (or the kind's own file): the record itself, kept as the source wrote it.
+* ``source.hdf5`` (or the kind's own file): the record itself, kept as the source wrote it;
+* ``videos/<name>.mp4``: the episode's video files, when the source has them.
 
 Re-importing is idempotent: a run whose ``source.content_hash`` matches is left alone; a
 run of the same id holding other content is refused for that record.  The episode set of
 the source is registered as a population (``populations/<name>.jsonl``) so that a record
-that failed to import stays in the denominators as missing.
+that failed to import stays in the denominators as missing; so do the members of the
+source's declared episode set (``SourceFile.expected``) that it holds no record of (the
+episodes of a crashed shard): they are listed as ``missing``, never written as failures.
+An episode the source marks as errored ends on an evaluator-side fault (a ``validity``
+event and ``episode_end.reason`` ``service_fault`` or ``transport_fault``): unresolved.
 """
 from __future__ import annotations
 
@@ -29,9 +34,9 @@ from typing import Any
 from labrecord.errors import LabrecordError
 from labrecord.models import (
     ActionSpec, EpisodeEnd, EpisodeStart, Evaluation, Instance, Population, RunManifest, Seeds, Source, System,
-    Task,
+    Task, Validity,
 )
-from labrecord.rundir import RUN_FILE, SOURCE_FILE, RunWriter, read_manifest, utc_now
+from labrecord.rundir import RUN_FILE, SOURCE_FILE, VIDEOS_DIR, RunWriter, read_manifest, utc_now
 
 #: ``episode_end`` reason of a record whose source does not say whether it succeeded
 OUTCOME_UNKNOWN = "outcome_unknown"
@@ -76,6 +81,27 @@ class SourceRecord:
     copy_name: str = SOURCE_FILE
     #: added to ``task.variant`` (the episode's instruction, ...)
     variant: dict[str, Any] = field(default_factory=dict)
+    #: the population member (and run id component) when it is not the record name's last part
+    instance_id: str | None = None
+    #: an evaluator-side fault the source reports for the episode: (validity kind, source
+    #: text); the episode ends on that kind and is unresolved, whatever ``success`` says
+    fault: tuple[str, str] | None = None
+    #: the episode's runtime on ``runtime_clock`` when the source measured it
+    runtime_s: float | None = None
+    runtime_clock: str | None = None
+    #: video files of the episode: name in ``videos/`` (without .mp4) -> file to copy
+    videos: dict[str, Path] = field(default_factory=dict)
+    #: ``seeds.policy``, when the source states it
+    policy_seed: int | None = None
+
+
+@dataclass
+class Member:
+    """A member of the episode set a source declares (whether or not it holds its record)."""
+
+    instance_id: str
+    task_id: str | None = None
+    fields: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass
@@ -92,6 +118,11 @@ class SourceFile:
     close: Callable[[], None] = lambda: None
     #: source-level attributes (env_args ...), kept in task.variant
     variant: dict[str, Any] = field(default_factory=dict)
+    #: the episode set the source declares (its work queue, task x episode x seed), when it
+    #: declares one; members without a record are imported as ``missing``
+    expected: list[Member] | None = None
+    #: the population file name; default ``<kind>-<stem>``
+    population: str | None = None
 
     def __enter__(self) -> SourceFile:
         return self
@@ -104,7 +135,7 @@ class SourceFile:
 class ImportRow:
     record: str
     run_id: str | None
-    status: str  # imported | unchanged | error
+    status: str  # imported | unchanged | error | missing (a declared member the source holds no record of)
     outcome: str | None = None
     measurements: str | None = None
     message: str | None = None
@@ -123,7 +154,7 @@ class ImportSummary:
         return [row.message for row in self.rows if row.status == "error" and row.message]
 
     def counts(self) -> dict[str, int]:
-        out: dict[str, int] = {"imported": 0, "unchanged": 0, "error": 0}
+        out: dict[str, int] = {"imported": 0, "unchanged": 0, "error": 0, "missing": 0}
         for row in self.rows:
             out[row.status] = out.get(row.status, 0) + 1
         return out
@@ -140,15 +171,20 @@ def safe_name(text: str) -> str:
 
 
 def run_id_of(source: SourceFile, record_name: str) -> str:
-    return f"{source.kind}-{safe_name(source.stem)}-{safe_name(record_name.rpartition('/')[2])}"[:128]
+    return f"{source.kind}-{safe_name(source.stem)}-{instance_of(record_name)}"[:128]
 
 
 def population_of(source: SourceFile) -> str:
-    return f"{source.kind}-{safe_name(source.stem)}"
+    return source.population or f"{source.kind}-{safe_name(source.stem)}"
 
 
 def instance_of(record_name: str) -> str:
     return safe_name(record_name.rpartition("/")[2])
+
+
+def _key(record: SourceRecord) -> str:
+    """The record's name as a population member / run id component."""
+    return record.instance_id or record.name
 
 
 def _manifest(source: SourceFile, record: SourceRecord, options: ImportOptions, run_id: str,
@@ -164,9 +200,9 @@ def _manifest(source: SourceFile, record: SourceRecord, options: ImportOptions, 
                       action_spec=ActionSpec(representation=None, dim=record.action_dim or 0, mode=None,
                                              units="unknown", control_hz=hz)),
         evaluation=Evaluation(version=options.evaluation_version,
-                              population=Population(name=population_of(source), instance_id=instance_of(record.name)),
+                              population=Population(name=population_of(source), instance_id=instance_of(_key(record))),
                               measurements="recorded" if measured else "none"),
-        seeds=Seeds(task_state=record.seed),
+        seeds=Seeds(task_state=record.seed, policy=record.policy_seed),
         source=Source(kind=source.kind, path=source.path, format_version=source.format_version,
                       record=record.name, content_hash=record.content_hash, attrs=record.attrs),
     )
@@ -214,7 +250,7 @@ def _existing(run_dir: Path, record: SourceRecord, where: str) -> str | None:
 
 def _write_run(source: SourceFile, record: SourceRecord, out: Path, options: ImportOptions) -> ImportRow:
     where = f"{source.path} {record.name}"
-    run_id = run_id_of(source, record.name)
+    run_id = run_id_of(source, _key(record))
     held = _existing(out / run_id, record, where)
     if held is not None:
         return ImportRow(record.name, run_id, "unchanged", _outcome(record), held)
@@ -224,12 +260,25 @@ def _write_run(source: SourceFile, record: SourceRecord, out: Path, options: Imp
     outcome = _outcome(record)
     with RunWriter.create(out, manifest) as run:
         end_t = record.num_samples / hz if hz else 0.0
+        complete = record.success is True and record.fault is None
+        runtime_s, clock = (end_t, "sim") if hz else (None, None)
+        if record.runtime_s is not None:
+            runtime_s, clock = record.runtime_s, record.runtime_clock
         run.emit(EpisodeStart, t=0.0, episode=record.index)
+        if record.fault is not None:
+            run.emit(Validity, t=end_t, kind=record.fault[0], source=record.fault[1])
         run.emit(EpisodeEnd, t=end_t, episode=record.index, reason=outcome,
-                 physical_complete=record.success is True, valid_complete=record.success is True,
-                 runtime_s=end_t if hz else None, runtime_clock="sim" if hz else None)
+                 physical_complete=complete, valid_complete=complete,
+                 runtime_s=runtime_s, runtime_clock=clock)
         if record.copy_to is not None:
             record.copy_to(run.path(record.copy_name), run_id)
+        if record.videos:
+            from labrecord.fileio import atomic_path
+
+            (run.path(VIDEOS_DIR)).mkdir(exist_ok=True)
+            for name, video in sorted(record.videos.items()):
+                with atomic_path(run.path(VIDEOS_DIR) / f"{safe_name(name)}.mp4") as tmp:
+                    shutil.copyfile(video, tmp)
         if table is not None:
             run.write_measurements(table)
     note = None if table is not None or not missing else "unaudited: no " + ", ".join(missing[:4]) + (
@@ -238,6 +287,8 @@ def _write_run(source: SourceFile, record: SourceRecord, out: Path, options: Imp
 
 
 def _outcome(record: SourceRecord) -> str:
+    if record.fault is not None:
+        return record.fault[0]
     if record.success is None:
         return OUTCOME_UNKNOWN
     return "success" if record.success else "failure"
@@ -264,21 +315,38 @@ def import_records(source: SourceFile, out: str | os.PathLike[str], options: Imp
     # overlap those waits; rows come back in the source's order
     from concurrent.futures import ThreadPoolExecutor
 
+    held: set[str] = set()
     with ThreadPoolExecutor(max_workers=max(1, options.threads)) as pool:
         for entry, row in zip(source.records, pool.map(write, source.records)):
             summary.rows.append(row)
-            instances.append(Instance(instance_id=instance_of(row.record), task_id=(
-                None if isinstance(entry, LabrecordError) else entry.task_id) or source.task_id))
+            if isinstance(entry, LabrecordError):
+                instance = instance_of(getattr(entry, "instance_id", None) or row.record)
+                task_id = source.task_id
+            else:
+                instance, task_id = instance_of(_key(entry)), entry.task_id or source.task_id
+            held.add(instance)
+            if source.expected is None:
+                instances.append(Instance(instance_id=instance, task_id=task_id))
             if progress is not None:
                 progress(1)
+    for member in source.expected or ():
+        # the declared set, in its own order; a member without a record stays in every
+        # denominator as missing
+        instance = instance_of(member.instance_id)
+        instances.append(Instance(instance_id=instance, task_id=member.task_id, fields=member.fields))
+        if instance not in held:
+            summary.rows.append(ImportRow(member.instance_id, None, "missing",
+                                          message="the source holds no record of this declared episode"))
     if instances:
         register_population(out, population_of(source), instances)
     return summary
 
 
 class RecordError(LabrecordError):
-    """A record of a source that cannot be imported; ``record`` names it."""
+    """A record of a source that cannot be imported; ``record`` names it (``instance_id``
+    the population member, when that is not the record name's last part)."""
 
-    def __init__(self, message: str, record: str) -> None:
+    def __init__(self, message: str, record: str, instance_id: str | None = None) -> None:
         super().__init__(message)
         self.record = record
+        self.instance_id = instance_id

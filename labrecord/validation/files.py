@@ -17,7 +17,7 @@ from labrecord.measurements import check_measurement_schema, nonfinite_columns, 
 from labrecord.models import FinalScores, ObservationReceipt, OnlineScore, PopulationEntry
 from labrecord.rundir import (
     DEMO_FILE, EVENTS_FILE, MEASUREMENTS_FILE, OBSERVATIONS_FILE, ONLINE_SCORES_FILE, RUN_FILE,
-    SCORES_FILE, SOURCE_FILE, VIDEOS_DIR, RunDocument, parse_manifest,
+    SCORES_FILE, SOURCE_FILE, SOURCE_JSON_FILE, VIDEOS_DIR, RunDocument, parse_manifest,
 )
 from labrecord.safeio import (
     MAX_BINARY_BYTES, MAX_DOCUMENT_BYTES, MAX_LOG_BYTES, MAX_MEASUREMENTS_BYTES, STORED_INT_MAX, canonical_json,
@@ -231,6 +231,20 @@ def validate_demo_file(path: Path, report: Report, ctx: RunContext) -> None:
         report.error(str(path), None, "", f"not a readable HDF5 file: {error}")
 
 
+def validate_source_json_file(path: Path, report: Report, ctx: RunContext) -> None:
+    """An imported record kept as JSON: one object."""
+    data = _read(path, report, MAX_DOCUMENT_BYTES)
+    if data is None:
+        return
+    try:
+        value = decode_json(data, str(path))
+    except LabrecordError as error:
+        report.error(str(path), None, "", _without_prefix(str(error), path))
+        return
+    if not isinstance(value, dict):
+        report.error(str(path), None, "", f"is {type(value).__name__}, expected a JSON object")
+
+
 def _no_check(path: Path, report: Report, ctx: RunContext) -> None:
     """Registered kinds whose content labrecord does not interpret (videos)."""
 
@@ -247,6 +261,7 @@ RUN_FILE_VALIDATORS: dict[str, Validator] = {
     MEASUREMENTS_FILE: validate_measurements_file,
     DEMO_FILE: validate_demo_file,
     SOURCE_FILE: validate_demo_file,  # the same layout: a data group of demo groups
+    SOURCE_JSON_FILE: validate_source_json_file,
     VIDEOS_DIR: _no_check,
 }
 

@@ -31,7 +31,7 @@ def test_import_then_score_counts_the_missing_record(tmp_path: Path, capsys: pyt
     assert "isaaclab-stack-demo_0" in out and "imported" in out
     code, out, err = run(["import", "isaaclab", str(source), "--out", str(tmp_path / "runs"), "--json"], capsys)
     summary = json.loads(out)
-    assert code == 1 and summary["counts"] == {"imported": 0, "unchanged": 2, "error": 1}
+    assert code == 1 and summary["counts"] == {"imported": 0, "unchanged": 2, "error": 1, "missing": 0}
     assert summary["population"] == "isaaclab-stack"
     code, out, _ = run(["score", str(tmp_path / "runs"), "--json"], capsys)
     assert code == 0

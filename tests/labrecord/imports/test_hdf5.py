@@ -29,7 +29,7 @@ def _ends(run_dir: Path) -> list[tuple[int, str, bool]]:
 def test_isaaclab_runs_keep_outcome_seed_and_attrs(tmp_path: Path) -> None:
     source = write_isaaclab(tmp_path / "stack.hdf5", [(5, True), (4, False), (6, True)], seed=42)
     summary = import_source("isaaclab", source, tmp_path / "runs")
-    assert summary.counts() == {"imported": 3, "unchanged": 0, "error": 0}
+    assert summary.counts() == {"imported": 3, "unchanged": 0, "error": 0, "missing": 0}
     runs = tmp_path / "runs"
     assert sorted(p.name for p in runs.iterdir()) == [
         "isaaclab-stack-demo_0", "isaaclab-stack-demo_1", "isaaclab-stack-demo_2", "populations"]
@@ -157,7 +157,7 @@ def test_malformed_records_are_named_and_the_rest_import(tmp_path: Path) -> None
         del f["data/demo_2/obs/joint_pos"]
         f["data/demo_2/obs/joint_pos"] = np.zeros((2, 9))
     summary = import_source("isaaclab", source, tmp_path / "runs")
-    assert summary.counts() == {"imported": 2, "unchanged": 0, "error": 2}
+    assert summary.counts() == {"imported": 2, "unchanged": 0, "error": 2, "missing": 0}
     assert summary.errors == [
         f"{source}: data/demo_1 attribute num_samples is 9 but actions has 4 rows",
         f"{source}: data/demo_2/obs/joint_pos has 2 rows, actions has 6",

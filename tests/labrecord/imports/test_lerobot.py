@@ -46,7 +46,7 @@ def test_export_import_export_round_trip(tmp_path: Path) -> None:
     done = labrecord_in(python, "import", "lerobot", str(first), "--out", str(tmp_path / "imported"), "--json")
     assert done.returncode == 0, done.stderr[-3000:]
     summary = json.loads(done.stdout)
-    assert summary["counts"] == {"imported": 4, "unchanged": 0, "error": 0}
+    assert summary["counts"] == {"imported": 4, "unchanged": 0, "error": 0, "missing": 0}
     run = tmp_path / "imported" / "lerobot-first-episode_000002"
     m = read_manifest(run).manifest
     assert m.source is not None and m.source.format_version == "v3.0" and m.source.record == "episode_000002"
@@ -68,7 +68,7 @@ def test_export_import_export_round_trip(tmp_path: Path) -> None:
         np.testing.assert_allclose(x["action"], y["action"], rtol=1e-6)
     # importing again changes nothing
     done = labrecord_in(python, "import", "lerobot", str(first), "--out", str(tmp_path / "imported"), "--json")
-    assert json.loads(done.stdout)["counts"] == {"imported": 0, "unchanged": 4, "error": 0}
+    assert json.loads(done.stdout)["counts"] == {"imported": 0, "unchanged": 4, "error": 0, "missing": 0}
 
 
 def test_without_lerobot_says_how(tmp_path: Path) -> None:
