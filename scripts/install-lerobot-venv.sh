@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds (or refreshes) the Python >= 3.12 virtual environment that the LeRobot export and
-# its tests use: lerobot with its dataset and training extras (lerobot-train), and robomimic
+# its tests use: lerobot with its dataset and training extras (lerobot-train), gym-pusht, and robomimic
 # 0.3.0 for the BC training test (robomimic's networks need torchvision, and this
 # environment's torch and torchvision load together).  lerobot 0.6 needs Python >= 3.12,
 # while the labrecord core runs on 3.11.
@@ -33,6 +33,10 @@ if ! "$venv/bin/python" -c "import importlib.metadata as m, sys; sys.exit(m.vers
 fi
 if ! "$venv/bin/python" -c "import accelerate, wandb, robomimic, six" 2>/dev/null; then
   "$venv/bin/pip" install -q "lerobot[dataset,training]==$want" "robomimic==0.3.0" six
+fi
+# gym-pusht: the PushT environment lerobot-eval runs
+if ! "$venv/bin/python" -c "import gym_pusht" 2>/dev/null; then
+  "$venv/bin/pip" install -q gym-pusht
 fi
 "$venv/bin/pip" install -q -e "$here"
 echo "$venv/bin/python"
