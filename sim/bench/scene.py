@@ -183,6 +183,12 @@ class BenchScene(ABC):
 
     # -- rendering --------------------------------------------------------------------
     def _make_renderer(self) -> Any:
+        # The offscreen buffer only as large as the frames: the software rasterizer
+        # (llvmpipe) clears and resolves the whole multisampled buffer every frame, and the
+        # frames come out pixel-identical (the recorded video digests of
+        # tests/sim/test_same_runs.py hold that).  The 4 samples stay: fewer change the pixels.
+        visual = self.model.vis
+        visual.global_.offwidth, visual.global_.offheight = self.width, self.height
         try:
             return self.mujoco.Renderer(self.model, self.height, self.width)
         except Exception as error:  # mujoco raises RuntimeError/FatalError/ctypes errors by backend
