@@ -181,9 +181,11 @@ def _audit(run_dir: Path, files: dict[str, bytes], result: RunAudit) -> None:
 
 def handoff_verified(verification: Any) -> bool:
     """A checkpoint's verification passed: at least one control period re-stepped, every
-    measurement column equal, the tracker state equal, and a ready handoff (sec. 6.1)."""
+    measurement column equal, the tracker state equal, a ready handoff (sec. 6.1), and — for
+    a served policy re-asked over the window — every re-queried action equal to the recorded one."""
     v = verification
-    return bool(v.get("periods", 0) > 0 and v.get("bitwise") and v.get("tracker_equal") and v.get("handoff_ready"))
+    return bool(v.get("periods", 0) > 0 and v.get("bitwise") and v.get("tracker_equal") and v.get("handoff_ready")
+                and v.get("actions_equal") is not False)
 
 
 def check_handoffs(run_dir: Path, manifest: Any) -> list[AuditFinding]:
