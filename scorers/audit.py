@@ -36,7 +36,7 @@ from labrecord.rundir import (
     EVENTS_FILE, LOADED_FILES, MEASUREMENTS_FILE, OBSERVATIONS_FILE, RUN_FILE, content_digest, decode_line,
     find_run_dirs, iter_events, parse_manifest, read_loaded_files,
 )
-from labrecord.safeio import MAX_BINARY_BYTES, MAX_LOG_BYTES, MAX_MEASUREMENTS_BYTES, check_file, read_bounded
+from labrecord.safeio import MAX_BINARY_BYTES, MAX_LOG_BYTES, MAX_MEASUREMENTS_BYTES, check_file, depth_problem, read_bounded
 from labrecord.scorers.contracts import ContractEvent, TaskContract, families, get_contract
 
 #: ``episode_end`` reasons of evaluator-side faults (the episode is not an evaluated outcome)
@@ -216,6 +216,8 @@ def _handoff_problem(path: Path, entry: Any, hashlib: Any) -> str | None:
         return str(error).removeprefix(f"{path}: ")
     data = path.read_bytes()
     head, _, body = data.partition(b"\n")
+    if (too_deep := depth_problem(head)) is not None:
+        return f"unreadable checkpoint header: {too_deep}"
     try:
         header = msgspec.json.decode(head)
     except msgspec.DecodeError as error:
