@@ -85,8 +85,8 @@ def main() -> None:
                 ("bare msgspec.json.decode (untyped)", bare_msgspec_s)]
         for name, seconds in rows:
             print(f"{name:40s} {seconds:7.2f} s  {n_json / seconds:12,.0f} events/s")
-        print(f"ratio validation / bare json.loads throughput:  {bare_json_s / validate_s:.2f}  (target >= 0.25)")
-        print(f"ratio validation / bare msgspec throughput:     {bare_msgspec_s / validate_s:.2f}")
+        print(f"ratio validation / bare json.loads throughput:  {bare_json_s / validate_s:.2f}")
+        print(f"ratio validation / bare msgspec throughput:     {bare_msgspec_s / validate_s:.2f}  (target >= 0.5)")
 
 
 if __name__ == "__main__":

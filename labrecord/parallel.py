@@ -33,6 +33,14 @@ R = TypeVar("R")
 EXECUTORS = ("local", "ray")
 
 
+def usable_cpus() -> int:
+    """The CPUs this process may run on (its affinity mask where the system has one)."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # no affinity masks (macOS)
+        return max(1, os.cpu_count() or 1)
+
+
 def map(fn: Callable[[T], R], items: Iterable[T], *, workers: int = 1, executor: str = "local",
         address: str | None = None, chunksize: int = 1) -> Iterator[R]:
     """``fn(item)`` for each item, in order, on ``workers`` processes of ``executor``.

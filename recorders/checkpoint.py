@@ -73,6 +73,12 @@ class Verification(msgspec.Struct, kw_only=True):
     first_mismatch_period: int | None = None
 
     handoff_ready: bool = False
+    #: a served policy re-asked over the window (a study of a policy stateless between
+    #: queries): the queries made, whether every re-queried action row equals the recorded
+    #: one (null: not re-queried), and the first control period where one differs
+    requeried: int = 0
+    actions_equal: bool | None = None
+    first_action_mismatch_period: int | None = None
 
     @property
     def verified(self) -> bool:
@@ -139,7 +145,9 @@ def capture(owner: Any, observation: Any, *, instance_id: str, engine: str) -> C
     state = {
         "owner": owner.continuation(),
         "scorer": copy.deepcopy({name: getattr(scorer, name) for name in _SCORER_FIELDS}),
-        "policy": copy.deepcopy(owner.policy),
+        # a served policy's connection is not state: its client session is (session_state)
+        "policy": copy.deepcopy(owner.policy) if not callable(getattr(owner.policy, "session_state", None)) else None,
+        "session": owner.policy.session_state() if callable(getattr(owner.policy, "session_state", None)) else None,
         "observation": copy.deepcopy(observation),
         "rng": {"numpy": np.random.get_state(), "python": random.getstate()},
     }
@@ -177,8 +185,56 @@ class _Discard:
         return None
 
 
+def restore_session(policy: Any, checkpoint: Checkpoint) -> None:
+    """Continue a served policy's client session from ``checkpoint`` (its chunk state and
+    the process RNG states); the next query asks the server for a new chunk."""
+    session = checkpoint.state.get("session")
+    if session is None:
+        raise LabrecordError(f"checkpoint {checkpoint.header.run_id}/{checkpoint.header.decision}: holds no client "
+                             "session of a served policy")
+    policy.restore_session(session)
+    rng = checkpoint.state["rng"]
+    np.random.set_state(rng["numpy"])
+    random.setstate(rng["python"])
+
+
+class Requery:
+    """Re-asks a served policy over a verification window: the policy (restored to the
+    checkpoint's client session), the instruction and the rows executed per query."""
+
+    def __init__(self, policy: Any, instruction: str, actions_per_query: int | None = None) -> None:
+        self.policy, self.instruction, self.actions_per_query = policy, instruction, actions_per_query
+        self.queries = 0
+
+    def rows(self, observation: Any) -> list[np.ndarray | None]:
+        """The rows queued for ``observation`` (none for a reply that broke the interface)."""
+        from labrecord.recorders.actions import check_chunk
+        from labrecord.recorders.adapters.faults import InterfaceViolation
+
+        self.queries += 1
+        try:
+            chunk = self.policy.act(observation)
+        except InterfaceViolation:
+            return []
+        applied = check_chunk(chunk.actions, self.policy.capabilities.action_spec).applied
+        return list(applied if self.actions_per_query is None else applied[: self.actions_per_query])  # type: ignore[arg-type]
+
+    def observation(self, env: Any, scorer: Any, period: int, step: int) -> Any:
+        """The evidence at this boundary of the replay, as the step owner builds it."""
+        from labrecord.recorders.policy import Observation, project_observation
+
+        readouts = scorer.readouts()
+        env.show(readouts)
+        channels = self.policy.capabilities.channels
+        images = {camera: env.render(camera) for camera in env.cameras if camera in channels}
+        seen_images, seen_state = project_observation(channels, images, {**env.public_state(), **readouts})
+        return Observation(obs_id=f"verify{period:03d}", step=step, t=env.time, evidence_version=scorer.evidence_version,
+                           instruction=self.instruction, images=seen_images, state=seen_state)
+
+
 def verify(env: Any, scorer: Any, checkpoint: Checkpoint, actions: list[np.ndarray], blocks: list[dict[str, np.ndarray]],
-           tracker_after: Any, steps_per_control: int, tolerance: float = 0.0) -> Verification:
+           tracker_after: Any, steps_per_control: int, tolerance: float = 0.0,
+           requery: Requery | None = None) -> Verification:
     """Restore ``checkpoint`` into ``env`` and re-step ``len(actions)`` control periods.
 
     ``blocks`` are the measurement columns the original run recorded for those periods
@@ -192,10 +248,37 @@ def verify(env: Any, scorer: Any, checkpoint: Checkpoint, actions: list[np.ndarr
     clone = restored_scorer(scorer, checkpoint)
     mismatched: list[str] = []
     first: int | None = None
+    first_action: int | None = None
+    queue: list[Any] = []
+    last = None
+    replayed_step = checkpoint.header.step - 1
+    if requery is not None:
+        restore_session(requery.policy, checkpoint)
+        owner = checkpoint.state["owner"]
+        queue, last = list(copy.deepcopy(owner["_queue"])), owner["_last_action"]
     for period, (action, original) in enumerate(zip(actions, blocks)):
+        if requery is not None:
+            # the boundary as the step owner saw it: the handoff's pending observation first,
+            # then the replayed evidence; a new opportunity drops queued rows
+            if period == 0:
+                observation = copy.deepcopy(checkpoint.state["observation"])
+                queue = []
+            else:
+                observation = requery.observation(env, clone, period, replayed_step)
+                if clone.offer(observation):
+                    queue = []
+            if not queue:
+                queue = requery.rows(observation) or [None]
+            row = queue.pop(0)
+            expected = np.asarray(env.hold_action(last) if row is None else row, dtype=np.float64).ravel()
+            if first_action is None and not np.array_equal(expected, np.asarray(action, dtype=np.float64).ravel()):
+                first_action = period
+            last = action
         env.apply(action)
         env.advance(steps_per_control)
         block = env.end_block()
+        if "step" in block and len(block["step"]):
+            replayed_step = int(block["step"][-1])
         differ = [name for name, column in original.items() if not _same_column(block.get(name), column, tolerance)]
         if differ and first is None:
             first = period
@@ -205,7 +288,10 @@ def verify(env: Any, scorer: Any, checkpoint: Checkpoint, actions: list[np.ndarr
     handoff = checkpoint.header.handoff
     return Verification(periods=len(actions), bitwise=not mismatched, tracker_equal=tracker_equal,
                         mismatched_columns=sorted(mismatched), first_mismatch_period=first,
-                        handoff_ready=bool(handoff.get("ready")))
+                        handoff_ready=bool(handoff.get("ready")),
+                        requeried=requery.queries if requery is not None else 0,
+                        actions_equal=None if requery is None else first_action is None,
+                        first_action_mismatch_period=first_action)
 
 
 def _same_column(replayed: np.ndarray | None, original: np.ndarray, tolerance: float) -> bool:

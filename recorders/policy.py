@@ -22,6 +22,10 @@ import numpy as np
 
 from labrecord.models import ActionSpec, Operation
 
+#: the observation state channel an Oracle study puts its assist payloads in (structured
+#: data beside the declared channels; an adapter may carry it in its own transport)
+ORACLE_CHANNEL = "oracle"
+
 
 @dataclass(frozen=True)
 class Capabilities:

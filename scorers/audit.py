@@ -36,7 +36,7 @@ from labrecord.rundir import (
     EVENTS_FILE, LOADED_FILES, MEASUREMENTS_FILE, OBSERVATIONS_FILE, RUN_FILE, content_digest, decode_line,
     find_run_dirs, iter_events, parse_manifest, read_loaded_files,
 )
-from labrecord.safeio import MAX_BINARY_BYTES, MAX_LOG_BYTES, MAX_MEASUREMENTS_BYTES, check_file, read_bounded
+from labrecord.safeio import MAX_BINARY_BYTES, MAX_LOG_BYTES, MAX_MEASUREMENTS_BYTES, check_file, depth_problem, read_bounded
 from labrecord.scorers.contracts import ContractEvent, TaskContract, families, get_contract
 
 #: ``episode_end`` reasons of evaluator-side faults (the episode is not an evaluated outcome)
@@ -181,9 +181,11 @@ def _audit(run_dir: Path, files: dict[str, bytes], result: RunAudit) -> None:
 
 def handoff_verified(verification: Any) -> bool:
     """A checkpoint's verification passed: at least one control period re-stepped, every
-    measurement column equal, the tracker state equal, and a ready handoff (sec. 6.1)."""
+    measurement column equal, the tracker state equal, a ready handoff (sec. 6.1), and — for
+    a served policy re-asked over the window — every re-queried action equal to the recorded one."""
     v = verification
-    return bool(v.get("periods", 0) > 0 and v.get("bitwise") and v.get("tracker_equal") and v.get("handoff_ready"))
+    return bool(v.get("periods", 0) > 0 and v.get("bitwise") and v.get("tracker_equal") and v.get("handoff_ready")
+                and v.get("actions_equal") is not False)
 
 
 def check_handoffs(run_dir: Path, manifest: Any) -> list[AuditFinding]:
@@ -214,6 +216,8 @@ def _handoff_problem(path: Path, entry: Any, hashlib: Any) -> str | None:
         return str(error).removeprefix(f"{path}: ")
     data = path.read_bytes()
     head, _, body = data.partition(b"\n")
+    if (too_deep := depth_problem(head)) is not None:
+        return f"unreadable checkpoint header: {too_deep}"
     try:
         header = msgspec.json.decode(head)
     except msgspec.DecodeError as error:

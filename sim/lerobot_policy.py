@@ -155,7 +155,9 @@ def serve_lerobot(path: str | os.PathLike[str], bench_cameras: tuple[str, ...], 
         policy = HttpAgentPolicy(child.url, spec, channels=channels, tools=(), name=f"lerobot-{info['type']}",
                                  timeout_s=timeout_s, kind="vla", revision=revision_of(directory))
         preflight = Preflight(protocol=f"lerobot via {AGENT_PROTOCOL}", endpoint=str(directory.resolve()),
-                              channels=list(channels), action_convention="eef_delta",
+                              channels=list(channels), action_convention="eef_delta", session="stateful",
+                              session_reason="select_action keeps the policy's own action queue in the serving "
+                                             "process, which no checkpoint holds",
                               announced={k: info[k] for k in ("type", "inputs", "outputs", "processors")},
                               checks=["policy loaded in the LeRobot environment", "input features mapped to cameras "
                                       "and proprioception", f"action shape [{ACTION_DIM}] (eef_delta, {CONTROL_HZ:g} Hz)",

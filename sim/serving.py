@@ -23,7 +23,7 @@ import socket
 import urllib.parse
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 
@@ -90,14 +90,27 @@ def _openpi(url: str, profile_name: str, timeout_s: float, name: str | None) -> 
     connection = OpenPIConnection(url, timeout_s=timeout_s)
     policy = OpenPIPolicy(connection, prof, spec, cameras=ROLE_CAMERAS, name=name or f"openpi-{prof.name}")
     mapped = ", ".join(f"{key} <- {ROLE_CAMERAS[role]}" for key, role in prof.images.items())
+    session, why = openpi_session(connection.metadata)
     preflight = Preflight(
         protocol="openpi-websocket", endpoint=connection.url, profile=prof.name,
         channels=list(policy.capabilities.channels), action_convention=prof.convention,
-        announced=jsonable(connection.metadata),
+        announced=jsonable(connection.metadata), session=session, session_reason=why,
         checks=["connected; server metadata received", f"images mapped: {mapped}",
                 f"state: {prof.state}", f"actions: (H, {prof.action_dim}) rows, first {prof.execute_rows} "
                 f"executed at {prof.control_hz:g} Hz", "prompt at most 512 characters"])
     return Served(policy, preflight, render_size=prof.render_size, close=connection.close)
+
+
+def openpi_session(metadata: Any) -> tuple[Literal["stateless", "stateful"], str]:
+    """Whether an OpenPI server keeps state between queries, and why.  openpi's protocol
+    answers each request from that request alone: the action-chunk queue lives in the
+    client (here the adapter and the step owner's queue), so a server is stateless unless
+    its metadata announces ``"stateful": true`` (a server that keeps, say, an observation
+    history of its own)."""
+    if isinstance(metadata, dict) and metadata.get("stateful") is True:
+        return "stateful", "the server announced \"stateful\": true in its metadata"
+    return "stateless", ("openpi's protocol answers each request from that request alone; the action-chunk "
+                         "queue lives in the client adapter")
 
 
 def _http(url: str, convention: str, tools: tuple[str, ...] | None, timeout_s: float, name: str | None,
@@ -124,7 +137,9 @@ def _http(url: str, convention: str, tools: tuple[str, ...] | None, timeout_s: f
     intervention = (Intervention(mode="replace", site="skill", oracle=REFERENCE_EXECUTOR) if skill
                     else Intervention())
     preflight = Preflight(protocol=AGENT_PROTOCOL, endpoint=url, channels=list(channels),
-                          action_convention=convention, hooks=list(offered),
+                          action_convention=convention, hooks=list(offered), session="stateful",
+                          session_reason="an agent keeps its own session across the decisions of an episode "
+                                         "(the protocol marks the first one), which no checkpoint holds",
                           checks=["endpoint accepts connections", f"actions: (k <= {AGENT_MAX_CHUNK}, {spec.dim}) "
                                   f"rows at {AGENT_CONTROL_HZ:g} Hz or one tool call per decision"])
     return Served(policy, preflight, tools=AgentTools(skill, object_positions), intervention=intervention)

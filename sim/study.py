@@ -74,6 +74,7 @@ import numpy as np
 
 from labrecord.errors import LabrecordError
 from labrecord.recorders.loop import EpisodeObserver
+from labrecord.recorders.policy import ORACLE_CHANNEL
 from labrecord.sim.fanout import refuse_existing, run_specs
 from labrecord.families import MODES, SITES
 from labrecord.fileio import atomic_write_bytes, dumps_pretty
@@ -93,7 +94,6 @@ CONDITION = "basic"
 #: subgoals are the weighing contract's); Oracle studies run on every family whose
 #: registry entry declares supports
 FAMILY = "weighing"
-ORACLE_CHANNEL = "oracle"
 
 Support = tuple[str, str]
 #: a branch's supports: () base, one support, or a joint pair of two
@@ -198,14 +198,22 @@ class StudyTask:
     verify_periods: int = 10
     family: str = FAMILY
     condition: str = CONDITION
+    max_time_s: float | None = None
 
 
 def run_oracle_study(out_dir: str | Path, policy: str, supports: list[Support], instances: int = 16,
                      seed: int = 0, workers: int = 1, *, progress: Callable[[int], None] | None = None,
                      verify_periods: int | None = None, executor: str = "local", address: str | None = None,
-                     family: str = FAMILY, **policy_options: Any) -> dict[str, Any]:
+                     family: str = FAMILY, max_time_s: float | None = None,
+                     served: dict[str, Any] | None = None, **policy_options: Any) -> dict[str, Any]:
     """Run a matched Oracle study; returns the study summary (also written to
     ``<out>/studies/<population>.json``).
+
+    ``policy`` may be a served policy (``openpi``; ``served`` holds the keywords of
+    :func:`labrecord.sim.serving.connect`) whose preflight declares it stateless between
+    queries; any other is refused naming why.  Its instances run in turn over one
+    connection; each checkpoint also holds the adapter's client session, verification
+    re-queries the server over the window and compares the actions with the recorded ones.
 
     Example::
 
@@ -215,11 +223,13 @@ def run_oracle_study(out_dir: str | Path, policy: str, supports: list[Support], 
     from labrecord.registry import register_population
     from labrecord.sim.episodes import bench_task
 
+    from labrecord.families import SERVED_POLICIES
+
     registered = check_family(family, "oracle")
     bench = bench_task(family)
-    if policy not in registered.policies:
-        raise LabrecordError(f"--policy {policy}: a study runs a scripted system ({', '.join(registered.policies)}); "
-                             "served policies are not checkpointable here yet")
+    if policy not in registered.policies and policy not in SERVED_POLICIES:
+        raise LabrecordError(f"--policy {policy}: expected a scripted system ({', '.join(registered.policies)}) "
+                             f"or a served one ({', '.join(SERVED_POLICIES)})")
     if not supports:
         raise LabrecordError("give at least one --support SITE:MODE")
     if len(set(supports)) != len(supports):
@@ -229,7 +239,12 @@ def run_oracle_study(out_dir: str | Path, policy: str, supports: list[Support], 
         if (site, mode) not in registered.supports:
             built = ", ".join(f"{s}:{m}" for s, m in registered.supports)
             raise LabrecordError(f"support {site}:{mode}: not built on the {family} bench (built: {built})")
-    probe = bench.make_policy(policy, seed, **policy_options)
+    connection = None
+    if policy in SERVED_POLICIES:
+        connection = _served(policy, family, workers, executor, served or {})
+        probe = connection.policy
+    else:
+        probe = bench.make_policy(policy, seed, **policy_options)
     branches = branches_of(supports)
     compat = [compatibility(probe, *b[0]) if len(b) == 1 else joint_compatibility(probe, b) for b in branches]
     usable = tuple(b for b, c in zip(branches, compat) if c.status == "compatible")
@@ -239,15 +254,44 @@ def run_oracle_study(out_dir: str | Path, policy: str, supports: list[Support], 
     population = population_of(family, condition, policy, seed)
     drawn, base_records = bench.population(condition, instances, seed)
     tasks = [StudyTask(str(out), policy, seed, i, inst, usable, tuple(sorted(policy_options.items())),
-                       verify_periods or VERIFY_PERIODS, family, condition) for i, inst in enumerate(drawn)]
-    refuse_existing(out, (run_id for task in tasks for run_id in _run_ids(task)))
-    register_population(out, population, _population_records(drawn, usable, base_records))
-    results = run_specs(tasks, run_instance, workers, progress, executor=executor, address=address)
+                       verify_periods or VERIFY_PERIODS, family, condition, max_time_s) for i, inst in enumerate(drawn)]
+    try:
+        refuse_existing(out, (run_id for task in tasks for run_id in _run_ids(task)))
+        register_population(out, population, _population_records(drawn, usable, base_records))
+        if connection is not None:  # one connection, instances in turn (a connection is not picklable)
+            results = run_specs(tasks, lambda task: run_instance(task, connection), 1, progress)
+        else:
+            results = run_specs(tasks, run_instance, workers, progress, executor=executor, address=address)
+    finally:
+        if connection is not None:
+            connection.close()
     summary = _summary(population, policy, seed, condition, list(zip(branches, compat)), results)
     folder = out / STUDIES_DIR
     folder.mkdir(parents=True, exist_ok=True)
     atomic_write_bytes(folder / f"{population}.json", dumps_pretty(summary))
     return summary
+
+
+def _served(policy: str, family: str, workers: int, executor: str, options: dict[str, Any]) -> Any:
+    """Connect a served policy for a study; refused unless its preflight declares it
+    stateless between queries (a branch from a checkpoint re-queries it, so nothing the
+    checkpoint cannot hold may carry over from earlier queries)."""
+    from labrecord.sim.episodes import bench_task
+    from labrecord.sim.serving import connect
+
+    if workers > 1 or executor != "local":
+        raise LabrecordError(f"--policy {policy}: a served policy runs its instances in turn over one connection; "
+                             "use --workers 1 and the local executor")
+    task = bench_task(family)
+    connection = connect(policy, cameras=task.cameras, skill=None, **options)
+    preflight = connection.preflight
+    if preflight.session != "stateless":
+        connection.close()
+        declared = preflight.session or "nothing"
+        raise LabrecordError(f"--policy {policy}: a study branches from checkpoints and needs a policy stateless "
+                             f"between queries; its preflight declares {declared}"
+                             + (f" ({preflight.session_reason})" if preflight.session_reason else ""))
+    return connection
 
 
 def _population_records(drawn: list[Any], branches: tuple[Branch, ...], base_records: list[Any]) -> list[Any]:
@@ -305,7 +349,8 @@ def _spec(task: StudyTask, branch: Branch) -> Any:
                                               for site, mode in branch],
                                     pair_id=pair_id_of(base_id, branch), branch="supported")
     return EpisodeSpec(task.out_dir, task.condition, task.policy, task.index, task.seed, task.instance, cameras=False,
-                       size=64, policy_options=task.policy_options, run_id=_run_id(task, branch),
+                       size=64, max_time_s=task.max_time_s, policy_options=task.policy_options,
+                       run_id=_run_id(task, branch),
                        population=population_of(task.family, task.condition, task.policy, task.seed),
                        instance_id=instance_id, intervention=intervention, family=task.family)
 
@@ -342,15 +387,17 @@ class _AtDecision(EpisodeObserver):
             self._after_step()
 
 
-def run_instance(task: StudyTask) -> dict[str, Any]:
-    """Base branch + checkpoint + verification + supported branches of one instance."""
+def run_instance(task: StudyTask, served: Any = None) -> dict[str, Any]:
+    """Base branch + checkpoint + verification + supported branches of one instance
+    (``served``: the connected served policy, else the task's scripted one)."""
     from labrecord.sim.episodes import bench_task, instance_id_of, policy_seed as seed_of
 
     bench = bench_task(task.family)
     policy_seed = seed_of(task.seed, task.index)
-    base = run_verified(_spec(task, ()), bench.make_policy(task.policy, policy_seed, task.instance,
-                                                           **dict(task.policy_options)),
-                        instance_id_of(task.index), task.verify_periods, bench.checkpoint_decision)
+    policy = served.policy if served is not None else bench.make_policy(task.policy, policy_seed, task.instance,
+                                                                         **dict(task.policy_options))
+    base = run_verified(_spec(task, ()), policy, instance_id_of(task.index), task.verify_periods,
+                        bench.checkpoint_decision, served)
     result: dict[str, Any] = {"index": task.index, "instance_id": instance_id_of(task.index), "base": base.path.name,
                               "checkpoint": None, "verified": False, "branches": {}}
     if base.checkpoint is None:
@@ -363,7 +410,7 @@ def run_instance(task: StudyTask) -> dict[str, Any]:
         result["reason"] = "checkpoint failed verification: no supported branch started"
         return result
     for branch in task.branches:
-        result["branches"][branch_key(branch)] = _supported_branch(task, branch, checkpoint, policy_seed)
+        result["branches"][branch_key(branch)] = _supported_branch(task, branch, checkpoint, policy_seed, served)
     return result
 
 
@@ -377,16 +424,19 @@ class VerifiedRun:
     checkpoint_path: Path | None = None
 
 
-def run_verified(spec: Any, policy: Any, instance_id: str, verify_periods: int, decision: str) -> VerifiedRun:
+def run_verified(spec: Any, policy: Any, instance_id: str, verify_periods: int, decision: str,
+                 served: Any = None) -> VerifiedRun:
     """Run ``spec``'s episode with ``policy``; when ``decision`` opens its first opportunity the
     step owner's complete state is captured, and after the episode the checkpoint is
     verified (restored and re-stepped with the recorded actions over ``verify_periods``
     control periods), written to ``<out>/checkpoints/<run_id>.ckpt`` and its verification
-    recorded in the run's manifest (``evaluation.checkpoints``)."""
-    from labrecord.recorders.checkpoint import CHECKPOINTS_DIR, capture, verify, write_checkpoint
+    recorded in the run's manifest (``evaluation.checkpoints``).  A ``served`` policy is
+    also re-queried over the window from the checkpoint's client session, its actions
+    compared with the recorded ones."""
+    from labrecord.recorders.checkpoint import CHECKPOINTS_DIR, Requery, capture, verify, write_checkpoint
     from labrecord.sim.episodes import open_episode
 
-    episode = open_episode(spec, policy)
+    episode = open_episode(spec, policy, served)
     import mujoco  # after open_episode chose the offscreen renderer
 
     engine = f"mujoco-{mujoco.__version__}"
@@ -417,8 +467,9 @@ def run_verified(spec: Any, policy: Any, instance_id: str, verify_periods: int, 
     dim = len(owner.logs[-1].actions[a0]) if recorded else 0
     actions = [np.array([b[f"cmd_{i}"][0] for i in range(dim)]) for b in recorded]
     tracker_after = taken.get("tracker_after", owner.scorer.tracker.state)
+    requery = Requery(policy, owner.instruction, spec.actions_per_query) if served is not None else None
     checkpoint.header.verification = verify(episode.env, owner.scorer, checkpoint, actions, blocks, tracker_after,
-                                            owner.steps_per_control)
+                                            owner.steps_per_control, requery=requery)
     written = write_checkpoint(Path(spec.out_dir) / CHECKPOINTS_DIR / f"{path.name}.ckpt", checkpoint)
     _record_handoff(path, checkpoint, written)
     return VerifiedRun(path, checkpoint, written)
@@ -432,8 +483,13 @@ def handoff_check(checkpoint: Any, path: Path) -> Any:
     verification = checkpoint.header.verification
     reason = None
     if not checkpoint.header.verified:
-        reason = ("handoff not ready" if verification is not None and not verification.handoff_ready
-                  else "replay differs from the recording")
+        if verification is not None and not verification.handoff_ready:
+            reason = "handoff not ready"
+        elif verification is not None and verification.bitwise and verification.actions_equal is False:
+            reason = (f"re-queried actions differ from the recorded ones from control period "
+                      f"{verification.first_action_mismatch_period} (a nondeterministic server)")
+        else:
+            reason = "replay differs from the recording"
     return HandoffCheck(decision=checkpoint.header.decision, verified=checkpoint.header.verified,
                         file=f"{path.parent.name}/{path.name}", reason=reason)
 
@@ -617,13 +673,15 @@ def _operation(text: str) -> Any:
     return Operation(kind, *[part.strip() for part in rest.rstrip(")").split(",") if part.strip()])  # type: ignore[arg-type]
 
 
-def _supported_branch(task: StudyTask, branch: Branch, checkpoint: Any, policy_seed: int) -> dict[str, Any]:
-    from labrecord.recorders.checkpoint import CHECKPOINTS_DIR, restore_physics
+def _supported_branch(task: StudyTask, branch: Branch, checkpoint: Any, policy_seed: int,
+                      served: Any = None) -> dict[str, Any]:
+    from labrecord.recorders.checkpoint import CHECKPOINTS_DIR, restore_physics, restore_session
     from labrecord.sim.episodes import bench_task, open_episode
 
     bench = bench_task(task.family)
-    policy = bench.make_policy(task.policy, policy_seed, task.instance, **dict(task.policy_options))
-    episode = open_episode(_spec(task, branch), policy)
+    policy = (served.policy if served is not None
+              else bench.make_policy(task.policy, policy_seed, task.instance, **dict(task.policy_options)))
+    episode = open_episode(_spec(task, branch), policy, served)
     owner = episode.owner
     records = episode.writer.document.manifest.intervention.supports
     delivery = _Delivery(owner, policy, branch, checkpoint, records)
@@ -635,6 +693,8 @@ def _supported_branch(task: StudyTask, branch: Branch, checkpoint: Any, policy_s
             outcome["reason"] = f"branch start differs from the verified checkpoint: {mismatch}"
             raise _BranchRefused(mismatch)
         restore_physics(owner.env, checkpoint)
+        if served is not None:  # the adapter's client session from the checkpoint; the server is asked anew
+            restore_session(policy, checkpoint)
         outcome["started"] = True
         owner.writer.document.manifest.evaluation.checkpoints.append(
             handoff_check(checkpoint, Path(task.out_dir) / CHECKPOINTS_DIR / f"{checkpoint.header.run_id}.ckpt"))
@@ -677,6 +737,9 @@ def _start_mismatch(owner: Any, checkpoint: Any) -> str | None:
             return f"{name} {have!r} != {want!r}"
     if pickle.dumps(owner.scorer.tracker.state) != pickle.dumps(checkpoint.state["scorer"]["tracker"].state):
         return "tracker state"
+    session = getattr(owner.policy, "session_state", None)
+    if callable(session) and pickle.dumps(session()) != pickle.dumps(checkpoint.state.get("session")):
+        return "client session of the served policy"
     return None
 
 

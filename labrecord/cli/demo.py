@@ -8,6 +8,7 @@ import click
 
 from labrecord.cli.common import CONTEXT_SETTINGS, echo_json, echo_table, output_options, progress
 from labrecord.families import FAMILIES
+from labrecord.parallel import usable_cpus
 
 _DEFAULT = next(iter(FAMILIES.values()))
 _CONDITIONS = list(dict.fromkeys(c for entry in FAMILIES.values() for c in entry.conditions))
@@ -23,12 +24,14 @@ _CONDITIONS = list(dict.fromkeys(c for entry in FAMILIES.values() for c in entry
 @click.option("--family", type=click.Choice([*FAMILIES, "all"]), default=_DEFAULT.name, show_default=True,
               help="Simulated task family, or all of them into one corpus.")
 @click.option("--seed", default=0, show_default=True, type=int)
-@click.option("--workers", default=1, show_default=True, type=click.IntRange(min=1), help="Episodes in parallel processes.")
+@click.option("--workers", default=None, type=click.IntRange(min=1),
+              help="Episodes in parallel processes (default: the CPUs this process may use, "
+                   "so a first run finishes sooner; episodes write the same runs on any count).")
 @click.option("--condition", type=click.Choice(_CONDITIONS), default=_CONDITIONS[0], show_default=True)
 @click.option("--no-cameras", is_flag=True, help="Skip rendering and videos (faster).")
 @click.option("--overwrite", is_flag=True, help="Replace an existing, non-empty --out folder.")
 @output_options(csv=False, json_help="Print a JSON summary instead of tables.")
-def demo(out: str, episodes: int | None, family: str, seed: int, workers: int, condition: str, no_cameras: bool,
+def demo(out: str, episodes: int | None, family: str, seed: int, workers: int | None, condition: str, no_cameras: bool,
          overwrite: bool, as_json: bool) -> None:
     """Run a short evaluation end to end on this machine (one family, or --family all).
 
@@ -40,8 +43,8 @@ def demo(out: str, episodes: int | None, family: str, seed: int, workers: int, c
     \b
     Example:
       labrecord demo
-      labrecord demo --episodes 20 --workers 2 --out demo20 --overwrite
-      labrecord demo --family all --workers 2 --no-cameras --out demo-all
+      labrecord demo --episodes 20 --out demo20 --overwrite
+      labrecord demo --family all --no-cameras --out demo-all
     """
     from labrecord.scorers.present import format_ci, format_provisional, format_value
     from labrecord.sim.demo import headline, run_demo
@@ -53,6 +56,8 @@ def demo(out: str, episodes: int | None, family: str, seed: int, workers: int, c
         with progress(total, label) as advance:
             yield advance
 
+    if workers is None:
+        workers = usable_cpus()
     if episodes is None:
         episodes = (min(entry.demo_episodes for entry in FAMILIES.values()) if family == "all"
                     else FAMILIES[family].demo_episodes)

@@ -12,7 +12,7 @@ from typing import Any
 import click
 
 from labrecord.cli.common import CONTEXT_SETTINGS, echo_json, echo_table, output_options, progress
-from labrecord.families import Family, with_study
+from labrecord.families import SERVED_POLICIES as SERVED, Family, with_study
 
 
 def executor_options(func: Any) -> Any:
@@ -108,14 +108,21 @@ def fixed_starts() -> None:
 
 def _oracle_command(entry: Family) -> click.Command:
     def command(policy: str, supports: tuple[str, ...], instances: int, seed: int, out_dir: str, workers: int,
-                executor: str, ray_address: str | None, verify_periods: int, as_json: bool, **values: str | None) -> None:
+                executor: str, ray_address: str | None, verify_periods: int, as_json: bool, policy_url: str | None,
+                profile: str, policy_path: str | None, timeout_s: float, max_time_s: float | None,
+                **values: str | None) -> None:
+        from labrecord.families import SERVED_POLICIES
         from labrecord.sim.study import parse_support, run_oracle_study
 
         parsed = [parse_support(s) for s in supports]
+        served = None
+        if policy in SERVED_POLICIES:
+            served = {"url": policy_url, "profile": profile, "path": policy_path, "timeout_s": timeout_s}
+        options = _chosen(entry, policy, values) if served is None else {}
         with progress(instances, f"oracle study / {policy}") as advance:
             summary = run_oracle_study(out_dir, policy, parsed, instances, seed, workers, progress=advance,
                                        verify_periods=verify_periods, executor=executor, address=ray_address,
-                                       family=entry.name, **_chosen(entry, policy, values))
+                                       family=entry.name, max_time_s=max_time_s, served=served, **options)
         if as_json:
             echo_json(summary)
             return
@@ -141,8 +148,17 @@ def _oracle_command(entry: Family) -> click.Command:
                            f"--support {site1}:{mode1} --out runs/",
                            "labrecord score runs/            # gain.* (Δ), agreement, substitution_share, interaction.*"]))
     decorated = _decorate(command, [
-        click.option("--policy", type=click.Choice(list(entry.policies)), default=_first(entry), show_default=True,
-                     help="A scripted system (its state is checkpointable)."),
+        click.option("--policy", type=click.Choice([*entry.policies, *SERVED]), default=_first(entry),
+                     show_default=True, help="A scripted system (its state is checkpointable), or a served policy "
+                                             "whose preflight declares it stateless between queries (openpi)."),
+        click.option("--policy-url", default=None, help="A served policy's endpoint (ws://HOST:PORT for openpi)."),
+        click.option("--profile", type=click.Choice(["libero", "droid"]), default="libero", show_default=True,
+                     help="OpenPI profile."),
+        click.option("--policy-path", default=None, help="A saved LeRobot policy directory."),
+        click.option("--timeout", "timeout_s", type=float, default=60.0, show_default=True,
+                     help="Seconds a served policy may take to answer."),
+        click.option("--max-time-s", type=float, default=None, help="Simulated seconds per episode (default: the "
+                                                                    "condition's budget)."),
         click.option("--support", "supports", multiple=True, required=True, metavar="SITE:MODE",
                      help="A support: sites semantic|decision|geometry|skill, modes assist|replace.  Repeatable: each "
                           "is a matched pair; two at different sites also run their joint branch (interaction "

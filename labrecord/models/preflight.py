@@ -7,7 +7,7 @@ that passed.  A service enters a comparison only after this preflight (Labferenc
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 import msgspec
 
@@ -21,6 +21,11 @@ class Preflight(msgspec.Struct, kw_only=True, omit_defaults=True):
     hooks: list[str] = []              # tools offered to an agent
     announced: dict[str, Any] = {}     # what the service sent on connect (openpi metadata, policy config)
     checks: list[str] = []             # checks that passed before the first episode
+    #: whether the service keeps state between queries (Labference sec. 6.1): "stateless"
+    #: (every answer follows from its request alone, so a study may branch it from a
+    #: checkpoint), "stateful", or null (not declared: treated as stateful)
+    session: Literal["stateless", "stateful"] | None = None
+    session_reason: str | None = None  # why the service is (or is not) stateless between queries
 
 
 class Compatibility(msgspec.Struct, kw_only=True, omit_defaults=True):

@@ -464,7 +464,9 @@ def ingest_runs(runs_dir: str | os.PathLike[str], db: Any = None, *, batch_size:
     problems = identity_problems(run_dirs, peeked)
     for run_dir in run_dirs:
         run_id = peeked[run_dir]
-        if run_id is not None and run_dir not in problems and existing.get(run_id) == content_hash(run_dir):
+        # the hash reads every file: only worth it for a run the corpus already holds
+        if run_id is not None and run_dir not in problems and run_id in existing \
+                and existing[run_id] == content_hash(run_dir):
             summary.unchanged.append(run_id)
             if advance:
                 advance(1)

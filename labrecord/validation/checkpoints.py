@@ -20,6 +20,7 @@ from labrecord.errors import LabrecordError
 from labrecord.models import Choice, InterventionEvent, Opportunity, PopulationEntry
 from labrecord.models.populations import Checkpoint
 from labrecord.rundir import EVENTS_FILE, OBSERVATIONS_FILE, POPULATIONS_DIR, find_run_dirs, read_events, read_manifest
+from labrecord.safeio import depth_problem
 from labrecord.validation.findings import Report
 
 _decoder = msgspec.json.Decoder(PopulationEntry)
@@ -39,6 +40,8 @@ def _deliveries(run_dir: Path) -> dict[str, float]:
     if not path.is_file():
         return out
     for raw in path.read_bytes().splitlines():
+        if depth_problem(raw) is not None:
+            continue  # reported by the observations check (too deep to decode safely)
         try:
             receipt = msgspec.json.decode(raw)
         except msgspec.DecodeError:
@@ -82,6 +85,8 @@ def check_checkpoint_registrations(folder: Path, report: Report) -> None:
     for path in sorted(registry.glob("*.jsonl")):
         try:
             for number, line in enumerate(path.read_bytes().splitlines(), 1):
+                if depth_problem(line) is not None:
+                    continue  # the registry's own validation reports it
                 record = _decoder.decode(line) if line.strip() else None
                 if isinstance(record, Checkpoint):
                     checkpoints.setdefault((path.stem, record.instance_id), []).append((path, number, record.decision))

@@ -1,14 +1,18 @@
 """Decode a JSONL file record by record, turning every problem into a finding."""
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
+from itertools import count
 from typing import Any
 
 import msgspec
 
 from labrecord.errors import TruncatedLogError
-from labrecord.fileio import Line, LineProblem, decode_error_message, iter_lines
-from labrecord.safeio import DIGITS_ONLY, LONG_DIGIT_RUN, canonical_json, depth_problem, excerpt, strict_problem
+from labrecord.fileio import MAX_LINE_BYTES, Line, LineProblem, decode_error_message, iter_lines
+from labrecord.safeio import (
+    DIGITS_ONLY, LONG_DIGIT_RUN, MAX_JSON_DEPTH, canonical_json, depth_problem, excerpt, strict_problem,
+)
 from labrecord.validation.findings import Report
 
 #: line-level findings listed per file; the rest are counted in one closing finding, so
@@ -18,6 +22,51 @@ MAX_LINE_FINDINGS = 10
 
 #: records checked together against their canonical texts (bounds what is held at once)
 CHUNK = 4096
+
+#: every byte but the brackets that open a level and the newline, deleted to count levels per line
+_NOT_OPENING = bytes(c for c in range(256) if c not in b"[{\n")
+#: a line with more opening brackets than :data:`MAX_JSON_DEPTH` (in the text left by ``_NOT_OPENING``)
+_MANY_OPENINGS = re.compile(rb"[^\n]{%d}" % (MAX_JSON_DEPTH + 1))
+
+_list_decoders: dict[int, tuple[msgspec.json.Decoder[Any], msgspec.json.Decoder[Any]]] = {}
+
+
+def _list_decoder(decoder: msgspec.json.Decoder[Any]) -> msgspec.json.Decoder[Any]:
+    """The decoder of a JSON array of ``decoder``'s records, with the same settings (the
+    same type, strictness and hook: each element decodes exactly as one line would)."""
+    cached = _list_decoders.get(id(decoder))
+    if cached is None or cached[0] is not decoder:
+        cached = (decoder, msgspec.json.Decoder(list[decoder.type], strict=decoder.strict,  # type: ignore[name-defined]
+                                                dec_hook=decoder.dec_hook))
+        _list_decoders[id(decoder)] = cached
+    return cached[1]
+
+
+def _decode_whole(data: bytes, decoder: msgspec.json.Decoder[Any]) -> list[Any] | None:
+    """Every record of a log decoded in one call, or None when the file needs reading line
+    by line (which then finds and names whatever is wrong with it).
+
+    The lines are decoded as the elements of one JSON array (the newlines turned into
+    commas), which gives the same records as decoding each line and leaves no per-line
+    work to Python.  It stands for the line-by-line reading only where that would find
+    nothing about the lines themselves: the file ends with a newline (no cut last line), no
+    line is over :data:`~labrecord.fileio.MAX_LINE_BYTES` or opens more than
+    :data:`~labrecord.safeio.MAX_JSON_DEPTH` levels, the array decodes, and it holds one
+    record per newline.  A blank line leaves two commas in a row (invalid JSON) and a
+    record spread over lines leaves fewer records than newlines, so both are read line by
+    line.
+    """
+    if not data.endswith(b"\n") or data.startswith(b"\n"):
+        return None
+    if len(data) > MAX_LINE_BYTES and max(map(len, data.split(b"\n"))) > MAX_LINE_BYTES:
+        return None
+    if data.count(b"[") + data.count(b"{") > MAX_JSON_DEPTH and _MANY_OPENINGS.search(data.translate(None, _NOT_OPENING)):
+        return None
+    try:
+        records: list[Any] = _list_decoder(decoder).decode(b"[" + data[:-1].replace(b"\n", b",") + b"]")
+    except (msgspec.DecodeError, msgspec.ValidationError, RecursionError):
+        return None
+    return records if len(records) == data.count(b"\n") else None
 
 
 def decode_jsonl(path: str, data: bytes, decoder: msgspec.json.Decoder[Any], report: Report, *,
@@ -38,6 +87,15 @@ def decode_jsonl(path: str, data: bytes, decoder: msgspec.json.Decoder[Any], rep
     """
     if not data.strip():
         report.error(path, None, "", "empty file")
+        return
+    whole = _decode_whole(data, decoder)
+    if whole is not None and canonical_json(whole) == b"[" + data[:-1].replace(b"\n", b",") + b"]" \
+            and LONG_DIGIT_RUN not in data.translate(DIGITS_ONLY):
+        # every line is its own canonical text (as every line the writer wrote is): no line
+        # repeats a key or holds an integer out of range, and the lines are what is kept
+        if keep is not None:
+            keep.extend(data.split(b"\n")[:-1])
+        yield from zip(count(1), whole)
         return
     problems = quotes = 0
 

@@ -17,7 +17,7 @@ from labrecord.errors import LabrecordError
 from labrecord.models import Opportunity, PopulationEntry
 from labrecord.models.populations import Checkpoint, Pair
 from labrecord.rundir import POPULATIONS_DIR, find_run_dirs, read_events, read_manifest
-from labrecord.safeio import MAX_LOG_BYTES, link_problem, read_bounded
+from labrecord.safeio import MAX_LOG_BYTES, depth_problem, link_problem, read_bounded
 from labrecord.validation.findings import Report
 
 _decoder = msgspec.json.Decoder(PopulationEntry)
@@ -54,6 +54,8 @@ def check_answer_changing_pairs(folder: Path, report: Report) -> None:
     for path in sorted(registry.glob("*.jsonl")):
         try:
             data = read_bounded(path, MAX_LOG_BYTES)
+            if any(depth_problem(line) for line in data.splitlines()):
+                continue  # the registry's own validation reports it (too deep to decode safely)
             records = [(n, _decoder.decode(line)) for n, line in enumerate(data.splitlines(), 1) if line.strip()]
         except (msgspec.DecodeError, msgspec.ValidationError, LabrecordError):
             continue  # the registry's own validation reports it

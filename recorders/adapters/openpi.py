@@ -31,7 +31,7 @@ import numpy as np
 from labrecord.models import ActionSpec
 from labrecord.recorders.adapters.codec import FrameError, packb, unpackb
 from labrecord.recorders.adapters.faults import InterfaceViolation, PolicyServiceFault
-from labrecord.recorders.policy import ActionChunk, Capabilities, Observation
+from labrecord.recorders.policy import ORACLE_CHANNEL, ActionChunk, Capabilities, Observation
 
 #: longest instruction sent; openpi tokenizers truncate silently, we refuse instead
 MAX_PROMPT_CHARS = 512
@@ -55,8 +55,9 @@ class Profile:
     #: per-column factor from the checkpoint's action units to the bench's (None: same units)
     scale: tuple[float, ...] | None = None
 
-    def request(self, observation: Observation, cameras: dict[str, str]) -> dict[str, Any]:
-        """The request dictionary for ``observation``; ``cameras`` maps role -> camera name."""
+    def request(self, observation: Observation, cameras: dict[str, str], prompt: str | None = None) -> dict[str, Any]:
+        """The request dictionary for ``observation``; ``cameras`` maps role -> camera name;
+        ``prompt`` replaces the instruction (an Oracle assist serialized after it)."""
         out: dict[str, Any] = {}
         for key, role in self.images.items():
             camera = cameras.get(role)
@@ -66,10 +67,10 @@ class Profile:
                                          f"a registered {role} camera (mapped to {camera!r})")
             out[key] = self.prepare_image(frame)
         out.update(self.state_fields(observation))
-        if len(observation.instruction) > MAX_PROMPT_CHARS:
-            raise InterfaceViolation(self.name, "prompt", observation.instruction[:40],
-                                     f"at most {MAX_PROMPT_CHARS} characters")
-        out["prompt"] = observation.instruction
+        text = observation.instruction if prompt is None else prompt
+        if len(text) > MAX_PROMPT_CHARS:
+            raise InterfaceViolation(self.name, "prompt", text[:40], f"at most {MAX_PROMPT_CHARS} characters")
+        out["prompt"] = text
         return out
 
     def prepare_image(self, frame: np.ndarray) -> np.ndarray:
@@ -257,13 +258,41 @@ def server_revision(metadata: Any) -> str:
     return str(metadata.get("revision", "")) if isinstance(metadata, dict) else ""
 
 
+def oracle_text(context: dict[str, Any]) -> str:
+    """The fixed text serialization of an Oracle assist context (Labference sec. 6.2: an
+    end-to-end policy receives assistance through a compatible input channel; for an
+    OpenPI server that is its prompt): one ``Oracle <site>: <JSON>`` clause per site in
+    sorted order, the JSON with sorted keys and no spaces, the payload id left out.
+
+    >>> oracle_text({"decision": {"payload_id": "r/o0/legal[0]", "recommended": {"kind": "add", "object": "w20"}}})
+    'Oracle decision: {"recommended":{"kind":"add","object":"w20"}}'
+    """
+    import msgspec
+
+    clauses = []
+    for site in sorted(context):
+        entry = {k: v for k, v in context[site].items() if k != "payload_id"}
+        clauses.append(f"Oracle {site}: " + msgspec.json.encode(entry, order="sorted").decode())
+    return " ".join(clauses)
+
+
 class OpenPIPolicy:
     """An OpenPI server behind the :class:`~labrecord.recorders.policy.Policy` interface.
 
     ``action_spec`` is the bench's ActionSpec for the profile's convention (the simulator
     supplies it, with ``max_chunk`` = rows executed per query); ``cameras`` maps the
     profile's image roles to registered camera names.
+
+    The server keeps nothing between queries; the client side of the session is the chunk
+    of the last reply (its executed rows wait in the step owner's queue) and the query
+    count — :meth:`session_state` and :meth:`restore_session`, what a checkpoint holds so
+    a branch continues the same client session and asks the server for new chunks.  An
+    Oracle assist in the observation's ``oracle`` channel reaches the server as text after
+    the instruction (:func:`oracle_text`); those are the supports it declares.
     """
+
+    #: the Oracle supports this adapter carries (sec. 6.2): assist payloads as prompt text
+    oracle_inputs: frozenset[tuple[str, str]] = frozenset({("decision", "assist"), ("semantic", "assist")})
 
     def __init__(self, connection: OpenPIConnection, profile: Profile, action_spec: ActionSpec, *,
                  cameras: dict[str, str], name: str = "openpi", revision: str = "") -> None:
@@ -273,9 +302,23 @@ class OpenPIPolicy:
             channels=tuple(sorted({cameras[role] for role in profile.images.values()} | {"robot"})),
             revision=revision or server_revision(connection.metadata))
         self.last: Exchange | None = None
+        #: the last reply's whole chunk (H, D) and the queries of this episode: the client session
+        self.chunk: np.ndarray | None = None
+        self.queries = 0
 
     def reset(self, episode: int) -> None:
-        self.last = None
+        self.last, self.chunk, self.queries = None, None, 0
+
+    def session_state(self) -> dict[str, Any]:
+        """A copy of the client session (the last reply's chunk and the query count): what
+        the adapter carries from one query to the next (the receipt summary of the last
+        exchange is rebuilt by the next query)."""
+        return {"chunk": None if self.chunk is None else self.chunk.copy(), "queries": self.queries}
+
+    def restore_session(self, state: dict[str, Any]) -> None:
+        """Continue the client session :meth:`session_state` captured."""
+        chunk = state["chunk"]
+        self.chunk, self.queries, self.last = None if chunk is None else np.array(chunk), int(state["queries"]), None
 
     def exchange(self) -> dict[str, Any]:
         """The request and transformed-input summary of the last query (delivery receipt)."""
@@ -290,11 +333,14 @@ class OpenPIPolicy:
 
     def act(self, observation: Observation) -> ActionChunk:
         self.last = None
-        request = self.profile.request(observation, self.cameras)
+        context = observation.state.get(ORACLE_CHANNEL)
+        prompt = f"{observation.instruction} {oracle_text(context)}" if context else None
+        request = self.profile.request(observation, self.cameras, prompt)
         started = time.perf_counter()
         reply = self.connection.infer(request)
         rows = self.profile.executed_rows(reply)
         actions = np.asarray(reply["actions"])
+        self.chunk, self.queries = np.array(actions), self.queries + 1
         self.last = Exchange(
             request_keys={k: (f"{v.dtype}{list(v.shape)}" if isinstance(v, np.ndarray) else type(v).__name__)
                           for k, v in request.items()},

@@ -51,3 +51,19 @@ def test_a_local_ray_cluster_gives_the_same_results_as_one_worker() -> None:
     assert not ray.is_initialized()          # the instance the map started is shut down again
     with pytest.raises(ValueError, match="negative: -3"):
         list(parallel.map(refuse_negative, [4, -3], workers=1, executor="ray"))
+
+
+def test_usable_cpus_counts_the_affinity_mask(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A mask of CPUs {0, 2, 5} on an 8-CPU machine: 3 usable, not 8."""
+    monkeypatch.setattr(parallel.os, "sched_getaffinity", lambda pid: {0, 2, 5}, raising=False)
+    monkeypatch.setattr(parallel.os, "cpu_count", lambda: 8)
+    assert parallel.usable_cpus() == 3
+
+
+def test_usable_cpus_without_affinity_masks_falls_back_to_the_cpu_count(monkeypatch: pytest.MonkeyPatch) -> None:
+    """No sched_getaffinity (macOS): cpu_count 4 -> 4; cpu_count unknown (None) -> 1."""
+    monkeypatch.delattr(parallel.os, "sched_getaffinity", raising=False)
+    monkeypatch.setattr(parallel.os, "cpu_count", lambda: 4)
+    assert parallel.usable_cpus() == 4
+    monkeypatch.setattr(parallel.os, "cpu_count", lambda: None)
+    assert parallel.usable_cpus() == 1

@@ -47,3 +47,35 @@ def test_validate_cli_reports_the_registration_error(tmp_path: Path) -> None:
     result = CliRunner().invoke(cli, ["validate", str(tmp_path)])
     assert result.exit_code == 1
     assert "not a physical-choice checkpoint" in result.output
+
+
+def test_deeply_nested_lines_are_left_to_their_own_checks(tmp_path: Path) -> None:
+    """An observation receipt and a registry line nested 50,000 deep (the recursion limit
+    of a decoder is far below): validate names both files in findings, with no traceback."""
+    write_population(tmp_path, "J", [{"type": "checkpoint", "instance_id": "i0", "decision": "d0"}])
+    run = write_rollout(tmp_path, RolloutSpec("r0", population=("J", "i0"), decisions=[DecisionSpec("d0")]))
+    deep = b'{"obs_id": "x", "t_delivered": 0, "kind": ' + b"[" * 50_000 + b"]" * 50_000 + b"}\n"
+    with open(run / "observations.jsonl", "ab") as fh:
+        fh.write(deep)
+    with open(tmp_path / "populations" / "J.jsonl", "ab") as fh:
+        fh.write(deep)
+    report = Report()
+    check_delivery_timing(run, report)
+    check_checkpoint_registrations(tmp_path, report)
+    result = CliRunner().invoke(cli, ["validate", str(tmp_path)])
+    assert result.exception is None or isinstance(result.exception, SystemExit), result.exception
+    assert "observations.jsonl" in result.output and "nested deeper" in result.output
+
+
+def test_a_deeply_nested_checkpoint_header_is_unreadable_not_a_crash(tmp_path: Path) -> None:
+    """A checkpoint file whose header line nests 50,000 deep: the audit's hand-off check
+    names it unreadable (one reason), it does not raise."""
+    import hashlib
+    from types import SimpleNamespace
+
+    from labrecord.scorers.audit import _handoff_problem
+
+    path = tmp_path / "d0.ckpt"
+    path.write_bytes(b"[" * 50_000 + b"]" * 50_000 + b"\nbody")
+    problem = _handoff_problem(path, SimpleNamespace(decision="d0"), hashlib)
+    assert problem is not None and problem.startswith("unreadable checkpoint header: JSON nested deeper")

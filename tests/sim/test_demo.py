@@ -50,3 +50,21 @@ def test_demo_family_all_scores_every_family(tmp_path: Path) -> None:
     assert summary["validation"]["errors"] == 0 and summary["audit"]["disagreements"] == 0
     tasks = {(group["task"], group["system"]) for group in summary["groups"]}
     assert {("centrifuge-basic", "reference"), ("weighing-basic", "reference"), ("rack-basic", "reference")} <= tasks
+
+
+def test_demo_runs_on_every_usable_cpu_unless_told(tmp_path: Path, monkeypatch) -> None:
+    """Default --workers is the usable CPU count (3 here, patched); --workers 1 is kept."""
+    import labrecord.cli.demo as demo_cli
+    import labrecord.sim.demo as sim_demo
+
+    seen: list[int] = []
+
+    def fake_run_demo(out, *, workers, **_):
+        seen.append(workers)
+        raise SystemExit(0)
+
+    monkeypatch.setattr(demo_cli, "usable_cpus", lambda: 3)
+    monkeypatch.setattr(sim_demo, "run_demo", fake_run_demo)
+    CliRunner().invoke(cli, ["demo", "--out", str(tmp_path / "a"), "--no-cameras"])
+    CliRunner().invoke(cli, ["demo", "--out", str(tmp_path / "b"), "--no-cameras", "--workers", "1"])
+    assert seen == [3, 1]

@@ -103,9 +103,11 @@ def test_reference_gains_are_zero(tmp_path):
     assert summary["supports"]["decision:replace"]["substitution_share"] == 0
 
 
-def test_served_policy_is_refused(tmp_path):
-    with pytest.raises(LabrecordError, match="scripted"):
+def test_served_policy_without_an_endpoint_is_refused(tmp_path):
+    with pytest.raises(LabrecordError, match="--policy openpi needs --policy-url"):
         run_oracle_study(tmp_path, "openpi", [("decision", "replace")], 1, 0)
+    with pytest.raises(LabrecordError, match="expected a scripted system"):
+        run_oracle_study(tmp_path, "no-such-policy", [("decision", "replace")], 1, 0)
 
 
 @given(st.sampled_from(sorted(IMPLEMENTED)))
