@@ -508,6 +508,9 @@ def hold_key(key: np.ndarray, t: np.ndarray, duration: float, last: int | None =
     n = len(key)
     if n == 0:
         return key.copy(), np.zeros(0)
+    if last is not None and not (key != last).any():  # the common case online: no change in the block
+        started = np.full(n, since)
+        return np.where((key >= 0) & (t - since >= duration), key, -1), started
     changed = np.empty(n, dtype=bool)
     changed[0] = last is None or key[0] != last
     changed[1:] = key[1:] != key[:-1]
@@ -571,6 +574,8 @@ class BlockColumns(Columns):
         values = self.columns.get(name)
         if values is None:
             return self._absent(dtype, null)
+        if isinstance(values, np.ndarray) and values.dtype != object:  # the recorder's blocks
+            return values if values.dtype == dtype else values.astype(dtype)
         known = np.asarray(values)
         if known.dtype == object:  # None is unknown
             fill = null if null is not None else (False if dtype is bool else np.nan)

@@ -272,7 +272,9 @@ class DisplayFilter:
                 else:
                     d = t - prev_t  # type: ignore[operator]  # prev_valid: a previous time is set
                     a = cache.get(d)
-                    m = m + (a if a is not None else alpha(d)) * (x - m)
+                    if a is None:
+                        a = alpha(d)
+                    m = m + a * (x - m)
                 sample = (t, m)
                 while hi and hi[-1][1] <= m:
                     hi.pop()
