@@ -12,7 +12,9 @@ the same process:
   of ``--block`` rows (one control period: 50 at 500 Hz physics, 10 Hz control), with an
   observation offered after each block as the step owner does.
 
-Prints steps/s for each and the ratios audit/baseline and online/audit.
+Prints steps/s for each, the audit's throughput as a fraction of the bare read's (the
+target is >= 0.25: the audit at least a quarter as fast as reading the same files) and
+the ratios online/audit.
 
 Example:
     python benchmarks/bench_audit.py --runs 4 --seconds 20     # quick
@@ -124,6 +126,7 @@ def main() -> None:
     print(f"  online, row by row: {steps / online_s:14,.0f} steps/s  ({online_s * 1e3:8.1f} ms)")
     print(f"  online, blocks of {args.block:<3d}: {steps / blocks_s:11,.0f} steps/s  ({blocks_s * 1e3:8.1f} ms, "
           f"{blocks_s / steps * 1e6:.2f} µs per step)")
+    print(f"  audit throughput / bare read (time ratio read/audit): {read_s / audit_s:5.2f}  (target >= 0.25)")
     print(f"  ratio audit / bare read time         : {audit_s / read_s:6.1f}x")
     print(f"  ratio online rows / audit time       : {online_s / audit_s:6.1f}x")
     print(f"  ratio online blocks / audit time     : {blocks_s / audit_s:6.1f}x")

@@ -248,7 +248,7 @@ def breakdown(episodes: int, seed: int, size: int, bare_ms: float) -> None:
 
 def display_error(configs: int, seed: int) -> float:
     """Max |settled display − true load| (g) over random samples and pan subsets."""
-    from labrecord.scorers.contracts.weighing import WeighingThresholds, display_chain, quantize
+    from labrecord.scorers.contracts.weighing import DisplayFilter, WeighingThresholds, quantize
     from labrecord.sim.weighing.env import WeighingEnv
     from labrecord.sim.weighing.scene import STANDARD_GRAMS, STANDARDS, Placement, random_layout
 
@@ -269,7 +269,8 @@ def display_error(configs: int, seed: int) -> float:
             blocks.append(env.end_block())
         t = np.concatenate([b["t"] for b in blocks])
         force = np.concatenate([b["pan_force_n"] for b in blocks])
-        m_bar, _ = display_chain(t, force, np.ones(len(t), dtype=bool), env.f_empty_n, th.g0, th)
+        raw = (1000.0 / th.g0) * (force - env.f_empty_n)  # eq. 8
+        m_bar, _ = DisplayFilter(th).block(t, raw, np.ones(len(t), dtype=bool))
         truth = sample + sum(STANDARD_GRAMS[w] for w in on_pan)
         worst = max(worst, abs(quantize(m_bar[-1], th.quantum_g) - truth))
     return worst

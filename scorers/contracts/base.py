@@ -6,9 +6,10 @@ state update ``update(state, evidence, dt)`` = F(z, e, Δt) of eq. 1, the physic
 predicates with registered, versioned thresholds, and the waiting / terminal rules.
 
 Measurements become *step features* (one ``NamedTuple`` per physics step) in two ways
-that give identical values: ``stepper(instance).push(row)`` one row at a time (the online
-scorer inside a recorder) and ``features_bulk(table, instance)`` over a whole
-``measurements.parquet`` table with numpy (the replay audit).  Every timer (stability
+that give identical values: ``stepper(instance).push_block(columns)`` block by block, or
+``push(row)`` one row at a time (the online scorer inside a recorder), and
+``features_bulk(table, instance)`` over a whole ``measurements.parquet`` table (the replay
+audit); both run the family's one feature kernel (below).  Every timer (stability
 windows, the 0.5 s seating hold, the 3 s terminal dwell) is part of the features, so the
 event rules in :class:`Tracker` only look at *changes* of a feature signature; the
 audit therefore visits only the steps where a signature field changes.
@@ -35,8 +36,18 @@ How a recorder drives a contract so that online and offline results coincide::
     run.write_measurements(streams.rows_table(rows))   # every row's columns (from_pylist keeps the first row's only)
 
 A recorder holding one control period of rows as column arrays may instead call the
-stepper's ``push_block(columns)`` (where a family has it) and ``tracker.advance`` the
-rows where a signature field changes, as ``labrecord.recorders.online`` does.
+stepper's ``push_block(columns)`` and ``tracker.advance`` the rows where a signature field
+changes, as ``labrecord.recorders.online`` does.
+
+One kernel design for every family: the step features are one function
+``kernel(cols, thresholds, instance, timers)`` over the columns of n rows
+(:data:`FeatureKernel`).  ``cols`` (:class:`Columns`) reads a column with its nulls filled
+and tells by ``name in cols`` whether an optional column is present; ``timers``
+(:class:`KernelTimers`) carries every piece of state from one block of rows to the next
+(hold timers by name, and any other per-series state by ``carry``).  ``features_bulk``
+runs the kernel once over a whole table from a fresh state (:func:`bulk_features`), the
+online stepper (:class:`KernelStepper`) over consecutive blocks with its state carried,
+and ``push(row)`` is a block of one row: there is no second implementation to keep in step.
 
 Interventions and reports are emitted by the recorder itself, bound to
 ``tracker.current`` (opportunity id and evidence version).  ``observe`` must be called
@@ -119,7 +130,7 @@ def hold_flags(flag: np.ndarray, t: np.ndarray, duration: float,
     ``run_start_t[k]`` is the time the current uninterrupted run of true values began
     (nan where ``flag`` is false); ``held[k] = flag[k] and t[k] - run_start_t[k] >= duration``.
     ``start`` continues a series: the start time of a run still true just before
-    ``flag[0]`` (None: none), i.e. :attr:`HoldTimer.start`.  Matches :class:`HoldTimer` exactly.
+    ``flag[0]`` (None: none).
     """
     n = len(flag)
     if not flag.any():  # the common case online: nothing to hold
@@ -132,42 +143,6 @@ def hold_flags(flag: np.ndarray, t: np.ndarray, duration: float,
     with np.errstate(invalid="ignore"):
         held = flag & (t - run_start >= duration)
     return run_start, held
-
-
-class HoldTimer:
-    """The scalar twin of :func:`hold_flags`: true once ``flag`` has held ``duration`` s."""
-
-    __slots__ = ("duration", "start")
-
-    def __init__(self, duration: float) -> None:
-        self.duration = duration
-        self.start: float | None = None
-
-    def push(self, flag: bool, t: float) -> bool:
-        if not flag:
-            self.start = None
-            return False
-        if self.start is None:
-            self.start = t
-        return t - self.start >= self.duration
-
-
-def column(table: Any, name: str, dtype: Any) -> np.ndarray:
-    """A column of a ``pyarrow.Table`` as a numpy array; nulls become nan / False."""
-    array = table.column(name)
-    if dtype is bool:
-        return np.asarray(array.fill_null(False).to_numpy(zero_copy_only=False), dtype=bool)
-    return np.asarray(array.to_numpy(zero_copy_only=False), dtype=dtype)
-
-
-def bool_of(row: Mapping[str, Any], name: str) -> bool:
-    value = row.get(name)
-    return bool(value) if value is not None else False
-
-
-def float_of(row: Mapping[str, Any], name: str) -> float:
-    value = row.get(name)
-    return float(value) if value is not None else float("nan")
 
 
 #: a family's state z, its instance (goal, start, calibration) and its step features
@@ -522,115 +497,158 @@ def sorted_ops(ops: Iterable[Operation], order: Mapping[str, int] | None = None)
     return sorted(set(ops), key=lambda op: (op.kind, rank.get(op.object or "", 0), op.object or "", natural(op.dest)))
 
 
-def hold_key(key: np.ndarray, t: np.ndarray, duration: float) -> np.ndarray:
-    """For an integer series ``key`` (n,; -1 = off): the key where the same non-negative
-    value has held ``duration`` s without interruption, else -1.  Matches :class:`KeyHold`."""
+def hold_key(key: np.ndarray, t: np.ndarray, duration: float, last: int | None = None,
+             since: float = 0.0) -> tuple[np.ndarray, np.ndarray]:
+    """For an integer series ``key`` (n,; -1 = off) at times ``t``: ``(held, started)``.
+
+    ``started[k]`` is the time the current unbroken run of equal values began and
+    ``held[k]`` the key where a non-negative value has held ``duration`` s (else -1).
+    ``last`` / ``since`` continue a series: the value just before ``key[0]`` and the time
+    its run began (None: a new series)."""
     n = len(key)
     if n == 0:
-        return key.copy()
-    changed = np.ones(n, dtype=bool)
+        return key.copy(), np.zeros(0)
+    if last is not None and not (key != last).any():  # the common case online: no change in the block
+        started = np.full(n, since)
+        return np.where((key >= 0) & (t - since >= duration), key, -1), started
+    changed = np.empty(n, dtype=bool)
+    changed[0] = last is None or key[0] != last
     changed[1:] = key[1:] != key[:-1]
-    start = np.maximum.accumulate(np.where(changed, np.arange(n), 0))
-    return np.where((key >= 0) & (t - t[start] >= duration), key, -1)
+    index = np.maximum.accumulate(np.where(changed, np.arange(n), -1))
+    started = np.where(index >= 0, t[np.maximum(index, 0)], since)
+    return np.where((key >= 0) & (t - started >= duration), key, -1), started
 
 
-class KeyHold:
-    """The scalar twin of :func:`hold_key`."""
+class Columns:
+    """The measurement columns of n rows a feature kernel reads: ``cols(name, dtype,
+    null=None)`` is column ``name`` as an (n,) array (a null becomes ``null``, by default
+    nan for numbers and False for flags; an absent column reads as all null), and ``name in cols`` tells whether the column is present at all (an optional
+    column whose absence means something other than unknown values)."""
 
-    __slots__ = ("duration", "key", "since")
+    def __init__(self, n: int) -> None:
+        self.n = n
 
-    def __init__(self, duration: float) -> None:
-        self.duration = duration
-        self.key: int | None = None
-        self.since = 0.0
+    def __contains__(self, name: object) -> bool:
+        raise NotImplementedError
 
-    def push(self, key: int, t: float) -> int:
-        if key != self.key:
-            self.key, self.since = key, t
-        return key if key >= 0 and t - self.since >= self.duration else -1
+    def __call__(self, name: str, dtype: Any = np.float64, null: Any = None) -> np.ndarray:
+        raise NotImplementedError
 
-
-def block_column(columns: Mapping[str, Any], name: str, dtype: Any) -> np.ndarray:
-    """Column ``name`` of a block (name -> sequence of n values) as a numpy array; None and
-    a missing column become nan / False, like :func:`float_of` / :func:`bool_of`."""
-    values = columns.get(name)
-    if values is None:
-        n = len(columns["t"])
-        return np.zeros(n, dtype=bool) if dtype is bool else np.full(n, np.nan)
-    return np.asarray(values, dtype=dtype)
+    def _absent(self, dtype: Any, null: Any) -> np.ndarray:
+        if null is None:
+            null = False if dtype is bool else np.nan
+        return np.full(self.n, null, dtype=dtype)
 
 
-class BulkTimers:
-    """Timers of a whole series at once (:func:`hold_key`, :func:`hold_flags`): the bulk
-    side of a family's one feature kernel."""
+class TableColumns(Columns):
+    """The columns of a ``pyarrow.Table`` (the replay audit's whole episode)."""
 
-    def __init__(self, t: np.ndarray) -> None:
-        self.t = t
+    def __init__(self, table: Any) -> None:
+        super().__init__(table.num_rows)
+        self.table = table
+        self.names = frozenset(table.column_names)
 
-    def key(self, name: str, key: np.ndarray, duration: float) -> np.ndarray:
-        return hold_key(key, self.t, duration)
+    def __contains__(self, name: object) -> bool:
+        return name in self.names
 
-    def flag(self, name: str, flag: np.ndarray, duration: float) -> np.ndarray:
-        return hold_flags(flag, self.t, duration)[1]
+    def __call__(self, name: str, dtype: Any = np.float64, null: Any = None) -> np.ndarray:
+        if name not in self.names:
+            return self._absent(dtype, null)
+        array = self.table.column(name)
+        if null is not None or dtype is bool:
+            array = array.fill_null(null if null is not None else False)
+        return np.asarray(array.to_numpy(zero_copy_only=False), dtype=dtype)
 
 
-class BlockTimers:
-    """The same timers carried from block to block (:class:`KeyHold`, :class:`HoldTimer`
-    by name), for a stepper fed consecutive blocks of rows."""
+class BlockColumns(Columns):
+    """The columns of a block of rows, name -> sequence of n values (the online scorer)."""
+
+    def __init__(self, columns: Mapping[str, Any]) -> None:
+        super().__init__(len(columns["t"]))
+        self.columns = columns
+
+    def __contains__(self, name: object) -> bool:
+        return self.columns.get(name) is not None  # type: ignore[call-overload]
+
+    def __call__(self, name: str, dtype: Any = np.float64, null: Any = None) -> np.ndarray:
+        values = self.columns.get(name)
+        if values is None:
+            return self._absent(dtype, null)
+        if isinstance(values, np.ndarray) and values.dtype != object:  # the recorder's blocks
+            return values if values.dtype == dtype else values.astype(dtype)
+        known = np.asarray(values)
+        if known.dtype == object:  # None is unknown
+            fill = null if null is not None else (False if dtype is bool else np.nan)
+            return np.array([fill if v is None else v for v in known.tolist()], dtype=dtype)
+        return known.astype(dtype, copy=False)
+
+
+class KernelTimers:
+    """The state a feature kernel carries from one block of rows to the next: the hold
+    timers :meth:`key` (:func:`hold_key`) and :meth:`flag` (:func:`hold_flags`) by name,
+    and any other per-series state by :meth:`carry`.  A fresh instance starts a series, so
+    the bulk path (one block: the whole table) and the online path (consecutive blocks of
+    one stepper) run the same code."""
 
     def __init__(self) -> None:
         self.t: np.ndarray = np.zeros(0)
-        self._timers: dict[str, Any] = {}
+        self._keys: dict[str, tuple[int | None, float]] = {}
+        self._flags: dict[str, float | None] = {}
+        self._carried: dict[str, Any] = {}
 
     def key(self, name: str, key: np.ndarray, duration: float) -> np.ndarray:
-        timer = self._timers.setdefault(name, KeyHold(duration))
-        return np.array([timer.push(k, t) for k, t in zip(key.tolist(), self.t.tolist())], dtype=np.int64)
+        last, since = self._keys.get(name, (None, 0.0))
+        held, started = hold_key(key, self.t, duration, last, since)
+        if len(key):
+            self._keys[name] = (int(key[-1]), float(started[-1]))
+        return held
 
     def flag(self, name: str, flag: np.ndarray, duration: float) -> np.ndarray:
-        timer = self._timers.setdefault(name, HoldTimer(duration))
-        return np.array([timer.push(f, t) for f, t in zip(flag.tolist(), self.t.tolist())], dtype=bool)
+        run_start, held = hold_flags(flag, self.t, duration, self._flags.get(name))
+        if len(flag):
+            self._flags[name] = float(run_start[-1]) if flag[-1] else None
+        return held
+
+    def carry(self, name: str, make: Callable[[], Any]) -> Any:
+        """The object ``make()`` returned for ``name`` in this series (made on first use)."""
+        state = self._carried.get(name)
+        if state is None:
+            state = self._carried[name] = make()
+        return state
 
 
-#: a family's one feature kernel: ``kernel(get, thresholds, instance, timers)`` -> field -> (n,) array
-FeatureKernel = Callable[[Callable[..., np.ndarray], Any, Any, Any], dict[str, np.ndarray]]
+#: a family's one feature kernel: ``kernel(cols, thresholds, instance, timers)`` -> field -> (n,) array,
+#: ``cols`` a :class:`Columns`, ``timers`` a :class:`KernelTimers`
+FeatureKernel = Callable[[Columns, Any, Any, KernelTimers], dict[str, np.ndarray]]
 
 
 def bulk_features(kernel: FeatureKernel, table: Any, thresholds: Any, instance: Any) -> dict[str, np.ndarray]:
-    """``kernel`` over a whole measurements table (the replay audit)."""
-    def get(name: str, dtype: Any = np.float64) -> np.ndarray:
-        return column(table, name, dtype)
-
-    return kernel(get, thresholds, instance, BulkTimers(get("t")))
-
-
-class BlockStepper:
-    """What every family's stepper is: :meth:`push_block` turns consecutive blocks of rows
-    into feature arrays, continuing from the rows pushed before, and :meth:`push` is a
-    block of one row (no scalar twin to keep in step)."""
-
-    features_type: Any
-
-    def push_block(self, columns: Mapping[str, Any]) -> dict[str, np.ndarray]:
-        raise NotImplementedError
-
-    def push(self, row: Mapping[str, Any]) -> Any:
-        f = self.push_block({name: [value] for name, value in row.items()})
-        return self.features_type(*[f[name].item(0) for name in self.features_type._fields])
+    """``kernel`` over a whole measurements table (the replay audit): one block from a
+    fresh series."""
+    cols = TableColumns(table)
+    timers = KernelTimers()
+    timers.t = cols("t")
+    return kernel(cols, thresholds, instance, timers)
 
 
-class KernelStepper(BlockStepper):
-    """``kernel`` over consecutive blocks of rows (the online scorer), its timers carried
-    from block to block: :meth:`push_block` gives the same arrays as :func:`bulk_features`
-    over the concatenated blocks, and :meth:`push` is a block of one row."""
+class KernelStepper:
+    """Every family's stepper: ``kernel`` over consecutive blocks of rows (the online
+    scorer), its :class:`KernelTimers` carried from block to block.  :meth:`push_block`
+    gives the same arrays as :func:`bulk_features` over the concatenated blocks, and
+    :meth:`push` is a block of one row (no scalar twin to keep in step)."""
 
     def __init__(self, kernel: FeatureKernel, features_type: Any, thresholds: Any, instance: Any) -> None:
         self.kernel, self.features_type = kernel, features_type
         self.thresholds, self.instance = thresholds, instance
-        self.timers = BlockTimers()
+        self.timers = KernelTimers()
 
     def push_block(self, columns: Mapping[str, Any]) -> dict[str, np.ndarray]:
-        def get(name: str, dtype: Any = np.float64) -> np.ndarray:
-            return block_column(columns, name, dtype)
+        """Features of a block of consecutive rows (column -> (n,) sequence), continuing
+        from the rows pushed before.  Returns field -> (n,) array."""
+        cols = BlockColumns(columns)
+        self.timers.t = cols("t")
+        return self.kernel(cols, self.thresholds, self.instance, self.timers)
 
-        self.timers.t = get("t")
-        return self.kernel(get, self.thresholds, self.instance, self.timers)
+    def push(self, row: Mapping[str, Any]) -> Any:
+        f = self.push_block({name: [value] for name, value in row.items()})
+        return self.features_type(*[f[name].item(0) for name in self.features_type._fields])

@@ -28,7 +28,6 @@ import functools
 import math
 from collections import namedtuple
 from dataclasses import dataclass, field, replace
-from collections.abc import Callable
 from typing import Any, ClassVar
 
 import numpy as np
@@ -38,7 +37,7 @@ from labrecord.families import CENTRIFUGE_TUBES
 from labrecord.models import Operation, Pair, Task
 from labrecord.scorers.contracts.frames import to_frame
 from labrecord.scorers.contracts.base import (
-    ContractEvent, KernelStepper, TaskContract, TaskState, bulk_features, sorted_ops,
+    Columns, ContractEvent, KernelStepper, TaskContract, TaskState, bulk_features, sorted_ops,
 )
 
 TUBES = CENTRIFUGE_TUBES
@@ -178,13 +177,13 @@ class CentrifugeState(TaskState):
     seated: dict[str, int] = field(default_factory=dict)   # confirmed occupancy: tube -> slot
 
 
-def centrifuge_features(get: Callable[..., np.ndarray], th: CentrifugeThresholds, instance: CentrifugeInstance,
+def centrifuge_features(get: Columns, th: CentrifugeThresholds, instance: CentrifugeInstance,
                         timers: Any) -> dict[str, np.ndarray]:
     """The one feature kernel of the centrifuge contract: field -> (n,) array for n rows.
 
-    ``get(name, dtype=float64)`` reads a column (nulls nan / False); ``timers`` holds the
-    seating, misfit and dwell timers (:class:`BulkTimers` over a whole table, or
-    :class:`BlockTimers` carried across the blocks of the online scorer).
+    ``get(name, dtype=float64)`` reads a column (a :class:`Columns`: nulls nan / False); ``timers`` (a
+    :class:`KernelTimers`: fresh over a whole table, carried across the online scorer's blocks) holds the
+    seating, misfit and dwell timers.
     """
     t = get("t")
     out: dict[str, np.ndarray] = {"step": get("step", np.int64), "t": t, "valid": np.ones(len(t), dtype=bool)}

@@ -30,7 +30,6 @@ from __future__ import annotations
 import math
 from collections import namedtuple
 from dataclasses import dataclass, field
-from collections.abc import Callable
 from typing import Any, ClassVar
 
 import numpy as np
@@ -39,7 +38,7 @@ from labrecord.errors import LabrecordError
 from labrecord.models import Operation, Task
 from labrecord.scorers.contracts.frames import to_frame
 from labrecord.scorers.contracts.base import (
-    ContractEvent, KernelStepper, TaskContract, TaskState, bulk_features, sorted_ops,
+    Columns, ContractEvent, KernelStepper, TaskContract, TaskState, bulk_features, sorted_ops,
 )
 
 ROWS, COLS = "ABC", 4
@@ -131,13 +130,13 @@ class RackState(TaskState):
     occupied: frozenset[int] = field(default_factory=frozenset)
 
 
-def rack_features(get: Callable[..., np.ndarray], th: RackThresholds, instance: RackInstance,
+def rack_features(get: Columns, th: RackThresholds, instance: RackInstance,
                   timers: Any) -> dict[str, np.ndarray]:
     """The one feature kernel of the rack contract: field -> (n,) array for n rows.
 
-    ``get(name, dtype=float64)`` reads a column (nulls nan / False); ``timers`` holds the
-    place, approach and dwell timers (:class:`BulkTimers` over a whole table, or
-    :class:`BlockTimers` carried across the blocks of the online scorer).
+    ``get(name, dtype=float64)`` reads a column (a :class:`Columns`: nulls nan / False); ``timers`` (a
+    :class:`KernelTimers`: fresh over a whole table, carried across the online scorer's blocks) holds the
+    place, approach and dwell timers.
     """
     t = get("t")
     x0, y0, z0, yaw = get("rack_x"), get("rack_y"), get("rack_z"), get("rack_yaw")

@@ -27,8 +27,9 @@ than 0.01 m/s), held continuously 3 s; any disturbance restarts the timer.
 from __future__ import annotations
 
 import math
+from collections import deque
 from dataclasses import dataclass, field
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any, ClassVar, NamedTuple
 
 import numpy as np
@@ -38,9 +39,9 @@ from labrecord.families import WEIGHING_STANDARDS
 from labrecord.models import Operation, Task
 from labrecord.models.operation import OperationKind
 from labrecord.scorers.contracts.base import (
-    BlockStepper, ContractEvent, HoldTimer, TaskContract, TaskState, hold_flags, sorted_ops,
+    Columns, ContractEvent, KernelStepper, KernelTimers, TaskContract, TaskState, bulk_features, sorted_ops,
 )
-from labrecord.scorers.contracts.windows import SlidingRange
+from labrecord.scorers.contracts.windows import range_of, window_left
 
 STANDARDS = WEIGHING_STANDARDS
 MASS_G: dict[str, int] = {"w10": 10, "w20": 20, "w50": 50, "w100": 100}
@@ -142,14 +143,23 @@ class WeighingState(TaskState):
 
 
 class DisplayFilter:
-    """Eq. 9 and the stability flag: the one display-filter kernel of the contract.
+    """Eq. 9 and the stability flag, carried from block to block of one series.
 
-    :meth:`block` takes consecutive rows as lists and continues from the rows before;
-    the bulk replay feeds it a whole episode, the online recorder one control period, and
-    ``WeighingStepper.push`` one row.  m̄ restarts at m_raw on the first valid step and
-    after a sensor error; *stable* needs ``stable_window_s`` of valid samples whose
-    filtered range is at most ``stable_range_g``.
+    m̄ restarts at m_raw on the first valid step and after a sensor error; *stable* needs
+    ``stable_window_s`` of valid samples whose filtered range is at most
+    ``stable_range_g``.  The filter is a recurrence and always runs row by row in the
+    order eq. 9 is written (``m + α·(m_raw − m)``, α from ``math.exp``), so every m̄ is
+    the same double on every path.  The window's range is exact max − min, kept between
+    blocks as monotone deques of the running max and min.  A short block (the online
+    scorer's control period) goes through :meth:`_rows`, one loop with those deques; a
+    long one (a whole episode in the audit) computes the range over the block at once
+    (:meth:`_window`, sparse tables over the deques' samples and the block's), unless its
+    times go back or m̄ is not finite (an overflowing force), where only the row rule
+    defines the result.  The tests hold both forms equal for any block edges.
     """
+
+    #: blocks shorter than this take the row loop (cheaper than the array set-up)
+    ROWS_BELOW = 256
 
     def __init__(self, thresholds: WeighingThresholds) -> None:
         self.th = thresholds
@@ -157,15 +167,99 @@ class DisplayFilter:
         self.prev_t: float | None = None
         self.prev_valid = False
         self.run_start = 0.0
-        self.window = SlidingRange(thresholds.stable_window_s)
+        self.hi: deque[tuple[float, float]] = deque()
+        self.lo: deque[tuple[float, float]] = deque()
         self._alpha: dict[float, float] = {}
 
-    def block(self, times: list[float], raw: list[float], valid: list[bool]) -> tuple[np.ndarray, np.ndarray]:
-        """Filtered mass and stability flag (n,) for rows ``times``, ``raw`` (g), ``valid``."""
-        width, limit, tau = self.th.stable_window_s, self.th.stable_range_g, self.th.tau_f_s
-        cache = self._alpha
-        hi, lo = self.window.deques()
+    def alpha(self, d: float) -> float:
+        a = self._alpha.get(d)
+        if a is None:
+            a = self._alpha[d] = 1.0 - math.exp(-d / self.th.tau_f_s)
+        return a
+
+    def block(self, t: np.ndarray, raw: np.ndarray, valid: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Filtered mass and stability flag (n,) for rows at times ``t`` with raw masses
+        ``raw`` (g) and validity ``valid``."""
+        n = len(t)
+        if n < self.ROWS_BELOW:
+            return self._rows(t.tolist(), raw.tolist(), valid.tolist())
+        prev_ok = np.concatenate(([self.prev_valid], valid[:-1]))
+        restart = valid & ~prev_ok
+        m_bar = self._filter(t, raw, valid, restart)
+        monotone = (self.prev_t is None or t[0] >= self.prev_t) and bool((t[1:] >= t[:-1]).all())
+        if not monotone or not np.isfinite(m_bar[valid]).all():
+            return self._rows(t.tolist(), raw.tolist(), valid.tolist())
+        stable = self._window(t, m_bar, valid, restart)
+        self.m, self.prev_t, self.prev_valid = float(m_bar[-1]), float(t[-1]), bool(valid[-1])
+        return m_bar, stable
+
+    def _filter(self, t: np.ndarray, raw: np.ndarray, valid: np.ndarray, restart: np.ndarray) -> np.ndarray:
+        """Eq. 9 run by run of valid rows (one comprehension each); invalid rows hold the
+        last filtered value (nan before any valid row)."""
+        n = len(t)
+        m_out = np.empty(n)
+        m = self.m
+        xl = raw.tolist()
+        rows = np.flatnonzero(valid)
+        edges = np.flatnonzero(np.diff(rows) != 1) + 1
+        for run in np.split(rows, edges) if len(rows) else []:
+            first, last = int(run[0]), int(run[-1])
+            if restart[first]:
+                m = xl[first]
+                m_out[first] = m
+                first += 1
+            if first > last:
+                continue
+            before = t[first - 1:first] if first > 0 else np.array([self.prev_t], dtype=np.float64)
+            d = np.diff(np.concatenate((before, t[first:last + 1])))
+            if (d == d[0]).all():
+                a = self.alpha(float(d[0]))
+                m_out[first:last + 1] = [m := m + a * (x - m) for x in xl[first:last + 1]]
+            else:
+                steps, which = np.unique(d, return_inverse=True)  # a few distinct steps: math.exp once each
+                alphas = np.array([self.alpha(step) for step in steps.tolist()])[which].tolist()
+                m_out[first:last + 1] = [m := m + a * (x - m) for a, x in zip(alphas, xl[first:last + 1])]
+        held = np.maximum.accumulate(np.where(valid, np.arange(n), -1))
+        return np.where(held >= 0, m_out[np.maximum(held, 0)], self.m)
+
+    def _window(self, t: np.ndarray, m: np.ndarray, valid: np.ndarray, restart: np.ndarray) -> np.ndarray:
+        """Stability over a block at once.  The samples are those of the carried deques
+        (every sample that can still be a window's max or min) and the block's valid rows;
+        a row's window holds the samples of its run within ``stable_window_s``."""
+        width, limit = self.th.stable_window_s, self.th.stable_range_g
+        rows = np.flatnonzero(valid)
+        carried = sorted(set(self.hi) | set(self.lo)) if self.prev_valid else []
+        k = len(carried)
+        st = np.concatenate((np.array([c[0] for c in carried], dtype=np.float64), t[rows]))
+        sm = np.concatenate((np.array([c[1] for c in carried], dtype=np.float64), m[rows]))
+        # index (into the samples) of each sample's run start; -1: the carried samples' run
+        starts = np.concatenate((np.zeros(k, dtype=bool), restart[rows]))
+        run0 = np.maximum.accumulate(np.where(starts, np.arange(len(st)), -1))
+        run_start_t = np.where(run0 >= 0, st[np.maximum(run0, 0)], self.run_start)
+        left = np.maximum(window_left(st, width), np.maximum(run0, 0))
+        ok = (st - run_start_t >= width) & (range_of(sm, left) <= limit)
+        stable = np.zeros(len(t), dtype=bool)
+        stable[rows] = ok[k:]
+        self.hi.clear()
+        self.lo.clear()
+        if len(rows) and rows[-1] == len(t) - 1:
+            self.run_start = float(run_start_t[-1])
+            # the deques after the last row: the run's samples within the window whose value
+            # exceeds (max) or undercuts (min) every later one, in time order
+            keep = (st[-1] - st <= width) & (np.arange(len(st)) >= max(int(run0[-1]), 0))
+            kt, km = st[keep], sm[keep]
+            later_max = np.concatenate((np.maximum.accumulate(km[::-1])[::-1][1:], [-np.inf]))
+            later_min = np.concatenate((np.minimum.accumulate(km[::-1])[::-1][1:], [np.inf]))
+            self.hi.extend(zip(kt[km > later_max].tolist(), km[km > later_max].tolist()))
+            self.lo.extend(zip(kt[km < later_min].tolist(), km[km < later_min].tolist()))
+        return stable
+
+    def _rows(self, times: list[float], raw: list[float], valid: list[bool]) -> tuple[np.ndarray, np.ndarray]:
+        """Filter and stability flag row by row, the window's max and min in the deques."""
+        width, limit = self.th.stable_window_s, self.th.stable_range_g
+        hi, lo = self.hi, self.lo
         m, prev_t, prev_valid, run_start = self.m, self.prev_t, self.prev_valid, self.run_start
+        cache, alpha = self._alpha, self.alpha
         m_out: list[float] = []
         stable_out: list[bool] = []
         for t, x, ok in zip(times, raw, valid):
@@ -179,9 +273,8 @@ class DisplayFilter:
                     d = t - prev_t  # type: ignore[operator]  # prev_valid: a previous time is set
                     a = cache.get(d)
                     if a is None:
-                        a = cache[d] = 1.0 - math.exp(-d / tau)
+                        a = alpha(d)
                     m = m + a * (x - m)
-                # SlidingRange.push, inlined: this loop runs for every physics step
                 sample = (t, m)
                 while hi and hi[-1][1] <= m:
                     hi.pop()
@@ -245,152 +338,78 @@ class DropDetector:
         return _BITS @ dropped
 
 
-class WeighingStepper(BlockStepper):
-    """Features of consecutive measurement rows, continuing across calls.
+def weighing_features(get: Columns, th: WeighingThresholds, instance: WeighingInstance,
+                      timers: KernelTimers) -> dict[str, np.ndarray]:
+    """The one feature kernel of the weighing contract: field -> (n,) array for n rows.
 
-    :meth:`push_block` is the contract's kernel (numpy over a block, the display filter
-    row by row); the bulk replay runs it over a whole episode, the online recorder over
-    each control period, and ``push`` over one row (a block of one).
+    ``get`` reads the block's columns (:class:`~labrecord.scorers.contracts.base.Columns`);
+    ``timers`` carries the display filter, the drop detector, the settling, dwell and idle
+    timers from block to block (a fresh one for a whole table).  Optional columns: an
+    unknown or absent ``{w}_over_pan`` counts as over the pan; ``robot_balance_force_n``
+    and ``arm_speed`` absent read as unknown (no pressing, never idle); drops are judged
+    only where both ``{w}_z`` and ``{w}_on_table`` are present for every standard.
     """
-
-    features_type = WeighingFeatures
-
-    def __init__(self, thresholds: WeighingThresholds, instance: WeighingInstance) -> None:
-        self.th = thresholds
-        self.instance = instance
-        self.scale = 1000.0 / instance.g0
-        self.filter = DisplayFilter(thresholds)
-        self.drops = DropDetector(thresholds.drop_height_m)
-        self.dwell = HoldTimer(thresholds.dwell_s)
-        self.idle = HoldTimer(thresholds.stop_idle_s)
-        self.mask: int | None = None
-        self.mask_since = 0.0
-        self.pressing_g = thresholds.safety_force_n * self.scale
-
-    def push_block(self, columns: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
-        """Features of a block of consecutive rows (column -> (n,) array), continuing
-        from the rows pushed before.  Returns field -> (n,) array."""
-        th = self.th
-
-        def get(name: str, dtype: Any) -> np.ndarray:
-            try:
-                return np.asarray(columns[name], dtype=dtype)  # an object column's None becomes False
-            except TypeError:  # None in a numeric column is nan
-                return np.array([np.nan if v is None else v for v in np.asarray(columns[name]).tolist()], dtype=dtype)
-
-        def optional(name: str, default: Any) -> np.ndarray | None:
-            value = columns.get(name)
-            if value is None:
-                return None
-            known = np.asarray(value)
-            if known.dtype == object:  # None is unknown
-                return np.array([default if v is None else v for v in known.tolist()])
-            return known
-
-        def over_pan(name: str) -> np.ndarray | None:
-            known = optional(name, True)
-            return None if known is None else known.astype(bool)
-
-        f = instant_features(get, over_pan, th.low_motion_m_s)
-        t = get("t", np.float64)
-        raw = self.scale * (f["force"] - self.instance.f_empty_n)
-        m_bar, stable = self.filter.block(t.tolist(), raw.tolist(), f["valid"].tolist())
-        out, since, dwell_start = _timed_features(th, self.instance, get("step", np.int64), t, f, m_bar, stable,
-                                                  self.mask, self.mask_since, self.dwell.start)
-        n = len(t)
-        z = [optional(f"{w}_z", np.nan) for w in STANDARDS]
-        table = [optional(f"{w}_on_table", False) for w in STANDARDS]
-        if n and all(v is not None for v in z) and all(v is not None for v in table):
-            free = ~f["on_pan"] & ~np.array(table, dtype=bool)
-            grasped = ((f["grasped"][None, :] >> np.arange(len(STANDARDS))[:, None]) & 1).astype(bool)
-            out["dropped"] = self.drops.block(grasped, free, np.array(z, dtype=np.float64))
-        else:
-            out["dropped"] = np.zeros(n, dtype=np.int64)
-        # the load beyond the sample and the supported standards while a robot link touches it
-        touched = f["touched"]
-        if touched.any():
-            expected = self.instance.sample_g + (f["supported"][:, None] >> np.arange(len(STANDARDS)) & 1) @ _MASSES
-            load = np.where(f["valid"], m_bar, raw)  # an overload is invalid: its raw force still counts
-            out["pressing"] = touched & (load - expected > self.pressing_g)
-        else:
-            out["pressing"] = touched
-        # or any arm link pushing the balance (base or pan) harder than the limit
-        on_balance = optional("robot_balance_force_n", np.nan)
-        if on_balance is not None:
-            out["pressing"] = out["pressing"] | (np.asarray(on_balance, dtype=np.float64) > th.safety_force_n)
-        out["stopped"] = self._stopped(optional("arm_speed", np.nan), out, t)
-        if n:
-            self.mask, self.mask_since = int(out["supported"][-1]), float(since[-1])
-            self.dwell.start = float(dwell_start[-1]) if out["success"][-1] else None
-        return out
+    scale = 1000.0 / instance.g0
+    f = instant_features(get, th.low_motion_m_s)
+    t = timers.t
+    n = len(t)
+    raw = scale * (f["force"] - instance.f_empty_n)
+    m_bar, stable = timers.carry("display", lambda: DisplayFilter(th)).block(t, raw, f["valid"])
+    supported, touched, low = f["supported"], f["touched"], f["low"]
+    display = np.floor(m_bar / th.quantum_g + 0.5) * th.quantum_g
+    # m_bar is nan before the first valid step: the comparison is false there
+    success = (f["valid"] & (np.abs(display - instance.target_g) <= th.success_tol_g)
+               & (supported == instance.goal_mask) & ~touched & low)
+    # supported >= 0: held >= 0 exactly when the supported set is unchanged for the window
+    unchanged = timers.key("settle", supported, th.stable_window_s) >= 0
+    out = {"step": get("step", np.int64), "t": t, "valid": f["valid"], "m_bar": m_bar, "stable": stable,
+           "supported": supported, "grasped": f["grasped"], "over": f["over"], "released": ~touched,
+           "low_motion": low, "settled": stable & ~touched & low & unchanged, "success": success,
+           "held": timers.flag("held", success, th.dwell_s)}
+    if all(f"{w}_z" in get and f"{w}_on_table" in get for w in STANDARDS):
+        free = ~f["on_pan"] & ~np.array([get(f"{w}_on_table", bool) for w in STANDARDS])
+        grasped = ((f["grasped"][None, :] >> np.arange(len(STANDARDS))[:, None]) & 1).astype(bool)
+        z = np.array([get(f"{w}_z") for w in STANDARDS])
+        out["dropped"] = timers.carry("drops", lambda: DropDetector(th.drop_height_m)).block(grasped, free, z)
+    else:
+        out["dropped"] = np.zeros(n, dtype=np.int64)
+    # the load beyond the sample and the supported standards while a robot link touches it
+    if touched.any():
+        expected = instance.sample_g + (supported[:, None] >> np.arange(len(STANDARDS)) & 1) @ _MASSES
+        load = np.where(f["valid"], m_bar, raw)  # an overload is invalid: its raw force still counts
+        pressing = touched & (load - expected > th.safety_force_n * scale)
+    else:
+        pressing = touched
+    # or any arm link pushing the balance (base or pan) harder than the limit (nan: unknown)
+    with np.errstate(invalid="ignore"):
+        out["pressing"] = pressing | (get("robot_balance_force_n") > th.safety_force_n)
+        # idle: every arm joint slower than idle_speed_rad_s, no robot contact with the load,
+        # nothing grasped and the reading valid and stable (the policy has its evidence and
+        # does nothing), for stop_idle_s
+        idle = (get("arm_speed") <= th.idle_speed_rad_s) & ~touched & (f["grasped"] == 0) & stable
+    out["stopped"] = timers.flag("stopped", idle, th.stop_idle_s)
+    return out
 
 
-    def _stopped(self, arm_speed: np.ndarray | None, out: dict[str, np.ndarray], t: np.ndarray) -> np.ndarray:
-        """Rows where the robot has been idle for ``stop_idle_s``: every arm joint slower
-        than ``idle_speed_rad_s``, no robot contact with the load, nothing grasped and the
-        reading valid and stable (the policy has its evidence and does nothing).  Without
-        the ``arm_speed`` column nothing is idle."""
-        if arm_speed is None:
-            self.idle.start = None
-            return np.zeros(len(t), dtype=bool)
-        idle = ((np.asarray(arm_speed, dtype=np.float64) <= self.th.idle_speed_rad_s) & out["released"]
-                & (out["grasped"] == 0) & out["stable"])
-        run_start, stopped = hold_flags(idle, t, self.th.stop_idle_s, self.idle.start)
-        if len(t):
-            self.idle.start = float(run_start[-1]) if idle[-1] else None
-        return stopped
+def instant_features(get: Columns, low_motion_m_s: float) -> dict[str, np.ndarray]:
+    """The per-row (memoryless) weighing features of n rows.
 
-
-def instant_features(get: Callable[[str, Any], np.ndarray], over_pan: Callable[[str], np.ndarray | None],
-                     low_motion_m_s: float) -> dict[str, np.ndarray]:
-    """The per-row (memoryless) weighing features of n rows, shared by the bulk replay
-    and the online block path.
-
-    ``get(name, dtype)`` returns column ``name`` as an (n,) array (nulls False / nan);
-    ``over_pan(name)`` the ``{w}_over_pan`` column with unknown as True, or None when the
-    column is absent (every release then counts as over the pan).  Returns ``valid``,
-    ``force``, the bit masks ``supported``, ``grasped``, ``over`` (int64), ``touched``
-    and ``low`` (bool), and ``on_pan`` (4, n) bool.  The standards are stacked to (4, n) so the cost per call does
-    not grow with their number; nan speeds compare as not low.
+    Returns ``valid``, ``force``, the bit masks ``supported``, ``grasped``, ``over``
+    (int64; an unknown or absent ``{w}_over_pan`` counts as over the pan), ``touched`` and
+    ``low`` (bool), and ``on_pan`` (4, n) bool.  The standards are stacked to (4, n) so the
+    cost per call does not grow with their number; nan speeds compare as not low.
     """
-    force = get("pan_force_n", np.float64)
+    force = get("pan_force_n")
     contact = np.array([get(f"{w}_contact", bool) for w in STANDARDS])
     on_pan = np.array([get(f"{w}_on_pan", bool) for w in STANDARDS])
     grasped = np.array([get(f"{w}_grasped", bool) for w in STANDARDS])
-    speed = np.array([get(f"{w}_speed", np.float64) for w in STANDARDS])
-    known = [over_pan(f"{w}_over_pan") for w in STANDARDS]
-    over = np.array([np.ones(len(force), dtype=bool) if k is None else k for k in known])
+    speed = np.array([get(f"{w}_speed") for w in STANDARDS])
+    over = np.array([get(f"{w}_over_pan", bool, null=True) for w in STANDARDS])
+    with np.errstate(invalid="ignore"):
+        low = (get("pan_speed") <= low_motion_m_s) & (speed <= low_motion_m_s).all(axis=0)
     return {"valid": get("sensor_ok", bool) & np.isfinite(force), "force": force,
             "supported": _BITS @ (on_pan & ~contact), "grasped": _BITS @ grasped, "over": _BITS @ over,
-            "touched": get("hand_pan_contact", bool) | contact.any(axis=0),
-            "low": (get("pan_speed", np.float64) <= low_motion_m_s) & (speed <= low_motion_m_s).all(axis=0),
-            "on_pan": on_pan}
-
-
-def since_change(values: np.ndarray, t: np.ndarray, last: int | None = None, since: float = 0.0) -> np.ndarray:
-    """Time (n,) at which ``values`` last changed; ``last`` / ``since`` continue a series
-    (the value just before ``values[0]`` and when it began; None: a new series)."""
-    n = len(values)
-    if last is not None and not (values != last).any():  # the common case online: no change in the block
-        return np.full(n, since)
-    changed = np.empty(n, dtype=bool)
-    if n:
-        changed[0] = last is None or values[0] != last
-        changed[1:] = values[1:] != values[:-1]
-    index = np.maximum.accumulate(np.where(changed, np.arange(n), -1)) if n else np.zeros(0, dtype=np.int64)
-    return np.where(index >= 0, t[np.maximum(index, 0)], since)
-
-
-def display_chain(t: np.ndarray, force_n: np.ndarray, valid: np.ndarray, f_empty_n: float, g0: float,
-                  th: WeighingThresholds) -> tuple[np.ndarray, np.ndarray]:
-    """Eq. 8–9 and the stability flag over a whole series, through :class:`DisplayFilter`.
-
-    Inputs (n,): times, pan support force, validity.  Returns ``(m_bar, stable)`` (n,):
-    the filtered mass in grams (held through invalid steps) and the stability flag.
-    """
-    raw = (1000.0 / g0) * (np.asarray(force_n, dtype=np.float64) - f_empty_n)
-    return DisplayFilter(th).block(np.asarray(t, dtype=np.float64).tolist(), raw.tolist(),
-                                   np.asarray(valid, dtype=bool).tolist())
+            "touched": get("hand_pan_contact", bool) | contact.any(axis=0), "low": low, "on_pan": on_pan}
 
 
 class WeighingContract(TaskContract[WeighingState, WeighingInstance, WeighingFeatures]):
@@ -543,38 +562,11 @@ class WeighingContract(TaskContract[WeighingState, WeighingInstance, WeighingFea
         w = names_of(rising)[0]
         return Operation("remove" if state.supported & BIT[w] else "add", w, PAN)
 
-    def stepper(self, instance: WeighingInstance) -> WeighingStepper:
-        return WeighingStepper(self.thresholds, instance)
+    def stepper(self, instance: WeighingInstance) -> KernelStepper:
+        return KernelStepper(weighing_features, WeighingFeatures, self.thresholds, instance)
 
     def features_bulk(self, table: Any, instance: WeighingInstance) -> dict[str, np.ndarray]:
-        """The stepper's kernel over the whole table (one block from a fresh state)."""
-        return self.stepper(instance).push_block({name: table.column(name).to_numpy(zero_copy_only=False)
-                                                  for name in table.column_names})
-
-
-def _timed_features(th: WeighingThresholds, instance: WeighingInstance, step: np.ndarray, t: np.ndarray,
-                    f: dict[str, np.ndarray], m_bar: np.ndarray, stable: np.ndarray, mask: int | None,
-                    mask_since: float, dwell_start: float | None
-                    ) -> tuple[dict[str, np.ndarray], np.ndarray, np.ndarray]:
-    """Success, the terminal hold and settling from the instantaneous features and the
-    display chain; ``mask``, ``mask_since`` and ``dwell_start`` continue a series (the
-    stepper's state before row 0; None, 0.0, None for a whole episode).
-
-    Returns ``(features, since, run_start)``: field -> (n,) array, the time the supported
-    set last changed and the start time of the current success run (nan when not).
-    """
-    supported, touched, low = f["supported"], f["touched"], f["low"]
-    display = np.floor(m_bar / th.quantum_g + 0.5) * th.quantum_g
-    # m_bar is nan before the first valid step: the comparison is false there
-    success = (f["valid"] & (np.abs(display - instance.target_g) <= th.success_tol_g)
-               & (supported == instance.goal_mask) & ~touched & low)
-    run_start, held = hold_flags(success, t, th.dwell_s, dwell_start)
-    since = since_change(supported, t, mask, mask_since)
-    settled = stable & ~touched & low & (t - since >= th.stable_window_s)
-    features = {"step": step, "t": t, "valid": f["valid"], "m_bar": m_bar, "stable": stable, "supported": supported,
-            "grasped": f["grasped"], "over": f["over"], "released": ~touched, "low_motion": low,
-            "settled": settled, "success": success, "held": held}
-    return features, since, run_start
+        return bulk_features(weighing_features, table, self.thresholds, instance)
 
 
 # -- instance generators (task-state and layout seeds kept apart) ------------------------

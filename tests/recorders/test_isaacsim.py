@@ -11,7 +11,9 @@ from labrecord.recorders.isaacsim import (
     calibrate_empty, check_sensing_axis, contact_codes, entity_table, quat_wxyz_to_matrix, require_isaacsim,
     sensing_axis_error_deg, support_force_up, weighing_columns,
 )
-from labrecord.scorers.contracts.weighing import WeighingThresholds, display_chain
+from labrecord.scorers.contracts.weighing import WeighingThresholds
+
+from tests.scorers.contracts.drive import display_chain
 
 G = (0.0, 0.0, -9.80665)
 IDENTITY = (1.0, 0.0, 0.0, 0.0)

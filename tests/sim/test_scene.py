@@ -4,9 +4,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from labrecord.scorers.contracts.weighing import WeighingThresholds, display_chain, quantize
+from labrecord.scorers.contracts.weighing import WeighingThresholds, quantize
 from labrecord.sim.weighing.env import WeighingEnv
 from labrecord.sim.weighing.scene import STANDARD_GRAMS, STANDARDS, Layout, Placement
+
+from tests.scorers.contracts.drive import display_chain
 
 LAYOUT = Layout(table_spot={w: i for i, w in enumerate(STANDARDS)}, pan_spot={w: i for i, w in enumerate(STANDARDS)})
 

@@ -14,11 +14,11 @@ from labrecord.models import ObservationReceipt, Operation, Task
 from labrecord.scorers.contracts import get_contract
 from labrecord.scorers.contracts.streams import WeighingStream, jitter, rows_table
 from labrecord.scorers.contracts.weighing import (
-    MASS_G, STANDARDS, WeighingInstance, WeighingThresholds, display_chain, generate_basic, generate_extended,
+    MASS_G, STANDARDS, WeighingInstance, WeighingThresholds, generate_basic, generate_extended,
     mask_of, quantize,
 )
 
-from tests.scorers.contracts.drive import of_type, run_tracker
+from tests.scorers.contracts.drive import display_chain, of_type, run_tracker
 
 CONTRACT = get_contract("weighing")
 G0 = 9.80665
@@ -314,3 +314,33 @@ def test_first_block_by_hand() -> None:
 
     first = [next(iter(i.goal)) for i in instances("basic", 4, 0)]
     assert sorted(first) == sorted(STANDARDS)
+
+
+@settings(max_examples=30, deadline=None)
+@given(seed=st.integers(0, 2**16), n=st.integers(256, 3000), cuts=st.lists(st.integers(1, 2999), max_size=5),
+       jittered=st.booleans(), errors=st.integers(0, 6))
+def test_display_filter_blocks_equal_the_row_rule(seed: int, n: int, cuts: list[int], jittered: bool,
+                                                  errors: int) -> None:
+    """The display filter over long blocks (the window's range at once) and over short ones
+    (the deque loop), cut anywhere, gives the row rule's m̄ and stability bit for bit: a
+    load stepping between levels, noise near the 0.5 g stability limit, sensor errors."""
+    from labrecord.scorers.contracts.weighing import DisplayFilter
+
+    rng = np.random.default_rng(seed)
+    th = WeighingThresholds()
+    dt = np.full(n, 0.002) if not jittered else rng.choice([0.002, 0.0021, 0.004], size=n)
+    t = np.cumsum(dt)
+    raw = np.repeat(rng.uniform(100, 200, size=5), 700)[:n] + rng.normal(0, 0.15, size=n)  # 1.4 s levels
+    valid = np.ones(n, dtype=bool)
+    for start in rng.integers(0, n, size=errors):
+        valid[start:start + int(rng.integers(1, 40))] = False
+    want_m, want_stable = DisplayFilter(th)._rows(t.tolist(), raw.tolist(), valid.tolist())
+    assert want_stable.any() or errors or n < 1400  # the case exercises the window
+    whole = DisplayFilter(th)
+    m_bar, stable = whole.block(t, raw, valid)
+    assert m_bar.tobytes() == want_m.tobytes() and stable.tolist() == want_stable.tolist()
+    edges = [0, *sorted({c for c in cuts if 0 < c < n}), n]
+    pieces = DisplayFilter(th)
+    parts = [pieces.block(t[a:b], raw[a:b], valid[a:b]) for a, b in zip(edges[:-1], edges[1:])]
+    assert np.concatenate([p[0] for p in parts]).tobytes() == want_m.tobytes()
+    assert np.concatenate([p[1] for p in parts]).tolist() == want_stable.tolist()
