@@ -48,7 +48,7 @@ RUN_COLUMNS = ("run_id", *IDENTITY_FIELDS, "population_name", "instance_id", "st
 REGISTERED_TYPES = ("instance", "checkpoint", "fixed_start")
 #: how repeated runs of one registered member are treated: refused, or averaged within the member
 REPEATS = ("refuse", "mean")
-POPULATION_KEYS = ("population", "type", "instance_id", "decision", "subgoal", "pair_id", "members", "kind", "base",
+POPULATION_KEYS = ("population", "type", "instance_id", "task_id", "decision", "subgoal", "pair_id", "members", "kind", "base",
                    "supported", "mode", "oracle", "site")
 
 #: why each recorded episode is unresolved (null: an evaluated outcome) — the SQL twin of
@@ -213,8 +213,22 @@ class _Registry:
     def of(self, population: str, kind: str) -> list[dict[str, Any]]:
         return [r for r in self.records if r["population"] == population and r["type"] == kind]
 
-    def instances(self, population: str) -> set[str]:
-        return {r["instance_id"] for r in self.records if r["population"] == population and r["type"] in REGISTERED_TYPES}
+    def instances(self, population: str, task_id: str | None = None) -> set[str]:
+        """The registered members of ``population``; with ``task_id``, those of that task.
+
+        A member belongs to a task when its ``instance`` record names it.  In a population
+        that registers members for ``task_id``, a member registered for another task is not
+        one of ``task_id``'s (a two-task vla-eval run expects each task's episodes in that
+        task's group only); a member with no task named, or a population that names none
+        for ``task_id``, belongs to every task, as before.
+        """
+        members = {r["instance_id"] for r in self.records if r["population"] == population and r["type"] in REGISTERED_TYPES}
+        if task_id is None:
+            return members
+        tasks = {r["instance_id"]: r.get("task_id") for r in self.of(population, "instance")}
+        if task_id not in tasks.values():
+            return members
+        return {m for m in members if tasks.get(m) in (None, task_id)}
 
 
 class CorpusScorer:
@@ -259,7 +273,7 @@ class CorpusScorer:
     def expected(self, group: Group, population: str) -> set[str]:
         """Instances this group should have run: with registered Oracle pairs, base groups
         expect every instance but the supported ones, supported groups only their own."""
-        instances = self.registry.instances(population)
+        instances = self.registry.instances(population, group.field("task_id"))
         oracle_pairs = self.registry.of(population, "oracle_pair")
         if not oracle_pairs:
             return instances

@@ -65,8 +65,9 @@ def newcombe_interval(table: PairedTable, level: float = 0.95) -> list[float] | 
     1998, *Statistics in Medicine* 17:2635, method 10).
 
     With ``p_A = (both + a_only)/n`` and ``p_B = (both + b_only)/n``, ``[l_A, u_A]`` and
-    ``[l_B, u_B]`` their Wilson intervals and ``φ`` the phi coefficient of the table
-    (0 when a margin is empty), ``θ = p_B − p_A`` and
+    ``[l_B, u_B]`` their Wilson intervals and ``φ`` Newcombe's corrected phi coefficient
+    of the table — ``(AD − BC)/√(margins)`` with ``AD − BC`` replaced by
+    ``max(AD − BC − n/2, 0)`` when it is positive, 0 when a margin is empty — ``θ = p_B − p_A`` and
 
         δ = √((p_B − l_B)² − 2φ(p_B − l_B)(u_A − p_A) + (u_A − p_A)²)
         ε = √((u_B − p_B)² − 2φ(u_B − p_B)(p_A − l_A) + (p_A − l_A)²)
@@ -82,6 +83,13 @@ def newcombe_interval(table: PairedTable, level: float = 0.95) -> list[float] | 
 
     >>> [round(x, 4) for x in newcombe_interval(PairedTable(2, 6, 1, 1))]
     [-0.7636, -0.0215]
+
+    No discordant pair, both 1, neither 1 (n = 2): AD − BC = 1 ≤ n/2, so φ = 0 (uncorrected
+    it would be 1 and the interval [0, 0]); p_A = p_B = 0.5, Wilson(1/2) = [0.0945, 0.9055],
+    δ = ε = √(2 · 0.4055²) = 0.5734: [−0.5734, 0.5734].
+
+    >>> [round(x, 4) for x in newcombe_interval(PairedTable(1, 0, 0, 1))]
+    [-0.5734, 0.5734]
     """
     n = table.n
     if n == 0:
@@ -91,7 +99,12 @@ def newcombe_interval(table: PairedTable, level: float = 0.95) -> list[float] | 
     l_b, u_b = wilson(table.both + table.b_only, n, level)  # type: ignore[misc]
     margins = ((table.both + table.a_only) * (table.b_only + table.neither)
                * (table.both + table.b_only) * (table.a_only + table.neither))
-    phi = ((table.both * table.neither - table.a_only * table.b_only) / math.sqrt(margins)) if margins else 0.0
+    # Newcombe's continuity-corrected phi: AD - BC is taken down by n/2 toward 0 when it is
+    # positive (and kept when negative), so that a table with no discordant pair (phi = 1
+    # uncorrected) does not give a zero-width interval
+    cross = table.both * table.neither - table.a_only * table.b_only
+    corrected = max(cross - n / 2, 0.0) if cross >= 0 else cross
+    phi = corrected / math.sqrt(margins) if margins else 0.0
     theta = p_b - p_a
     delta = math.sqrt(max(0.0, (p_b - l_b) ** 2 - 2 * phi * (p_b - l_b) * (u_a - p_a) + (u_a - p_a) ** 2))
     epsilon = math.sqrt(max(0.0, (u_b - p_b) ** 2 - 2 * phi * (u_b - p_b) * (p_a - l_a) + (p_a - l_a) ** 2))

@@ -91,6 +91,50 @@ def test_missing_member_is_unresolved_not_a_failure(tmp_path):
     assert group["coverage"]["completion.valid"] == {"resolved": 2, "registered": 3}
 
 
+def _retask(run: Path, task_id: str) -> None:
+    import json
+
+    manifest = json.loads((run / "run.json").read_text())
+    manifest["task"]["task_id"] = task_id
+    (run / "run.json").write_text(json.dumps(manifest))
+
+
+def test_a_two_task_population_expects_each_member_in_its_own_task(tmp_path):
+    """Population pop registers i0, i1 for task A and i2 for task B; runs: i0 (A, complete)
+    and i2 (B, complete).  Group A's members are i0, i1: i1 missing, completion bounded by
+    1/2 and 2/2; group B's member is i2 alone: completion 1/1.  (Counting every member in
+    every group would make group A miss i1, i2 (bounds 1/3, 3/3) and B miss i0, i1.)
+    The same holds in the SQL scorer and the reference."""
+    root = tmp_path / "runs"
+    write_population(root, "pop", [{"type": "instance", "instance_id": "i0", "task_id": "A"},
+                                    {"type": "instance", "instance_id": "i1", "task_id": "A"},
+                                    {"type": "instance", "instance_id": "i2", "task_id": "B"}])
+    _retask(write_rollout(root, RolloutSpec("r0", population=("pop", "i0"), physical=True)), "A")
+    _retask(write_rollout(root, RolloutSpec("r2", population=("pop", "i2"), physical=True)), "B")
+    db = tmp_path / "c.duckdb"
+    ingest_runs(root, db)
+    con = connect(db)
+    try:
+        sql = score_corpus(con, resamples=0)
+    finally:
+        con.close()
+    for scored in (sql, score_corpus(root, resamples=0)):
+        groups = {g["identity"]["task_id"]: g for g in scored["groups"]}
+        assert groups["A"]["coverage"]["missing"] == [{"population": "pop", "instance_id": "i1"}]
+        assert _bounds(groups["A"]["metrics"], "completion.valid") == ((1, 2), (2, 2))
+        assert groups["B"]["coverage"]["missing"] == []
+        assert groups["B"]["metrics"]["completion.valid"]["value"] == 1.0
+
+
+def test_members_with_no_task_named_belong_to_every_task(tmp_path):
+    """i0, i1 registered with no task; one run of i0 under task A: group A still misses i1."""
+    root = tmp_path / "runs"
+    write_population(root, "pop", [{"type": "instance", "instance_id": i} for i in ("i0", "i1")])
+    _retask(write_rollout(root, RolloutSpec("r0", population=("pop", "i0"), physical=True)), "A")
+    (group,) = score_corpus(root, resamples=0)["groups"]
+    assert group["coverage"]["missing"] == [{"population": "pop", "instance_id": "i1"}]
+
+
 def test_invalid_run_is_an_unresolved_member_with_its_reason(tmp_path):
     root = tmp_path / "runs"
     write_population(root, "pop", [{"type": "instance", "instance_id": i} for i in ("i0", "i1")])

@@ -55,7 +55,8 @@ def test_newcombe_by_hand():
 
 
 def test_newcombe_against_its_definition_with_statsmodels_wilson():
-    """The interval from statsmodels' Wilson limits and the phi coefficient, step by step."""
+    """The interval from statsmodels' Wilson limits and Newcombe's corrected phi, step by step
+    (5, 0, 0, 5: AD − BC = 25 − 0 → 25 − 5 = 20, φ = 20/25 = 0.8 rather than 1)."""
     proportion = require_module("statsmodels.stats.proportion", "pip install 'labrecord[dev]'")
     for table in (PairedTable(10, 3, 7, 20), PairedTable(0, 0, 4, 6), PairedTable(5, 0, 0, 5), PairedTable(1, 9, 2, 0)):
         n = table.n
@@ -64,7 +65,10 @@ def test_newcombe_against_its_definition_with_statsmodels_wilson():
         l_b, u_b = proportion.proportion_confint(table.both + table.b_only, n, method="wilson")
         margins = ((table.both + table.a_only) * (table.b_only + table.neither) * (table.both + table.b_only)
                    * (table.a_only + table.neither))
-        phi = (table.both * table.neither - table.a_only * table.b_only) / math.sqrt(margins) if margins else 0.0
+        # Newcombe (1998) corrects a positive AD - BC down by n/2 (to no less than 0)
+        cross = table.both * table.neither - table.a_only * table.b_only
+        cross = max(cross - n / 2, 0) if cross >= 0 else cross
+        phi = cross / math.sqrt(margins) if margins else 0.0
         delta = math.sqrt((p_b - l_b) ** 2 - 2 * phi * (p_b - l_b) * (u_a - p_a) + (u_a - p_a) ** 2)
         epsilon = math.sqrt((u_b - p_b) ** 2 - 2 * phi * (u_b - p_b) * (p_a - l_a) + (p_a - l_a) ** 2)
         assert newcombe_interval(table) == pytest.approx([p_b - p_a - delta, p_b - p_a + epsilon], abs=1e-9)
