@@ -27,9 +27,16 @@ import msgspec
 import numpy as np
 
 from labrecord.examples import example_manifest
+from labrecord.models import Event, ObservationReceipt
 from labrecord.rundir import EVENTS_FILE, OBSERVATIONS_FILE, RUN_FILE, RunDocument
+from labrecord.safeio import canonical_json
 
 _lines = msgspec.json.Encoder(order="sorted")
+
+
+def _canonical(records: list[dict], kind: object) -> bytes:
+    typed = msgspec.json.decode(_lines.encode(records), type=list[kind])  # type: ignore[valid-type]
+    return b"".join(canonical_json(record) + b"\n" for record in typed)
 SYSTEMS = (("pi05", 0.2), ("groot-n1.5", 0.18), ("gpt-driven", 0.95), ("scripted", 1.0))
 WEIGHTS = ("w10", "w20", "w50", "w100")
 
@@ -79,8 +86,9 @@ def generate(root: Path, runs: int, events_per_run: int, seed: int = 0) -> int:
         manifest.status = "complete"
         events, receipts, _ = run_records(rng, decisions, p_correct)
         (folder / RUN_FILE).write_bytes(RunDocument(manifest).to_bytes())
-        (folder / EVENTS_FILE).write_bytes(_lines.encode_lines(events))
-        (folder / OBSERVATIONS_FILE).write_bytes(_lines.encode_lines(receipts))
+        # each line as the run writer writes it: the typed record's canonical text
+        (folder / EVENTS_FILE).write_bytes(_canonical(events, Event))
+        (folder / OBSERVATIONS_FILE).write_bytes(_canonical(receipts, ObservationReceipt))
         total += len(events)
     return total
 
