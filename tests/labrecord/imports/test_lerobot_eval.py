@@ -276,3 +276,100 @@ def test_every_declared_episode_is_a_run_or_missing(tmp_path_factory: pytest.Tem
     assert not summary.errors
     if per_task:
         assert len(members(folder / "runs", "lerobot-eval-" + folder.name)) == per_task * len(tasks)
+
+
+#: toy ACT on PushT's state-only observations: every option a documented ACTConfig field
+TINY_ACT = ["--policy.dim_model=32", "--policy.n_heads=2", "--policy.dim_feedforward=64",
+            "--policy.n_encoder_layers=1", "--policy.n_decoder_layers=1", "--policy.n_vae_encoder_layers=1",
+            "--policy.latent_dim=8", "--policy.chunk_size=10", "--policy.n_action_steps=10"]
+#: what every lerobot-eval below is given: PushT with the observations the dataset has,
+#: 20-step episodes rendered at 96x96
+PUSHT = ["--env.type=pusht", "--env.obs_type=environment_state_agent_pos", "--env.episode_length=20",
+         "--env.visualization_width=96", "--env.visualization_height=96"]
+SEED = 1000
+
+
+def lerobot_program(python: str, name: str, *args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    from tests.exporters.conftest import require_reader
+
+    program = Path(python).parent / name
+    require_reader(program.exists(), f"{program} (lerobot[training])", "bash scripts/install-lerobot-venv.sh")
+    done = subprocess.run([str(program), *args], capture_output=True, text=True, timeout=900, cwd=cwd)
+    assert done.returncode == 0, (done.stdout + done.stderr)[-4000:]
+    return done
+
+
+@pytest.fixture(scope="module")
+def evaluated(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The output folder of ``lerobot-eval`` run on a toy ACT that ``lerobot-train`` trained
+    for two steps on a PushT dataset recorded here: two episodes, seeds 1000 and 1001."""
+    from tests.exporters.conftest import require_reader
+    from tests.exporters.test_lerobot import lerobot_python
+
+    python = lerobot_python(checkout=False)
+    has_pusht = subprocess.run([python, "-c", "import gym_pusht"], capture_output=True, timeout=120)
+    require_reader(has_pusht.returncode == 0, f"gym-pusht in {python}", "bash scripts/install-lerobot-venv.sh")
+    root = tmp_path_factory.mktemp("lerobot-eval")
+    written = subprocess.run([python, str(WRITER), str(root / "pusht"), "2", "20"], capture_output=True, text=True,
+                             timeout=600, cwd=root)
+    assert written.returncode == 0, written.stderr[-3000:]
+    lerobot_program(python, "lerobot-train", "--dataset.repo_id=local/pusht", f"--dataset.root={root / 'pusht'}",
+                    "--dataset.video_backend=pyav", "--policy.type=act", "--policy.device=cpu",
+                    "--policy.push_to_hub=false", "--policy.pretrained_backbone_weights=null", *TINY_ACT, "--steps=2",
+                    "--batch_size=2", "--num_workers=0", "--save_freq=2", "--wandb.enable=false",
+                    f"--output_dir={root / 'train'}", cwd=root)
+    checkpoint = root / "train" / "checkpoints" / "000002" / "pretrained_model"
+    out = root / "eval"
+    lerobot_program(python, "lerobot-eval", f"--policy.path={checkpoint}", *PUSHT, "--eval.n_episodes=2",
+                    "--eval.batch_size=2", "--eval.use_async_envs=false", "--policy.device=cpu", f"--seed={SEED}",
+                    f"--output_dir={out}", cwd=root)
+    return out
+
+
+@pytest.mark.slow
+def test_import_of_a_real_lerobot_eval_run(evaluated: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The folder lerobot-eval wrote, imported from the core's Python: one run per episode
+    with the outcome and rewards of eval_info.json, seeds 1000 + k, the episode's video,
+    the source named; the runs validate, score (2 episodes of 2 registered) and report."""
+    from labrecord.cli import main
+
+    info = json.loads((evaluated / "eval_info.json").read_text())
+    (task,) = info["per_task"]
+    assert (task["task_group"], task["task_id"]) == ("pusht", 0)
+    out = tmp_path / "runs"
+    with pytest.raises(SystemExit) as done:
+        main(["import", "lerobot-eval", str(evaluated), "--out", str(out), "--start-seed", str(SEED), "--json"])
+    assert done.value.code == 0
+    summary = json.loads(capsys.readouterr().out)
+    assert summary["counts"] == {"imported": 2, "unchanged": 0, "error": 0, "missing": 0}
+    metrics = task["metrics"]
+    for k, row in enumerate(summary["runs"]):
+        assert row["record"] == f"pusht_0/episode_{k}"
+        assert row["outcome"] == ("success" if metrics["successes"][k] else "failure")
+        run = out / row["run_id"]
+        report, _ = validate_run(run)
+        assert report.ok and not report.warnings, [str(f) for f in report.errors + report.warnings]
+        manifest = read_manifest(run).manifest
+        source = manifest.source
+        assert source is not None and source.kind == "lerobot-eval" and source.format_version is None
+        assert source.path == str((evaluated / "eval_info.json").resolve()) and source.record == row["record"]
+        assert (source.attrs["sum_reward"], source.attrs["max_reward"]) == (metrics["sum_rewards"][k],
+                                                                             metrics["max_rewards"][k])
+        assert manifest.seeds.task_state == SEED + k and manifest.task.task_id == "pusht_0"
+        video = Path(metrics["video_paths"][k])
+        assert video.name == f"eval_episode_{k}.mp4"
+        assert (run / "videos" / "episode.mp4").read_bytes() == (evaluated / "videos" / "pusht_0" / video.name).read_bytes()
+    with pytest.raises(SystemExit) as done:
+        main(["import", "lerobot-eval", str(evaluated), "--out", str(out), "--start-seed", str(SEED), "--json"])
+    assert json.loads(capsys.readouterr().out)["counts"] == {"imported": 0, "unchanged": 2, "error": 0, "missing": 0}
+    with pytest.raises(SystemExit) as done:
+        main(["score", str(out), "--json"])
+    assert done.value.code == 0
+    (group,) = json.loads(capsys.readouterr().out)["groups"]
+    successes = sum(metrics["successes"])
+    assert group["coverage"]["completion.physical"] == {"resolved": 2, "registered": 2}
+    assert group["metrics"]["completion.physical"]["num"] == successes and group["coverage"]["missing"] == []
+    assert group["coverage"]["audited"] == {"audited": 0, "runs": 2}
+    with pytest.raises(SystemExit) as done:
+        main(["report", str(out), "--out", str(tmp_path / "report.html")])
+    assert done.value.code == 0 and "pusht_0" in (tmp_path / "report.html").read_text()
