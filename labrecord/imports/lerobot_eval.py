@@ -176,10 +176,11 @@ def _per_task(info: dict[str, Any], where: str) -> tuple[list[_Task], list[Recor
     # lerobot-eval runs n_episodes on every task: the longest list, or the group's count
     # shared among its tasks, whichever is larger, is the declared number per task
     longest = max((max(t.entries, default=-1) + 1 for t in tasks), default=0)
-    groups = info.get("per_group") if isinstance(info.get("per_group"), dict) else {}
+    found = info.get("per_group")
+    groups: dict[str, Any] = found if isinstance(found, dict) else {}
     for task in tasks:
         declared = longest
-        group = groups.get(task.group)
+        group = groups.get(task.group or "")
         count = group.get("n_episodes") if isinstance(group, dict) else None
         members = sum(1 for t in tasks if t.group == task.group)
         if isinstance(count, int) and not isinstance(count, bool) and count % members == 0:
