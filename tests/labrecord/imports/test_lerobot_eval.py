@@ -28,46 +28,9 @@ from labrecord.imports import KINDS, import_source
 from labrecord.imports.runs import ImportOptions
 from labrecord.rundir import read_events, read_manifest
 from labrecord.validation import validate_run
+from tests.labrecord.imports.layouts import lerobot_eval_info as eval_info
 
 WRITER = Path(__file__).with_name("pusht_writer.py")
-
-
-def eval_info(tasks: dict[tuple[str, int], list[tuple[float, float, bool]]], folder: Path | None = None,
-              video_bytes: bytes = b"\x00\x00\x00\x18ftypisom") -> dict[str, Any]:
-    """An ``eval_info.json`` as lerobot 0.6.1's ``eval_policy_all`` writes it, for episodes
-    ``(sum_reward, max_reward, success)`` per ``(task_group, task_id)``; with ``folder``,
-    the videos of the first ten episodes of each task are written where lerobot puts them
-    (their listed paths relative to the directory lerobot-eval ran in, as it lists them)."""
-    per_task, groups = [], {}
-    for (group, task_id), episodes in tasks.items():
-        videos = []
-        for k in range(min(10, len(episodes))):
-            relative = Path("videos") / f"{group}_{task_id}" / f"eval_episode_{k}.mp4"
-            videos.append(str(Path("outputs/eval/2026-12-02/12-00-00_pusht_act") / relative))
-            if folder is not None:
-                (folder / relative).parent.mkdir(parents=True, exist_ok=True)
-                (folder / relative).write_bytes(video_bytes + bytes([k]))
-        per_task.append({"task_group": group, "task_id": task_id, "metrics": {
-            "sum_rewards": [e[0] for e in episodes], "max_rewards": [e[1] for e in episodes],
-            "successes": [e[2] for e in episodes], "video_paths": videos, "predicted_video_paths": []}})
-        acc = groups.setdefault(group, {"sum": [], "max": [], "success": [], "videos": []})
-        acc["sum"] += [e[0] for e in episodes]
-        acc["max"] += [e[1] for e in episodes]
-        acc["success"] += [e[2] for e in episodes]
-        acc["videos"] += videos
-
-    def mean(xs: list[float]) -> float:
-        return sum(xs) / len(xs) if xs else math.nan
-
-    per_group = {g: {"avg_sum_reward": mean(a["sum"]), "avg_max_reward": mean(a["max"]),
-                     "pc_success": mean([float(s) for s in a["success"]]) * 100, "n_episodes": len(a["sum"]),
-                     "video_paths": a["videos"], "predicted_video_paths": []} for g, a in groups.items()}
-    every = [e for episodes in tasks.values() for e in episodes]
-    overall = {"avg_sum_reward": mean([e[0] for e in every]), "avg_max_reward": mean([e[1] for e in every]),
-               "pc_success": mean([float(e[2]) for e in every]) * 100, "n_episodes": len(every), "eval_s": 12.5,
-               "eval_ep_s": 6.25, "video_paths": [v for a in groups.values() for v in a["videos"]],
-               "predicted_video_paths": []}
-    return {"per_task": per_task, "per_group": per_group, "overall": overall}
 
 
 def write_info(folder: Path, info: dict[str, Any] | str) -> Path:
