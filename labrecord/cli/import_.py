@@ -7,7 +7,7 @@ import click
 
 from labrecord.cli.common import CONTEXT_SETTINGS, echo_json, echo_table, output_options, progress
 
-KIND_NAMES = ("robomimic", "isaaclab", "lerobot", "vla-eval")
+KIND_NAMES = ("robomimic", "isaaclab", "lerobot", "vla-eval", "lerobot-eval")
 
 
 @click.command(name="import", context_settings=CONTEXT_SETTINGS)
@@ -22,16 +22,20 @@ KIND_NAMES = ("robomimic", "isaaclab", "lerobot", "vla-eval")
 @click.option("--system", default=None, help="Name of the system that acted (unknown if not given).")
 @click.option("--system-kind", type=click.Choice(("vla", "agent", "scripted", "human")), default=None,
               help="Kind of that system (unknown if not given).")
+@click.option("--start-seed", type=int, default=None,
+              help="lerobot-eval: the --seed the evaluation ran with (episode k of each task ran with seed "
+                   "START+k); lerobot >= 0.4 does not write it, so without it the seeds stay unknown.")
 @output_options(csv=False, json_help="Print the summary as JSON.")
 def import_(kind: str, path: str, threads: int, out: str, family: str | None, control_hz: float | None, system: str | None,
-            system_kind: str | None, as_json: bool) -> None:
+            system_kind: str | None, start_seed: int | None, as_json: bool) -> None:
     """Import another tool's episodes as run directories: one run per episode.
 
     KIND is the source's layout: robomimic (HDF5 data/demo_k), isaaclab (the Isaac Lab
     recorder's HDF5), lerobot (a LeRobot v3 dataset folder, read by lerobot itself:
-    Python 3.12 with lerobot installed) or vla-eval (a vla-eval run's output folder or its
+    Python 3.12 with lerobot installed), vla-eval (a vla-eval run's output folder or its
     recording-<eval_id>.sqlite; its work queue is the episode set, so a crashed shard's
-    episodes show as missing).  Each run names its source, the record and a content hash; what the
+    episodes show as missing) or lerobot-eval (a lerobot-eval run's --output_dir or its
+    eval_info.json; no lerobot needed).  Each run names its source, the record and a content hash; what the
     source does not state stays null, episodes without a recorded outcome are unresolved,
     and runs without a measurement stream are scored unaudited.  Importing again leaves
     unchanged runs alone.  The source's episode set is registered as a population
@@ -45,6 +49,7 @@ def import_(kind: str, path: str, threads: int, out: str, family: str | None, co
       labrecord import robomimic low_dim.hdf5 --out runs/ --family rack --control-hz 20 --json
       labrecord import lerobot datasets/weighing --out runs/
       labrecord import vla-eval results/ --out runs/
+      labrecord import lerobot-eval outputs/eval/pusht --out runs/ --start-seed 1000
     """
     from labrecord.imports import ImportOptions, open_source
     from labrecord.imports.runs import import_records
@@ -52,7 +57,7 @@ def import_(kind: str, path: str, threads: int, out: str, family: str | None, co
 
     check_apart(out, [path], what="--out")
     options = ImportOptions(family=family, control_hz=control_hz, system=system, system_kind=system_kind,
-                            threads=threads)
+                            start_seed=start_seed, threads=threads)
     with open_source(kind, path, options) as source:
         with progress(len(source.records), "import") as advance:
             summary = import_records(source, out, options, progress=advance)

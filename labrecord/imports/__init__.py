@@ -8,7 +8,8 @@ naming the file and the record, and the other records still import.  docs/import
 the field tables per kind.
 
 Kinds implemented here: ``robomimic`` and ``isaaclab`` (HDF5, :mod:`labrecord.imports.hdf5`), ``lerobot``
-(:mod:`labrecord.imports.lerobot`) and ``vla-eval`` (a vla-eval recording, :mod:`labrecord.imports.vla_eval`).
+(:mod:`labrecord.imports.lerobot`), ``vla-eval`` (a vla-eval recording, :mod:`labrecord.imports.vla_eval`)
+and ``lerobot-eval`` (the output folder of a ``lerobot-eval`` run, :mod:`labrecord.imports.lerobot_eval`).
 """
 from __future__ import annotations
 
@@ -26,6 +27,7 @@ KINDS: dict[str, str] = {
     "isaaclab": "labrecord.imports.hdf5:isaaclab_source",
     "lerobot": "labrecord.imports.lerobot:lerobot_source",
     "vla-eval": "labrecord.imports.vla_eval:vla_eval_source",
+    "lerobot-eval": "labrecord.imports.lerobot_eval:lerobot_eval_source",
 }
 
 

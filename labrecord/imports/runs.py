@@ -48,14 +48,17 @@ class ImportOptions:
     """What the user states about a source that the source itself does not say.
 
     ``family`` names the task contract whose measurement columns the state streams are
-    mapped to; ``control_hz`` the control rate; ``system`` / ``system_kind`` who acted.
-    Anything left None stays unknown in the runs.
+    mapped to; ``control_hz`` the control rate; ``system`` / ``system_kind`` who acted;
+    ``start_seed`` the first seed of an evaluation that numbers its episodes' seeds from
+    it without recording them (lerobot-eval's ``--seed``).  Anything left None stays
+    unknown in the runs.
     """
 
     family: str | None = None
     control_hz: float | None = None
     system: str | None = None
     system_kind: str | None = None
+    start_seed: int | None = None
     evaluation_version: str = "import/1"
     #: runs written at once (their durable writes overlap)
     threads: int = 4

@@ -42,9 +42,11 @@ TWICE_ENCODED_TOLERANCE = 8.0
 PROPRIO = ["robot0_eef_pos", "robot0_gripper_qpos"]
 
 
-def lerobot_python() -> str:
+def lerobot_python(checkout: bool = True) -> str:
     """``LABRECORD_LEROBOT_PYTHON``, else the venv scripts/install-lerobot-venv.sh builds
-    (``$LABRECORD_LEROBOT_VENV`` or ``~/.cache/labrecord/lerobot-venv``)."""
+    (``$LABRECORD_LEROBOT_VENV`` or ``~/.cache/labrecord/lerobot-venv``); with ``checkout``,
+    one whose labrecord is this checkout's (tests that run only lerobot's own programs in
+    it pass False)."""
     python = os.environ.get("LABRECORD_LEROBOT_PYTHON", "")
     if not python:
         venv = os.environ.get("LABRECORD_LEROBOT_VENV") or str(Path.home() / ".cache/labrecord/lerobot-venv")
@@ -52,6 +54,8 @@ def lerobot_python() -> str:
         python = str(candidate) if candidate.exists() else ""
     require_reader(bool(python), "a Python 3.12 with lerobot[dataset] and labrecord",
                    "set LABRECORD_LEROBOT_PYTHON=/path/to/venv/bin/python or run scripts/install-lerobot-venv.sh")
+    if not checkout:
+        return python
     # the subprocess must export with this checkout's code, the wings included (an editable
     # install of another clone maps labrecord.<wing> elsewhere even when labrecord resolves here)
     code = "import labrecord, labrecord.exporters.lerobot as m; print(labrecord.__file__); print(m.__file__)"
