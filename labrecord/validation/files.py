@@ -7,10 +7,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from operator import attrgetter
 from pathlib import Path
 from typing import Any
 
 import msgspec
+import numpy as np
 
 from labrecord.errors import LabrecordError
 from labrecord.measurements import check_measurement_schema, nonfinite_columns, open_measurements
@@ -25,7 +27,7 @@ from labrecord.safeio import (
 )
 from labrecord.validation.events import EventLogSummary, validate_events
 from labrecord.validation.findings import Report
-from labrecord.validation.jsonl import decode_jsonl
+from labrecord.validation.jsonl import decode_jsonl, decode_log
 
 _receipt_decoder = msgspec.json.Decoder(ObservationReceipt)
 _online_decoder = msgspec.json.Decoder(OnlineScore)
@@ -105,8 +107,14 @@ def validate_observations_file(path: Path, report: Report, ctx: RunContext) -> N
     data = _read(path, report)
     if data is None:
         return
-    for line, receipt in decode_jsonl(str(path), data, _receipt_decoder, report, interrupted=ctx.interrupted,
-                                      keep=ctx._keep(path, data)):
+    records, items = decode_log(str(path), data, _receipt_decoder, report, interrupted=ctx.interrupted,
+                                keep=ctx._keep(path, data))
+    if records is not None:
+        first_lines = screen_receipts(records)
+        if first_lines is not None:
+            ctx.receipts.update(first_lines)
+            return
+    for line, receipt in items:
         if receipt.obs_id in ctx.receipts:
             report.error(str(path), line, "obs_id", f"obs_id {receipt.obs_id!r} repeats (first on line {ctx.receipts[receipt.obs_id]})")
         ctx.receipts.setdefault(receipt.obs_id, line)
@@ -115,6 +123,26 @@ def validate_observations_file(path: Path, report: Report, ctx: RunContext) -> N
         if receipt.evidence_version < last_version:
             report.error(str(path), line, "evidence_version", f"evidence version {receipt.evidence_version} goes back from {last_version}")
         last_version = max(last_version, receipt.evidence_version)
+
+
+def screen_receipts(receipts: list[ObservationReceipt]) -> dict[str, int] | None:
+    """The rules of :func:`validate_observations_file` over all receipts at once: obs_id
+    -> line when none finds anything (ids unique, no delivery before its acquisition, no
+    evidence version below -1 or the running maximum), else None.  For example versions
+    ``[0, 2, 1]`` give None (the third goes back from 2), and ``[0, 0, 3]`` pass."""
+    n = len(receipts)
+    lines = dict(zip(map(attrgetter("obs_id"), receipts), range(1, n + 1)))
+    if len(lines) != n:
+        return None
+    acquired = np.fromiter(map(attrgetter("t_acquired"), receipts), np.float64, n)
+    delivered = np.fromiter(map(attrgetter("t_delivered"), receipts), np.float64, n)
+    try:
+        versions = np.fromiter(map(attrgetter("evidence_version"), receipts), np.int64, n)
+    except OverflowError:
+        return None
+    if (delivered < acquired).any() or (n and (versions[0] < -1 or (versions[1:] < versions[:-1]).any())):
+        return None
+    return lines
 
 
 def validate_online_scores_file(path: Path, report: Report, ctx: RunContext) -> None:

@@ -77,17 +77,31 @@ def decode_jsonl(path: str, data: bytes, decoder: msgspec.json.Decoder[Any], rep
     trace of the crash (a warning, the line is ignored) rather than damage (an error).
     ``keep``: receives the canonical text of every record yielded (see
     :func:`labrecord.safeio.decode_record`), which is what the store loads: a line that
-    was ignored or refused here is never loaded.
+    was ignored or refused here is never loaded.  (:func:`decode_log` is the same reading,
+    handing over the whole list of records where the file is its own canonical text.)
+    """
+    return decode_log(path, data, decoder, report, interrupted=interrupted, keep=keep)[1]
+
+
+def decode_log(path: str, data: bytes, decoder: msgspec.json.Decoder[Any], report: Report, *,
+               interrupted: bool = False, keep: list[bytes] | None = None) -> tuple[list[Any] | None, Iterator[tuple[int, Any]]]:
+    """``(records, items)``: the reading of :func:`decode_jsonl` as ``items`` (an iterator
+    of ``(line, record)``), and ``records``, every record in line order, when no finding
+    can come from the reading (the file decoded whole and every line is its own
+    canonical text, already in ``keep``), else None.  A caller holding ``records`` may
+    check them in bulk; the findings and records of ``items`` are the same either way.
 
     Repeated keys and integers outside the stored range (:func:`~labrecord.safeio.strict_problem`)
     are screened for a chunk of records at a time: the chunk encoded again in one call
     equals its lines joined exactly when every line is its own canonical text (as every
     line the writer wrote is), which proves that no line repeats a key; only the lines of
-    a chunk that does not pass are checked one by one, and reported after the chunk.
+    a chunk that does not pass are checked one by one, and reported after the chunk.  A
+    file that decodes whole but is not its own canonical text is screened so from the
+    records of that one decode (no line is decoded a second time).
     """
     if not data.strip():
         report.error(path, None, "", "empty file")
-        return
+        return None, iter(())
     whole = _decode_whole(data, decoder)
     if whole is not None and canonical_json(whole) == b"[" + data[:-1].replace(b"\n", b",") + b"]" \
             and LONG_DIGIT_RUN not in data.translate(DIGITS_ONLY):
@@ -95,8 +109,14 @@ def decode_jsonl(path: str, data: bytes, decoder: msgspec.json.Decoder[Any], rep
         # repeats a key or holds an integer out of range, and the lines are what is kept
         if keep is not None:
             keep.extend(data.split(b"\n")[:-1])
-        yield from zip(count(1), whole)
-        return
+        return whole, zip(count(1), whole)
+    return None, _read_lines(path, data, decoder, report, interrupted, keep, whole)
+
+
+def _read_lines(path: str, data: bytes, decoder: msgspec.json.Decoder[Any], report: Report, interrupted: bool,
+                keep: list[bytes] | None, whole: list[Any] | None) -> Iterator[tuple[int, Any]]:
+    """The line-by-line reading; ``whole``: the records of a file that decoded whole (one
+    per line, no line problem), screened here without decoding any line again."""
     problems = quotes = 0
 
     def problem(line: int, field: str, message: str) -> None:
@@ -128,45 +148,56 @@ def decode_jsonl(path: str, data: bytes, decoder: msgspec.json.Decoder[Any], rep
         records.clear()
 
     expected = 1
-    for item in iter_lines(path, data):
-        number = item.number if isinstance(item, Line) else item.line
-        for blank in range(expected, number):
-            problem(blank, "", "blank line (every line of a JSONL log holds one record)")
-        expected = number + 1
-        if isinstance(item, Line):
-            depth = depth_problem(item.raw)
-            if depth is not None:
-                problem(item.number, "", depth)
-                continue
-            try:
-                record = decoder.decode(item.raw)
-            except (msgspec.DecodeError, msgspec.ValidationError) as error:
-                field, message = decode_error_message(error, item.raw)
-                text, quoted, _ = message.rpartition(" (line: ")
-                if quoted:
-                    # one short quote per file: a file that is not a log is never echoed line by line
-                    message = text if quotes else f"{text} (line: {excerpt(item.raw)})"
-                    quotes += 1
-                problem(item.number, field, message)
-                continue
-            except RecursionError:
-                problem(item.number, "", "JSON nested too deeply to decode")
-                continue
-            numbers.append(item.number)
-            raws.append(item.raw)
+    if whole is not None:
+        # the same order of work as the loop below over lines that all decode
+        for number, (raw, record) in enumerate(zip(data.split(b"\n"), whole), 1):
+            numbers.append(number)
+            raws.append(raw)
             records.append(record)
             if len(records) >= CHUNK:
                 settle()
-            yield item.number, record
-        elif isinstance(item, TruncatedLogError):
-            expected = number
-            if interrupted:
-                report.warn(path, item.line, "", f"cut last line ({item.size} bytes without a newline): the run was "
-                                                 "interrupted mid-write; the line is ignored")
-            else:
-                problem(item.line, "", f"truncated last line ({item.size} bytes without a newline)")
-        elif isinstance(item, LineProblem):
-            problem(item.line, "", item.detail)
+            yield number, record
+        expected = len(whole) + 1
+    else:
+        for item in iter_lines(path, data):
+            number = item.number if isinstance(item, Line) else item.line
+            for blank in range(expected, number):
+                problem(blank, "", "blank line (every line of a JSONL log holds one record)")
+            expected = number + 1
+            if isinstance(item, Line):
+                depth = depth_problem(item.raw)
+                if depth is not None:
+                    problem(item.number, "", depth)
+                    continue
+                try:
+                    record = decoder.decode(item.raw)
+                except (msgspec.DecodeError, msgspec.ValidationError) as error:
+                    field, message = decode_error_message(error, item.raw)
+                    text, quoted, _ = message.rpartition(" (line: ")
+                    if quoted:
+                        # one short quote per file: a file that is not a log is never echoed line by line
+                        message = text if quotes else f"{text} (line: {excerpt(item.raw)})"
+                        quotes += 1
+                    problem(item.number, field, message)
+                    continue
+                except RecursionError:
+                    problem(item.number, "", "JSON nested too deeply to decode")
+                    continue
+                numbers.append(item.number)
+                raws.append(item.raw)
+                records.append(record)
+                if len(records) >= CHUNK:
+                    settle()
+                yield item.number, record
+            elif isinstance(item, TruncatedLogError):
+                expected = number
+                if interrupted:
+                    report.warn(path, item.line, "", f"cut last line ({item.size} bytes without a newline): the run was "
+                                                     "interrupted mid-write; the line is ignored")
+                else:
+                    problem(item.line, "", f"truncated last line ({item.size} bytes without a newline)")
+            elif isinstance(item, LineProblem):
+                problem(item.line, "", item.detail)
     settle()
     for blank in range(expected, data.count(b"\n") + 1):
         problem(blank, "", "blank line (every line of a JSONL log holds one record)")
