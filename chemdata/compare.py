@@ -20,6 +20,7 @@ from labrecord.chemdata.store import ingest_documents
 from labrecord.errors import LabrecordError
 from labrecord.scorers.reaction import parse_profile, prf
 from labrecord.store import connect
+from labrecord.store.schema import RXN_TABLES
 
 if TYPE_CHECKING:
     from duckdb import DuckDBPyConnection
@@ -168,7 +169,7 @@ def diff_systems(gold: str, a: str, b: str, *, profile: str = "strict", seed: in
             docs = [msgspec.structs.replace(d, system=name) for d in docs]
         sides.append((name, docs))
     (name_a, docs_a), (name_b, docs_b) = sides
-    con = connect()
+    con = connect(tables=RXN_TABLES)
     try:
         ingest_documents(con, gold_docs, gold=True)
         ingest_documents(con, docs_a)

@@ -20,6 +20,7 @@ from labrecord.scorers.reaction import (
     figure_pairs, from_figure_counts, parse_profile, prf, profile_summary, score_db, side_reactions, similarity_for, unmatchable_gold,
 )
 from labrecord.store import connect
+from labrecord.store.schema import RXN_TABLES
 
 if TYPE_CHECKING:
     from duckdb import DuckDBPyConnection
@@ -34,8 +35,9 @@ def score_documents(gold: Sequence[Any], pred: Sequence[Any], *, by: str | None 
                     rows: str | None = None) -> dict[str, Any]:
     """Score figure documents (``labrecord.models.rxn.FigureDocument``) end to end.
 
-    Both sets are ingested into ``con`` (a fresh in-memory corpus when None) and scored
-    there with :func:`~labrecord.scorers.reaction.score_db`.  ``pred`` must hold one
+    Both sets are ingested into ``con`` (when None, a fresh in-memory corpus holding the
+    reaction tables alone) and scored there with
+    :func:`~labrecord.scorers.reaction.score_db`.  ``pred`` must hold one
     system; ``by="system"`` is handled by the caller (one call per system).  ``profiles``,
     ``answered_only`` and ``rows`` add the sections of :func:`score_paths`.
     """
@@ -45,7 +47,7 @@ def score_documents(gold: Sequence[Any], pred: Sequence[Any], *, by: str | None 
         raise LabrecordError(f"gold documents name {len(gold_names)} systems ({', '.join(sorted(gold_names))}); expected one")
     if len(pred_names) > 1:
         raise LabrecordError(f"predictions hold several systems ({', '.join(sorted(pred_names))}); score them one at a time")
-    con = con or connect()
+    con = con or connect(tables=RXN_TABLES)
     ingest_documents(con, gold, gold=True)
     ingest_documents(con, pred, gold=False)
     gold_name = next(iter(gold_names))
@@ -79,7 +81,7 @@ def score_paths(gold: str, preds: Sequence[str], *, db: str | None = None, by: s
     (:func:`template_rows`); ``calibration`` (a number of bins) adds the reliability table
     of recorded confidences (:func:`labrecord.chemdata.stats.reliability`).
     """
-    con = connect(db, locked=True)
+    con = connect(db, locked=True, tables=RXN_TABLES if db is None else None)
     try:
         gold_name = _resolve_gold(con, gold, db)
         systems: dict[str, bool] = {}

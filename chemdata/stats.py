@@ -115,9 +115,10 @@ def stats_for_path(path: str | os.PathLike[str], system: str | None = None) -> d
     from labrecord.chemdata.adapters import load_documents
     from labrecord.chemdata.store import ingest_documents
     from labrecord.store import connect
+    from labrecord.store.schema import RXN_TABLES
 
     docs = load_documents(path)
-    con = connect()
+    con = connect(tables=RXN_TABLES)
     try:
         ingest_documents(con, docs)
         return corpus_stats(con, system)

@@ -25,7 +25,7 @@ import msgspec
 
 from labrecord.errors import LabrecordError
 from labrecord.models.rxn import FigureDocument
-from labrecord.store.schema import create_schema, table
+from labrecord.store.schema import RXN_TABLES, create_schema, table
 
 if TYPE_CHECKING:
     from duckdb import DuckDBPyConnection
@@ -36,52 +36,101 @@ def normalizer_tag() -> str:
     return f"{NORMALIZER_VERSION} rdkit {rdkit_version()}"
 
 
-Row = tuple[Any, ...]
+#: a table's rows column by column: column name -> values (every list one length)
+Columns = dict[str, list[Any]]
 
 
-def _figure_rows(docs: Sequence[FigureDocument], gold: bool) -> list[Row]:
-    return [(doc.system, doc.figure_id, gold, doc.status, doc.error, doc.layout, list(doc.tags),
-             len(doc.reactions), len(doc.templates), doc.source,
-             doc.timing.wall_s if doc.timing else None, msgspec.json.encode(doc).decode()) for doc in docs]
+def _columns(name: str) -> Columns:
+    return {column: [] for column in table(name).names}
 
 
-def _reaction_rows(docs: Sequence[FigureDocument]) -> tuple[list[Row], list[Row]]:
-    """Rows of ``rxn_reactions`` and ``rxn_molecules`` (column order of the registered tables).
+def _figure_rows(docs: Sequence[FigureDocument], gold: bool) -> Columns:
+    out = _columns("rxn_figures")
+    out["system"] = [doc.system for doc in docs]
+    out["figure_id"] = [doc.figure_id for doc in docs]
+    out["gold"] = [gold] * len(docs)
+    out["status"] = [doc.status for doc in docs]
+    out["error"] = [doc.error for doc in docs]
+    out["layout"] = [doc.layout for doc in docs]
+    out["tags"] = [list(doc.tags) for doc in docs]
+    out["n_reactions"] = [len(doc.reactions) for doc in docs]
+    out["n_templates"] = [len(doc.templates) for doc in docs]
+    out["source"] = [doc.source for doc in docs]
+    out["wall_s"] = [doc.timing.wall_s if doc.timing else None for doc in docs]
+    out["document"] = [msgspec.json.encode(doc).decode() for doc in docs]
+    return out
 
-    Plain tuples: this loop runs once per molecule occurrence, so it stays lean."""
-    reactions: list[Row] = []
-    molecules: list[Row] = []
+
+def _reaction_rows(docs: Sequence[FigureDocument]) -> tuple[Columns, Columns]:
+    """Columns of ``rxn_reactions`` and ``rxn_molecules``.
+
+    Gathered column by column: this loop runs once per molecule occurrence, and appending
+    to a few long lists allocates no per-row container (a tuple per row, transposed later,
+    cost twice as much, most of it in the cycle collector walking the new tuples)."""
+    reactions, molecules = _columns("rxn_reactions"), _columns("rxn_molecules")
+    (r_system, r_figure, r_index, r_id, r_step, r_reactants, r_products, r_conditions, r_yield, r_selectivity,
+     r_outcome, r_identifiers, r_roles) = (values.append for values in reactions.values())
+    (m_system, m_figure, m_index, m_role, m_position, m_smiles, m_label, m_condition_role, m_origin, m_template,
+     m_region) = (values.append for values in molecules.values())
     for doc in docs:
         system, figure_id = doc.system, doc.figure_id
         for index, rxn in enumerate(doc.reactions):
-            reactions.append((system, figure_id, index, rxn.id, rxn.step, len(rxn.reactants), len(rxn.products),
-                              len(rxn.conditions), rxn.yield_, rxn.selectivity, rxn.outcome, list(rxn.identifiers),
-                              [c.role.lower() for c in rxn.conditions]))
+            r_system(system)
+            r_figure(figure_id)
+            r_index(index)
+            r_id(rxn.id)
+            r_step(rxn.step)
+            r_reactants(len(rxn.reactants))
+            r_products(len(rxn.products))
+            r_conditions(len(rxn.conditions))
+            r_yield(rxn.yield_)
+            r_selectivity(rxn.selectivity)
+            r_outcome(rxn.outcome)
+            r_identifiers(list(rxn.identifiers))
+            r_roles([c.role.lower() for c in rxn.conditions])
             for role, mols in (("reactant", rxn.reactants), ("product", rxn.products)):
                 for position, mol in enumerate(mols):
+                    m_system(system)
+                    m_figure(figure_id)
+                    m_index(index)
+                    m_role(role)
+                    m_position(position)
+                    m_smiles(mol.smiles)
+                    m_label(mol.label)
+                    m_condition_role(None)
                     prov = mol.provenance
                     if prov is None:
-                        molecules.append((system, figure_id, index, role, position, mol.smiles, mol.label,
-                                          None, None, None, None))
+                        m_origin(None)
+                        m_template(None)
+                        m_region(None)
                     else:
-                        molecules.append((system, figure_id, index, role, position, mol.smiles, mol.label,
-                                          None, prov.origin, prov.template, prov.region))
+                        m_origin(prov.origin)
+                        m_template(prov.template)
+                        m_region(prov.region)
             for position, cond in enumerate(rxn.conditions):
                 if cond.smiles is not None:
-                    molecules.append((system, figure_id, index, "condition", position, cond.smiles, None,
-                                      cond.role, None, None, None))
+                    m_system(system)
+                    m_figure(figure_id)
+                    m_index(index)
+                    m_role("condition")
+                    m_position(position)
+                    m_smiles(cond.smiles)
+                    m_label(None)
+                    m_condition_role(cond.role)
+                    m_origin(None)
+                    m_template(None)
+                    m_region(None)
     return reactions, molecules
 
 
-def _insert(con: DuckDBPyConnection, name: str, rows: Sequence[Row]) -> None:
-    """Bulk insert ``rows`` (tuples in the table's column order) through one Arrow table."""
+def _insert(con: DuckDBPyConnection, name: str, columns: Columns) -> None:
+    """Bulk insert ``columns`` (every column of the table) through one Arrow table."""
     import pyarrow as pa
 
-    if not rows:
-        return
     names = table(name).names
-    arrow = pa.table({column: list(values) for column, values in zip(names, zip(*rows))})
-    con.register("_rxn_rows", arrow)
+    if not columns[names[0]]:
+        return
+    con.register("_rxn_rows", pa.table({column: columns[column] for column in names}))
     try:
         con.execute(f"INSERT INTO {name} ({', '.join(chr(34) + c + chr(34) for c in names)}) "
                     f"SELECT * FROM _rxn_rows")
@@ -89,17 +138,18 @@ def _insert(con: DuckDBPyConnection, name: str, rows: Sequence[Row]) -> None:
         con.unregister("_rxn_rows")
 
 
-def _new_smiles(con: DuckDBPyConnection, strings: Iterable[str]) -> tuple[str, list[str], list[Row]]:
+def _new_smiles(con: DuckDBPyConnection, strings: Iterable[str]) -> tuple[str, list[str], Columns]:
     """Canonicalize the strings not yet in ``rxn_smiles`` for this normalizer; writes nothing.
 
-    Returns ``(normalizer tag, stored strings of an older normalizer, new rows)``.
+    Returns ``(normalizer tag, stored strings of an older normalizer, the new rows' columns)``.
     """
     from labrecord.chemdata.normalize import canonicalize_many
 
     tag = normalizer_tag()
     distinct = sorted(set(strings))
+    out = _columns("rxn_smiles")
     if not distinct:
-        return tag, [], []
+        return tag, [], out
     import pyarrow as pa
 
     con.register("_rxn_new", pa.table({"smiles": distinct}))
@@ -110,7 +160,13 @@ def _new_smiles(con: DuckDBPyConnection, strings: Iterable[str]) -> tuple[str, l
     stale = sorted(s for s, normalizer in stored.items() if normalizer != tag)
     todo = [s for s in distinct if stored.get(s) != tag]
     forms = canonicalize_many(todo)
-    return tag, stale, [(s, tag, f.status, f.reason, list(f.strict), list(f.nonstereo)) for s, f in forms.items()]
+    out["smiles"] = list(forms)
+    out["normalizer"] = [tag] * len(forms)
+    out["status"] = [f.status for f in forms.values()]
+    out["reason"] = [f.reason for f in forms.values()]
+    out["strict"] = [list(f.strict) for f in forms.values()]
+    out["nonstereo"] = [list(f.nonstereo) for f in forms.values()]
+    return tag, stale, out
 
 
 def ingest_documents(con: DuckDBPyConnection, docs: Sequence[FigureDocument], *, gold: bool = False, replace: bool = True) -> dict[str, int]:
@@ -123,7 +179,7 @@ def ingest_documents(con: DuckDBPyConnection, docs: Sequence[FigureDocument], *,
     leaves the stored figures as they were.  Returns counts: figures, reactions, molecules,
     new_smiles (strings canonicalized by this call).
     """
-    create_schema(con)
+    create_schema(con, RXN_TABLES)
     seen: dict[tuple[str, str], str | None] = {}
     for doc in docs:
         key = (doc.system, doc.figure_id)
@@ -135,11 +191,11 @@ def ingest_documents(con: DuckDBPyConnection, docs: Sequence[FigureDocument], *,
         return {"figures": 0, "reactions": 0, "molecules": 0, "new_smiles": 0}
     reactions, molecules = _reaction_rows(docs)
     figures = _figure_rows(docs, gold)
-    _, stale, smiles = _new_smiles(con, [row[5] for row in molecules])
+    _, stale, smiles = _new_smiles(con, molecules["smiles"])
     con.execute("BEGIN TRANSACTION")
     try:
         _delete_existing(con, list(seen), replace)
-        _delete_smiles(con, stale + [row[0] for row in smiles])
+        _delete_smiles(con, stale + smiles["smiles"])
         _insert(con, "rxn_smiles", smiles)
         _insert(con, "rxn_figures", figures)
         _insert(con, "rxn_reactions", reactions)
@@ -148,7 +204,8 @@ def ingest_documents(con: DuckDBPyConnection, docs: Sequence[FigureDocument], *,
         con.execute("ROLLBACK")
         raise
     con.execute("COMMIT")
-    return {"figures": len(docs), "reactions": len(reactions), "molecules": len(molecules), "new_smiles": len(smiles)}
+    return {"figures": len(docs), "reactions": len(reactions["system"]), "molecules": len(molecules["system"]),
+            "new_smiles": len(smiles["smiles"])}
 
 
 def _delete_smiles(con: DuckDBPyConnection, strings: list[str]) -> None:
@@ -185,6 +242,6 @@ def _delete_existing(con: DuckDBPyConnection, keys: list[tuple[str, str]], repla
 
 def systems(con: DuckDBPyConnection) -> list[tuple[str, bool, int]]:
     """``[(system, gold, figures)]`` stored in the corpus."""
-    create_schema(con)
+    create_schema(con, RXN_TABLES)
     return [tuple(row) for row in con.execute(
         "SELECT system, bool_or(gold), count(*) FROM rxn_figures GROUP BY system ORDER BY system").fetchall()]

@@ -1,21 +1,22 @@
 """Opening a corpus (a DuckDB file or in memory) and its Parquet snapshots.
 
 :func:`connect` is the one way to open a corpus: it creates or migrates every registered
-table (:mod:`labrecord.store.schema`), run and reaction tables alike.
+table (:mod:`labrecord.store.schema`), run and reaction tables alike (or, for an in-memory
+corpus of reaction records, the reaction tables alone).
 """
 from __future__ import annotations
 
 import os
 import shutil
 import tempfile
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from labrecord.errors import LabrecordError
 from labrecord.fileio import atomic_path
 from labrecord.store.readonly import first_line, lock, setting
-from labrecord.store.schema import TABLES, create_schema, create_views, missing_columns, missing_tables, stale_views
+from labrecord.store.schema import TABLES, TableSpec, create_schema, create_views, missing_columns, missing_tables, stale_views
 
 if TYPE_CHECKING:
     from duckdb import DuckDBPyConnection
@@ -25,7 +26,7 @@ PARTITIONED = ("runs", "events", "observations", "online_scores", "final_scores"
 
 
 def connect(db_path: str | os.PathLike[str] | None = None, *, read_only: bool = False, locked: bool = False,
-            allowed: Iterable[str | os.PathLike[str]] = ()) -> DuckDBPyConnection:
+            allowed: Iterable[str | os.PathLike[str]] = (), tables: Sequence[TableSpec] | None = None) -> DuckDBPyConnection:
     """Open (creating if needed) a corpus file with every registered table; ``None`` gives
     an in-memory corpus.
 
@@ -35,6 +36,10 @@ def connect(db_path: str | os.PathLike[str] | None = None, *, read_only: bool = 
     views and macros cannot reach files outside it and ``allowed``); ``locked`` locks a
     writable one too, for commands that store only what Python hands them (the reaction
     commands).  Ingesting runs needs DuckDB's file readers, so its connection is not.
+
+    ``tables`` (writable connections) creates those registered tables alone, without the
+    views: ``tables=RXN_TABLES`` is the in-memory corpus of a reaction command that stores
+    nothing, opened in a fraction of the time the whole schema's comments take.
     """
     import duckdb
 
@@ -63,7 +68,7 @@ def connect(db_path: str | os.PathLike[str] | None = None, *, read_only: bool = 
     if locked:
         lock(con, allowed)
     try:
-        create_schema(con)
+        create_schema(con, tables)
     except duckdb.Error as error:
         con.close()
         raise LabrecordError(f"{db_path}: cannot use DuckDB corpus: {first_line(error)}") from error

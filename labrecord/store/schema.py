@@ -12,6 +12,7 @@ only, or reactions only) opens as a whole corpus.
 """
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -535,13 +536,21 @@ def _quote(text: str) -> str:
     return "'" + text.replace("'", "''") + "'"
 
 
-def create_schema(con: DuckDBPyConnection) -> None:
+def create_schema(con: DuckDBPyConnection, tables: Sequence[TableSpec] | None = None) -> None:
     """Create every table and view that is missing, with comments; idempotent.
 
     Runs in one transaction (one commit instead of one per comment), and not at all when
     every table and view already exists.  A corpus written by an older release keeps its
     tables and rows; only the tables it lacks are created and its views are redone.
+
+    ``tables`` (default: all) narrows the work to those registered tables: a corpus that holds reaction
+    records alone (``RXN_TABLES``) gets no run tables and no views (the views read the run
+    tables), which makes an in-memory corpus for scoring documents quick to open and its
+    check one catalog query.  A later call with every table completes it.
     """
+    if tables is not None:
+        _create_tables(con, tables)
+        return
     present = _relations(con)
     missing = [t for t in TABLES if t.name not in present]
     added = missing_columns(con)
@@ -552,14 +561,40 @@ def create_schema(con: DuckDBPyConnection) -> None:
         for spec in missing:
             _create_table(con, spec)
         for spec, column in added:
-            # a column added by a newer release (events.payload in 1.1): older rows read null
-            con.execute(f'ALTER TABLE {spec.name} ADD COLUMN "{column.name}" {column.type}')
-            con.execute(f'COMMENT ON COLUMN {spec.name}."{column.name}" IS {_quote(column.comment)}')
+            _add_column(con, spec, column)
         create_views(con)
     except BaseException:
         con.execute("ROLLBACK")
         raise
     con.execute("COMMIT")
+
+
+def _create_tables(con: DuckDBPyConnection, tables: Sequence[TableSpec]) -> None:
+    """The missing tables and columns of ``tables`` only; one catalog query when none is missing."""
+    rows = con.execute("SELECT table_name, list(column_name) FROM duckdb_columns() WHERE table_name IN (SELECT unnest(?)) "
+                       "AND table_oid IN (SELECT table_oid FROM duckdb_tables()) GROUP BY table_name",
+                       [[t.name for t in tables]]).fetchall()
+    have = {name: set(columns) for name, columns in rows}
+    missing = [t for t in tables if t.name not in have]
+    added = [(t, c) for t in tables if t.name in have for c in t.columns if c.name not in have[t.name]]
+    if not missing and not added:
+        return
+    con.execute("BEGIN TRANSACTION")
+    try:
+        for spec in missing:
+            _create_table(con, spec)
+        for spec, column in added:
+            _add_column(con, spec, column)
+    except BaseException:
+        con.execute("ROLLBACK")
+        raise
+    con.execute("COMMIT")
+
+
+def _add_column(con: DuckDBPyConnection, spec: TableSpec, column: Column) -> None:
+    """A column added by a newer release (events.payload in 1.1): older rows read null."""
+    con.execute(f'ALTER TABLE {spec.name} ADD COLUMN "{column.name}" {column.type}')
+    con.execute(f'COMMENT ON COLUMN {spec.name}."{column.name}" IS {_quote(column.comment)}')
 
 
 def _relations(con: DuckDBPyConnection) -> set[str]:
