@@ -37,11 +37,13 @@ from labrecord.safeio import (
 )
 from labrecord.store.corpus import StoreFailure, connect, machine_failure, rollback
 from labrecord.store.schema import (
-    AUDITS, EVENTS, INVALID_RUNS, OBSERVATIONS, ONLINE_SCORES, POPULATIONS, RUNS, TableSpec, json_columns,
+    AUDITS, EVENTS, INVALID_RUNS, OBSERVATIONS, ONLINE_SCORES, POPULATIONS, RUNS, Column, TableSpec, json_columns,
 )
 
 if TYPE_CHECKING:
     from duckdb import DuckDBPyConnection
+
+    from labrecord.validation.jsonl import KeptTexts
 
 @dataclass
 class IngestSummary:
@@ -70,7 +72,7 @@ class _Pending:
     manifest: RunManifest
     raw: dict[str, Any]
     #: canonical record texts per loaded log (and scores.json), as validation decoded them
-    records: dict[str, list[bytes]] = field(default_factory=dict)
+    records: dict[str, KeptTexts] = field(default_factory=dict)
     #: the measurement bytes validation checked, or None
     measurements: bytes | None = None
 
@@ -83,7 +85,7 @@ class Validated:
     errors: list[str]
     document: Any
     digest: str
-    records: dict[str, list[bytes]]
+    records: dict[str, KeptTexts]
     measurements: bytes | None
 
 
@@ -173,29 +175,38 @@ def run_row(p: _Pending, ingested_at: str) -> dict[str, Any]:
     }
 
 
-def _lines(pending: Sequence[_Pending], name: str) -> Any:
-    """``(run_id, json)`` rows of the decoded records of one file kind, as an Arrow table."""
+def text_column(blocks: Sequence[bytes]) -> Any:
+    """One Arrow string array of the newline-terminated texts in ``blocks`` (see
+    :class:`~labrecord.validation.jsonl.KeptTexts`), built over their bytes joined once:
+    the offsets are the newline positions, so no Python object is made per line.  Each
+    value keeps its closing newline, which a JSON reader skips as whitespace."""
+    import numpy as np
     import pyarrow as pa
 
-    run_ids: list[str] = []
-    texts: list[bytes] = []
-    for p in pending:
-        records = p.records.get(name, ())
-        run_ids += [p.run_id] * len(records)
-        texts += records
-    return pa.table({"run_id": pa.array(run_ids, pa.string()), "json": pa.array(texts, pa.binary()).cast(pa.string())})
+    data = b"".join(blocks)
+    ends = np.flatnonzero(np.frombuffer(data, np.uint8) == 0x0A)
+    offsets = np.zeros(len(ends) + 1, np.int64)
+    offsets[1:] = ends + 1
+    return pa.Array.from_buffers(pa.large_string(), len(ends), [None, pa.py_buffer(offsets), pa.py_buffer(data)])
+
+
+def _lines(pending: Sequence[_Pending], name: str) -> Any:
+    """``(run_id, json)`` rows of the decoded records of one file kind, as one Arrow table
+    built from the kept bytes (:func:`text_column`)."""
+    import numpy as np
+    import pyarrow as pa
+
+    kept = [(p.run_id, p.records[name]) for p in pending if name in p.records]
+    counts = np.array([len(texts) for _, texts in kept], np.int64)
+    run_ids = pa.array([run_id for run_id, _ in kept], pa.string()).take(np.repeat(np.arange(len(kept)), counts))
+    texts = text_column([block for _, records in kept for block in records.blocks])
+    return pa.table({"run_id": run_ids, "json": texts})
 
 
 #: field -> (default the writer omits, event types that carry the field)
-_EVENT_DEFAULTS = {"track": ("'native'", "'choice'"), "first": ("false", "'choice'"), "attempt": ("1", "'confirm', 'failure'"),
-                   "recoverable": ("true", "'failure'"), "irreversible": ("false", "'violation'"),
-                   "delivered": ("true", "'intervention'")}
-
-
-def _with_default(name: str) -> str:
-    """Restore a default the writer omitted (``omit_defaults``), only on types that have the field."""
-    default, types = _EVENT_DEFAULTS[name]
-    return f'CASE WHEN type IN ({types}) THEN coalesce("{name}", {default}) END'
+_EVENT_DEFAULTS = {"track": ("'native'", "choice"), "first": ("false", "choice"), "attempt": ("1", "confirm failure"),
+                   "recoverable": ("true", "failure"), "irreversible": ("false", "violation"),
+                   "delivered": ("true", "intervention")}
 
 
 #: episode of every event: the last episode_start at or before it (episode_end keeps its own)
@@ -203,37 +214,80 @@ _EPISODE = ("coalesce(last_value(CASE WHEN type = 'episode_start' THEN episode E
             "OVER (PARTITION BY run_id ORDER BY seq ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW), episode)")
 
 
-def _structure(spec: TableSpec) -> str:
-    """The ``json_transform`` structure of a table's JSON keys, typed as the corpus columns."""
-    fields = ", ".join(f'"{c.name}": "{c.type.replace(" PRIMARY KEY", "")}"' for c in spec.columns if c.name != "run_id")
+def _structure(columns: Sequence[Column]) -> str:
+    """The ``json_transform`` structure of JSON keys, typed as the corpus columns."""
+    fields = ", ".join(f'"{c.name}": "{c.type.replace(" PRIMARY KEY", "")}"' for c in columns if c.name != "run_id")
     return "{" + fields + "}"
+
+
+def _event_columns() -> dict[str, list[Column]]:
+    """Event type -> the ``events`` columns its records can carry: the fields of its typed
+    record (a canonical text holds no other key), without ``type`` itself."""
+    from labrecord.models.events import EVENT_TYPES
+
+    out = {}
+    for tag, kind in EVENT_TYPES.items():
+        names = {f.encode_name for f in msgspec.structs.fields(kind)}
+        out[tag] = [c for c in EVENTS.columns if c.name in names]
+    return out
+
+
+def _event_value(tag: str, name: str) -> str:
+    """A column of one event type's rows; a default the writer omitted (``omit_defaults``)
+    is restored on the types that carry the field."""
+    if name in _EVENT_DEFAULTS:
+        default, types = _EVENT_DEFAULTS[name]
+        return f'coalesce("{name}", {default})' if tag in types.split() else "NULL"
+    return f'"{name}"'
 
 
 def _load_jsonl(con: DuckDBPyConnection, table: str, lines: Any, spec: TableSpec) -> None:
     """Load the decoded records of one log kind (``(run_id, json)`` rows) into ``table``.
 
-    Each JSON text is parsed in one vectorized ``json_transform`` into the corpus column
-    types; a key that is absent becomes null.  The texts are the canonical encodings of
-    records validation decoded and checked (no repeated key, no integer out of range), so
-    DuckDB reads exactly the values the checks saw.
+    The texts arrive as one Arrow batch (:func:`_lines`) and are parsed in vectorized
+    ``json_transform`` calls into the corpus column types; a key that is absent becomes
+    null.  Events are transformed type by type, each into the columns its record type
+    has: a text's keys are its record's fields, so every row gets the values the one
+    structure of all 49 columns gave it, at a fraction of the cost (the transform costs
+    per row and column, and an event type carries a few of them).  The texts are the
+    canonical encodings of records validation decoded and checked (no repeated key, no
+    integer out of range), so DuckDB reads exactly the values the checks saw.
     """
     if not lines.num_rows:
         return
     con.register("_lines", lines)
     # materialized first: scanning and transforming in one pipeline ran several times slower
-    con.execute("CREATE OR REPLACE TEMP TABLE _raw AS SELECT run_id, json FROM _lines")
-    con.unregister("_lines")
-    names = [c.name for c in spec.columns if c.name != "run_id"]
-    values = [_with_default(n) if table == "events" and n in _EVENT_DEFAULTS else f'"{n}"' for n in names]
-    aliased = ", ".join(f'{v} AS "{n}"' for v, n in zip(values, names))
-    structure = _structure(spec)
-    typed = f"SELECT run_id, {aliased} FROM (SELECT run_id, unnest(json_transform(json, '{structure}')) FROM _raw)"
-    columns = ", ".join(f'"{c.name}"' for c in spec.columns)
     if table == "events":
-        select = ", ".join(_EPISODE + ' AS "episode"' if c.name == "episode" else f'"{c.name}"' for c in spec.columns)
-        con.execute(f"INSERT INTO events ({columns}) SELECT {select} FROM ({typed})")
+        con.execute("CREATE OR REPLACE TEMP TABLE _raw AS SELECT run_id, json->>'type' AS type, json FROM _lines")
     else:
-        con.execute(f"INSERT INTO {table} ({columns}) {typed}")
+        con.execute("CREATE OR REPLACE TEMP TABLE _raw AS SELECT run_id, json FROM _lines")
+    con.unregister("_lines")
+    columns = ", ".join(f'"{c.name}"' for c in spec.columns)
+    if table != "events":
+        names = [c.name for c in spec.columns if c.name != "run_id"]
+        aliased = ", ".join(f'"{n}"' for n in names)
+        con.execute(f"INSERT INTO {table} ({columns}) SELECT run_id, {aliased} FROM "
+                    f"(SELECT run_id, unnest(json_transform(json, '{_structure(spec.columns)}')) FROM _raw)")
+        con.execute("DROP TABLE _raw")
+        return
+    present = {row[0] for row in con.execute("SELECT DISTINCT type FROM _raw").fetchall()}
+    kinds = _event_columns()
+    if present - kinds.keys():
+        # validation decodes every kept text into one of the known types
+        raise LabrecordError(f"events of unknown type {sorted(map(str, present - kinds.keys()))!r}; refused")
+    parts, carried = [], {"run_id", "type"}
+    # only the known types are spliced into SQL
+    for tag, own in kinds.items():
+        if tag not in present:
+            continue
+        carried.update(c.name for c in own)
+        values = ", ".join(f'{_event_value(tag, c.name)} AS "{c.name}"' for c in own)
+        parts.append(f"SELECT run_id, '{tag}' AS type, {values} FROM (SELECT run_id, "
+                     f"unnest(json_transform(json, '{_structure(own)}')) FROM _raw WHERE type = '{tag}')")
+    typed = " UNION ALL BY NAME ".join(parts)
+    select = ", ".join(_EPISODE + ' AS "episode"' if c.name == "episode" and "episode" in carried else
+                       f'"{c.name}"' if c.name in carried else f'NULL AS "{c.name}"' for c in spec.columns)
+    con.execute(f"INSERT INTO events ({columns}) SELECT {select} FROM ({typed})")
     con.execute("DROP TABLE _raw")
 
 
@@ -406,8 +460,7 @@ def ingest_populations(con: DuckDBPyConnection, root: Path, summary: IngestSumma
         select = ", ".join(f'"{c}"' for c in columns)
         structure = "{" + ", ".join(f'"{k}": "{v}"' for k, v in columns.items()) + "}"
         texts = info["records"]
-        lines = pa.table({"line": pa.array(range(1, len(texts) + 1), pa.int64()),
-                          "json": pa.array(texts, pa.binary()).cast(pa.string())})
+        lines = pa.table({"line": pa.array(range(1, len(texts) + 1), pa.int64()), "json": text_column(texts.blocks)})
         con.execute("BEGIN TRANSACTION")
         try:
             con.register("_registry", lines)

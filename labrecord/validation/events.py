@@ -14,7 +14,7 @@ from labrecord.models import (
     Recovery, StateReport,
 )
 from labrecord.validation.findings import Report
-from labrecord.validation.jsonl import decode_log
+from labrecord.validation.jsonl import KeptTexts, decode_log
 
 _decoder = msgspec.json.Decoder(Event)
 #: event type -> small code, for the bulk checks (:func:`screen_events`)
@@ -35,7 +35,7 @@ class EventLogSummary:
 
 
 def validate_events(path: str, data: bytes, report: Report, *, interrupted: bool = False,
-                    keep: list[bytes] | None = None) -> EventLogSummary:
+                    keep: KeptTexts | None = None) -> EventLogSummary:
     """Validate one events log; every problem is added to ``report``.
 
     ``interrupted``: the run is still marked ``running`` (its writer never closed it), so

@@ -27,7 +27,7 @@ from labrecord.safeio import (
 )
 from labrecord.validation.events import EventLogSummary, validate_events
 from labrecord.validation.findings import Report
-from labrecord.validation.jsonl import decode_jsonl, decode_log
+from labrecord.validation.jsonl import KeptTexts, decode_jsonl, decode_log
 
 _receipt_decoder = msgspec.json.Decoder(ObservationReceipt)
 _online_decoder = msgspec.json.Decoder(OnlineScore)
@@ -48,11 +48,11 @@ class RunContext:
         self.events: EventLogSummary | None = None
         self.receipts: dict[str, int] = {}
         self.files: dict[str, bytes] = {}
-        self.records: dict[str, list[bytes]] = {}
+        self.records: dict[str, KeptTexts] = {}
 
-    def _keep(self, path: Path, data: bytes) -> list[bytes]:
+    def _keep(self, path: Path, data: bytes) -> KeptTexts:
         self.files[path.name] = data
-        return self.records.setdefault(path.name, [])
+        return self.records.setdefault(path.name, KeptTexts())
 
     @property
     def family(self) -> str | None:
@@ -172,7 +172,8 @@ def validate_scores_file(path: Path, report: Report, ctx: RunContext) -> None:
         report.error(str(path), None, "", str(error))
         return
     # the document as decoded (numbers as written), which is what the store keeps
-    ctx.records[path.name] = [canonical_json(plain)]
+    kept = ctx.records[path.name] = KeptTexts()
+    kept.extend([canonical_json(plain)])
     if ctx.document is not None and scores.run_id != ctx.document.manifest.run_id:
         report.error(str(path), None, "run_id", f"scores name run {scores.run_id!r}, run.json names {ctx.document.manifest.run_id!r}")
 
@@ -301,7 +302,7 @@ def validate_population_file(path: Path, report: Report) -> dict[str, Any]:
     registered: set[str] = set()
     references: list[tuple[int, str, str]] = []
     keys: dict[tuple[str, str], int] = {}
-    records: list[bytes] = []
+    records = KeptTexts()
     data = _read(path, report)
     for line, record in decode_jsonl(str(path), data or b"", _population_decoder, report,
                                      keep=records) if data is not None else ():

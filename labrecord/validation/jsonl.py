@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from itertools import count
 from typing import Any
 
@@ -27,6 +27,39 @@ CHUNK = 4096
 _NOT_OPENING = bytes(c for c in range(256) if c not in b"[{\n")
 #: a line with more opening brackets than :data:`MAX_JSON_DEPTH` (in the text left by ``_NOT_OPENING``)
 _MANY_OPENINGS = re.compile(rb"[^\n]{%d}" % (MAX_JSON_DEPTH + 1))
+
+class KeptTexts:
+    """The canonical texts of the records a log yielded, in order, held as blocks of
+    newline-terminated lines (a canonical text never holds a raw newline: JSON escapes it).
+
+    A log whose every line is its own canonical text is kept as the one block of bytes
+    read, with no object per line; the store builds its Arrow columns from the blocks
+    (:func:`labrecord.store.ingest.text_column`).
+    """
+
+    __slots__ = ("blocks", "count")
+
+    def __init__(self) -> None:
+        self.blocks: list[bytes] = []
+        self.count = 0
+
+    def add_block(self, block: bytes, count: int) -> None:
+        """Keep ``block``: ``count`` canonical texts, each ending with a newline."""
+        if count:
+            self.blocks.append(block)
+            self.count += count
+
+    def extend(self, texts: Sequence[bytes]) -> None:
+        if texts:
+            self.add_block(b"\n".join(texts) + b"\n", len(texts))
+
+    def lines(self) -> list[bytes]:
+        """The kept texts, one per record."""
+        return b"".join(self.blocks).split(b"\n")[:-1]
+
+    def __len__(self) -> int:
+        return self.count
+
 
 _list_decoders: dict[int, tuple[msgspec.json.Decoder[Any], msgspec.json.Decoder[Any]]] = {}
 
@@ -70,7 +103,7 @@ def _decode_whole(data: bytes, decoder: msgspec.json.Decoder[Any]) -> list[Any] 
 
 
 def decode_jsonl(path: str, data: bytes, decoder: msgspec.json.Decoder[Any], report: Report, *,
-                 interrupted: bool = False, keep: list[bytes] | None = None) -> Iterator[tuple[int, Any]]:
+                 interrupted: bool = False, keep: KeptTexts | None = None) -> Iterator[tuple[int, Any]]:
     """Yield ``(line, record)`` for every line that decodes; report the others.
 
     ``interrupted``: the run's writer never closed it, so a cut last line is the expected
@@ -84,7 +117,7 @@ def decode_jsonl(path: str, data: bytes, decoder: msgspec.json.Decoder[Any], rep
 
 
 def decode_log(path: str, data: bytes, decoder: msgspec.json.Decoder[Any], report: Report, *,
-               interrupted: bool = False, keep: list[bytes] | None = None) -> tuple[list[Any] | None, Iterator[tuple[int, Any]]]:
+               interrupted: bool = False, keep: KeptTexts | None = None) -> tuple[list[Any] | None, Iterator[tuple[int, Any]]]:
     """``(records, items)``: the reading of :func:`decode_jsonl` as ``items`` (an iterator
     of ``(line, record)``), and ``records``, every record in line order, when no finding
     can come from the reading (the file decoded whole and every line is its own
@@ -108,13 +141,13 @@ def decode_log(path: str, data: bytes, decoder: msgspec.json.Decoder[Any], repor
         # every line is its own canonical text (as every line the writer wrote is): no line
         # repeats a key or holds an integer out of range, and the lines are what is kept
         if keep is not None:
-            keep.extend(data.split(b"\n")[:-1])
+            keep.add_block(data, len(whole))
         return whole, zip(count(1), whole)
     return None, _read_lines(path, data, decoder, report, interrupted, keep, whole)
 
 
 def _read_lines(path: str, data: bytes, decoder: msgspec.json.Decoder[Any], report: Report, interrupted: bool,
-                keep: list[bytes] | None, whole: list[Any] | None) -> Iterator[tuple[int, Any]]:
+                keep: KeptTexts | None, whole: list[Any] | None) -> Iterator[tuple[int, Any]]:
     """The line-by-line reading; ``whole``: the records of a file that decoded whole (one
     per line, no line problem), screened here without decoding any line again."""
     problems = quotes = 0
@@ -136,13 +169,15 @@ def _read_lines(path: str, data: bytes, decoder: msgspec.json.Decoder[Any], repo
             if keep is not None:
                 keep.extend(raws)
         else:
+            canonicals = []
             for number, raw, record in zip(numbers, raws, records):
                 canonical = canonical_json(record)
                 message = None if raw == canonical and LONG_DIGIT_RUN not in raw.translate(DIGITS_ONLY) else strict_problem(raw)
                 if message is not None:
                     problem(number, "", message)
-                if keep is not None:
-                    keep.append(canonical)
+                canonicals.append(canonical)
+            if keep is not None:
+                keep.extend(canonicals)
         numbers.clear()
         raws.clear()
         records.clear()

@@ -30,9 +30,9 @@ def _read(data: bytes, whole: bool, monkeypatch: pytest.MonkeyPatch) -> tuple[li
     with monkeypatch.context() as patch:
         if not whole:
             patch.setattr(jsonl, "_decode_whole", lambda data, decoder: None)
-        report, kept = Report(), []
+        report, kept = Report(), jsonl.KeptTexts()
         records = list(jsonl.decode_jsonl("e.jsonl", data, _events, report, keep=kept))
-    return records, kept, [str(f) for f in report.errors + report.warnings]
+    return records, kept.lines(), [str(f) for f in report.errors + report.warnings]
 
 
 def test_a_writers_log_is_decoded_in_one_call(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -42,10 +42,11 @@ def test_a_writers_log_is_decoded_in_one_call(monkeypatch: pytest.MonkeyPatch) -
     calls = []
     real = jsonl._decode_whole
     monkeypatch.setattr(jsonl, "_decode_whole", lambda d, dec: calls.append(1) or real(d, dec))
-    report, kept = Report(), []
+    report, kept = Report(), jsonl.KeptTexts()
     records = list(jsonl.decode_jsonl("e.jsonl", data, _events, report, keep=kept))
     assert [(n, r.seq) for n, r in records] == [(1, 0), (2, 1), (3, 2)]
-    assert kept == [LINE % i for i in range(3)] and report.ok and calls == [1]
+    # the file is kept as the one block read, no copy per line
+    assert kept.blocks == [data] and kept.lines() == [LINE % i for i in range(3)] and report.ok and calls == [1]
 
 
 def test_a_cut_last_line_is_never_decoded_whole() -> None:

@@ -15,6 +15,7 @@ from labrecord.validation import files as files_module
 from labrecord.validation.events import screen_events, validate_events
 from labrecord.validation.files import RunContext, screen_receipts, validate_observations_file
 from labrecord.validation.findings import Report
+from labrecord.validation.jsonl import KeptTexts
 
 OP = Operation("add", "w20", "pan")
 
@@ -27,10 +28,10 @@ def _validate(data: bytes, bulk: bool) -> tuple[list[str], dict, dict, int, list
     with pytest.MonkeyPatch.context() as patch:
         if not bulk:
             patch.setattr(events_module, "screen_events", lambda events: None)
-        report, kept = Report(), []
+        report, kept = Report(), KeptTexts()
         summary = validate_events("e.jsonl", data, report, keep=kept)
     return ([str(f) for f in report.errors + report.warnings], dict(summary.obs_ids),
-            {k: dumps(v) for k, v in summary.opportunities.items()}, summary.count, kept)
+            {k: dumps(v) for k, v in summary.opportunities.items()}, summary.count, kept.lines())
 
 
 def test_a_clean_log_by_hand() -> None:
