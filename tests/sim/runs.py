@@ -194,3 +194,19 @@ def run_digests(folder: Path) -> dict[str, str]:
         else:
             out[name] = hashlib.sha256(path.read_bytes()).hexdigest()
     return out
+
+
+def digest_environment() -> dict[str, str]:
+    """What the recorded digests depend on besides the code: the physics and array libraries,
+    the solver, and the CPU (floating-point results differ across instruction sets)."""
+    import hashlib
+    import platform
+    from importlib.metadata import version
+    flags = ""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as cpuinfo:
+            flags = next((line for line in cpuinfo if line.startswith("flags")), "")
+    except OSError:
+        pass
+    return {**{name: version(name) for name in ("mujoco", "numpy", "mink", "daqp")},
+            "machine": platform.machine(), "cpu_flags": hashlib.sha256(flags.encode()).hexdigest()[:16]}
