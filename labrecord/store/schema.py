@@ -556,13 +556,20 @@ def create_schema(con: DuckDBPyConnection, tables: Sequence[TableSpec] | None = 
     added = missing_columns(con)
     if not missing and not added and {v.name for v in VIEWS} <= present and not stale_views(con):
         return
+    _alter(con, missing, added, views=True)
+
+
+def _alter(con: DuckDBPyConnection, missing: Sequence[TableSpec], added: Sequence[tuple[TableSpec, Column]], *,
+           views: bool) -> None:
+    """Create ``missing`` tables and add ``added`` columns (and re-create the views) in one transaction."""
     con.execute("BEGIN TRANSACTION")
     try:
         for spec in missing:
             _create_table(con, spec)
         for spec, column in added:
             _add_column(con, spec, column)
-        create_views(con)
+        if views:
+            create_views(con)
     except BaseException:
         con.execute("ROLLBACK")
         raise
@@ -579,16 +586,7 @@ def _create_tables(con: DuckDBPyConnection, tables: Sequence[TableSpec]) -> None
     added = [(t, c) for t in tables if t.name in have for c in t.columns if c.name not in have[t.name]]
     if not missing and not added:
         return
-    con.execute("BEGIN TRANSACTION")
-    try:
-        for spec in missing:
-            _create_table(con, spec)
-        for spec, column in added:
-            _add_column(con, spec, column)
-    except BaseException:
-        con.execute("ROLLBACK")
-        raise
-    con.execute("COMMIT")
+    _alter(con, missing, added, views=False)
 
 
 def _add_column(con: DuckDBPyConnection, spec: TableSpec, column: Column) -> None:
