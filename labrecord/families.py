@@ -159,7 +159,10 @@ WEIGHING = Family(
     bench="labrecord.sim.weighing.task:TASK",
     columns=_weighing_columns(), optional_columns=_weighing_optional_columns(), default_episodes=20,
     default_deadline_s=10.0,  # the reference shows its first choice after 2.4-2.6 s
-    demo_episodes=12,  # one full block of targets and answers
+    # the demo's default: every four consecutive basic instances hold each answer once, so
+    # four per policy are balanced and keep the first command to about half a minute
+    # (twelve, a full block of targets, took 83 s); ``labrecord demo --episodes 12`` for more
+    demo_episodes=4,
     supports=(("semantic", "assist"), ("decision", "assist"), ("decision", "replace"), ("skill", "replace"),
               ("geometry", "assist"), ("geometry", "replace")),
     studies=("oracle", "pairs", "fixed-starts"),
