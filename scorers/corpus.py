@@ -18,6 +18,7 @@ then withholds the value and gives bounds.
 """
 from __future__ import annotations
 
+import functools
 import os
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
@@ -251,11 +252,16 @@ class CorpusScorer:
                   for r in self.invalid if r["identity_readable"]]
         self.all_runs = sorted(loaded + placed, key=lambda r: (r["run_id"] or "", r["invalid"]))
         self.registry = _Registry(source.populations())
-        self.outcomes = {u.run_id: u._asdict() for u in source.units("outcome")}
         self.units = {kind: source.units(kind) for kind in ("checkpoint", "reach", "episode", "fixed", "member", "geometry")}
         self.supports: dict[str, list[Any]] = defaultdict(list)
         for unit in source.units("support"):
             self.supports[unit.run_id].append(unit)
+
+    @functools.cached_property
+    def outcomes(self) -> dict[str, dict[str, Any]]:
+        """Each run's outcomes for the Oracle pairs and matched sets (completion, first
+        checkpoint choice, position error), read when a group is an Oracle study."""
+        return {u.run_id: u._asdict() for u in self.source.units("outcome")}
 
     def unassigned(self) -> list[dict[str, Any]]:
         """Invalid run folders whose run.json could not be read: in no group."""

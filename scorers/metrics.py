@@ -48,8 +48,14 @@ class UnitKind:
     row: type
     sql: str
     reference: Callable[[RefCorpus], list[Any]]
+    #: a query that is true exactly when ``sql`` can return a row (the rows it is built
+    #: on exist); when false the unit query, which joins and groups the whole event
+    #: table, is not run
+    possible: str | None = None
 
     def from_sql(self, con: DuckDBPyConnection) -> list[Any]:
+        if self.possible is not None and not con.execute(self.possible).fetchone()[0]:  # type: ignore[index]
+            return []
         return [self.row(*r) for r in con.execute(self.sql).fetchall()]
 
 
@@ -58,10 +64,14 @@ UNIT_KINDS: dict[str, UnitKind] = {k.name: k for k in (
     UnitKind("reach", choice.ReachUnit, choice.REACH_UNITS_SQL, choice.reach_units_reference),
     UnitKind("episode", completion.EpisodeUnit, completion.EPISODE_UNITS_SQL, completion.episode_units_reference),
     UnitKind("fixed", completion.FixedUnit, completion.FIXED_UNITS_SQL, completion.fixed_units_reference),
-    UnitKind("member", pairs.MemberUnit, pairs.MEMBER_UNITS_SQL, pairs.member_units_reference),
+    UnitKind("member", pairs.MemberUnit, pairs.MEMBER_UNITS_SQL, pairs.member_units_reference,
+             # its rows join the members of the pair populations
+             "SELECT EXISTS (SELECT 1 FROM populations WHERE type = 'pair' AND len(members) > 0)"),
     UnitKind("geometry", geometry.GeometryUnit, geometry.GEOMETRY_UNITS_SQL, geometry.geometry_units_reference),
     UnitKind("outcome", oracle.OutcomeUnit, oracle.RUN_OUTCOMES_SQL, oracle.run_outcomes_reference),
-    UnitKind("support", oracle.SupportUnit, oracle.SUPPORT_UNITS_SQL, oracle.support_units_reference),
+    UnitKind("support", oracle.SupportUnit, oracle.SUPPORT_UNITS_SQL, oracle.support_units_reference,
+             # one row per delivered intervention (site, mode) of a run
+             "SELECT EXISTS (SELECT 1 FROM events WHERE type = 'intervention' AND delivered)"),
 )}
 
 
