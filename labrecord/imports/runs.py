@@ -23,6 +23,7 @@ event and ``episode_end.reason`` ``service_fault`` or ``transport_fault``): unre
 """
 from __future__ import annotations
 
+import functools
 import os
 import re
 import shutil
@@ -60,8 +61,10 @@ class ImportOptions:
     system_kind: str | None = None
     start_seed: int | None = None
     evaluation_version: str = "import/1"
-    #: runs written at once (their durable writes overlap)
+    #: runs written at once
     threads: int = 4
+    #: runs staged between two filesystem syncs (:class:`Staging`)
+    batch: int = 256
 
 
 @dataclass
@@ -251,7 +254,10 @@ def _existing(run_dir: Path, record: SourceRecord, where: str) -> str | None:
     return None
 
 
-def _write_run(source: SourceFile, record: SourceRecord, out: Path, options: ImportOptions) -> ImportRow:
+def _write_run(source: SourceFile, record: SourceRecord, out: Path, options: ImportOptions,
+               staging: Path) -> ImportRow:
+    """Stage the run of ``record`` in ``staging`` (status ``imported``), unless ``out``
+    already holds it (``unchanged``); :meth:`Staging.place` moves it into ``out``."""
     where = f"{source.path} {record.name}"
     run_id = run_id_of(source, _key(record))
     held = _existing(out / run_id, record, where)
@@ -261,7 +267,7 @@ def _write_run(source: SourceFile, record: SourceRecord, out: Path, options: Imp
     table, missing = _measurement_table(record, options.family, hz)
     manifest = _manifest(source, record, options, run_id, table is not None)
     outcome = _outcome(record)
-    with RunWriter.create(out, manifest) as run:
+    with RunWriter.create(staging, manifest, durable=False) as run:
         end_t = record.num_samples / hz if hz else 0.0
         complete = record.success is True and record.fault is None
         runtime_s, clock = (end_t, "sim") if hz else (None, None)
@@ -275,18 +281,103 @@ def _write_run(source: SourceFile, record: SourceRecord, out: Path, options: Imp
                  runtime_s=runtime_s, runtime_clock=clock)
         if record.copy_to is not None:
             record.copy_to(run.path(record.copy_name), run_id)
-        if record.videos:
-            from labrecord.fileio import atomic_path
-
-            (run.path(VIDEOS_DIR)).mkdir(exist_ok=True)
-            for name, video in sorted(record.videos.items()):
-                with atomic_path(run.path(VIDEOS_DIR) / f"{safe_name(name)}.mp4") as tmp:
-                    shutil.copyfile(video, tmp)
+        for name, video in sorted(record.videos.items()):
+            run.write_file(f"{VIDEOS_DIR}/{safe_name(name)}.mp4", lambda tmp, video=video: shutil.copyfile(video, tmp))
         if table is not None:
             run.write_measurements(table)
     note = None if table is not None or not missing else "unaudited: no " + ", ".join(missing[:4]) + (
         " ..." if len(missing) > 4 else "")
     return ImportRow(record.name, run_id, "imported", outcome, manifest.evaluation.measurements, note)
+
+
+class Staging:
+    """A hidden folder inside ``out`` where an import assembles runs before they appear.
+
+    Staged runs are written without fsyncs; :meth:`place` makes a whole batch durable
+    with one filesystem sync (:func:`~labrecord.fileio.sync_filesystem`), then renames
+    each run into ``out`` and fsyncs ``out`` once.  So nothing appears in ``out`` before
+    its contents are on disk, and an import killed at any point leaves whole runs and at
+    most its staging folder.  The import holds an exclusive ``flock`` on its staging
+    folder; opening a new one removes every staging folder left behind whose lock is
+    free (its import is gone) and keeps those still held (an import running beside
+    this one).  The creation and that sweep happen under a lock on ``out`` itself, so a
+    folder just created is never swept before its import has locked it.
+    """
+
+    PREFIX, SUFFIX = ".import-", ".staging"
+
+    def __init__(self, out: Path) -> None:
+        import fcntl
+        import tempfile
+
+        self.out = out
+        out.mkdir(parents=True, exist_ok=True)
+        out_fd = os.open(out, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+        try:
+            fcntl.flock(out_fd, fcntl.LOCK_EX)
+            for leftover in out.glob(f"{self.PREFIX}*{self.SUFFIX}"):
+                self._remove_if_abandoned(leftover)
+            self.root = Path(tempfile.mkdtemp(prefix=self.PREFIX, suffix=self.SUFFIX, dir=out))
+            self._fd = os.open(self.root, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+            fcntl.flock(self._fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        finally:
+            os.close(out_fd)  # releases the lock on out
+
+    @staticmethod
+    def _remove_if_abandoned(folder: Path) -> None:
+        import fcntl
+
+        if folder.is_symlink() or not folder.is_dir():
+            return
+        fd = os.open(folder, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return  # another import is staging here
+        finally:
+            os.close(fd)
+        shutil.rmtree(folder, ignore_errors=True)
+
+    def place(self, staged: list[tuple[SourceRecord, ImportRow]]) -> None:
+        """Make the staged runs of ``staged`` (rows ``imported``) durable and move them into
+        ``out``.  A run another import placed first with the same content becomes
+        ``unchanged``; one with other content is refused (an ``error`` row)."""
+        from labrecord.fileio import _fsync_dir, sync_filesystem
+
+        staged = [(record, row) for record, row in staged if row.status == "imported" and row.run_id]
+        if not staged:
+            return
+        sync_filesystem(self.root)
+        for record, row in staged:
+            assert row.run_id is not None
+            source = self.root / row.run_id
+            try:
+                os.rename(source, self.out / row.run_id)
+            except OSError as error:
+                # the name was taken since the check before staging (an import beside this one)
+                try:
+                    held = _existing(self.out / row.run_id, record, f"{row.record}")
+                except LabrecordError as refused:
+                    row.status, row.message = "error", str(refused)
+                else:
+                    if held is None:
+                        row.status, row.message = "error", (
+                            f"{self.out / row.run_id}: cannot place the imported run: {error.strerror}")
+                    else:
+                        row.status, row.measurements = "unchanged", held
+                shutil.rmtree(source, ignore_errors=True)
+        _fsync_dir(self.out)
+
+    def close(self) -> None:
+        """Remove the staging folder (whatever is left in it was not placed) and unlock it."""
+        shutil.rmtree(self.root, ignore_errors=True)
+        os.close(self._fd)
+
+    def __enter__(self) -> Staging:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
 
 
 def _outcome(record: SourceRecord) -> str:
@@ -306,32 +397,39 @@ def import_records(source: SourceFile, out: str | os.PathLike[str], options: Imp
     summary = ImportSummary(source.kind, source.path, str(out), population_of(source))
     instances: list[Any] = []
 
-    def write(entry: SourceRecord | LabrecordError) -> ImportRow:
+    def write(staging: Path, entry: SourceRecord | LabrecordError) -> ImportRow:
         if isinstance(entry, LabrecordError):
             return ImportRow(getattr(entry, "record", "?"), None, "error", message=str(entry))
         try:
-            return _write_run(source, entry, out, options)
+            return _write_run(source, entry, out, options, staging)
         except LabrecordError as error:
             return ImportRow(entry.name, None, "error", message=str(error))
 
-    # the runs are independent and their writes wait on the disk (fsync): a few threads
-    # overlap those waits; rows come back in the source's order
+    # the runs are independent: a few threads overlap the reading of the source with the
+    # writing of the runs; rows come back in the source's order, a batch at a time
     from concurrent.futures import ThreadPoolExecutor
 
     held: set[str] = set()
-    with ThreadPoolExecutor(max_workers=max(1, options.threads)) as pool:
-        for entry, row in zip(source.records, pool.map(write, source.records)):
-            summary.rows.append(row)
-            if isinstance(entry, LabrecordError):
-                instance = instance_of(getattr(entry, "instance_id", None) or row.record)
-                task_id = source.task_id
-            else:
-                instance, task_id = instance_of(_key(entry)), entry.task_id or source.task_id
-            held.add(instance)
-            if source.expected is None:
-                instances.append(Instance(instance_id=instance, task_id=task_id))
+    rows: list[ImportRow] = []
+    batch = max(1, options.batch)
+    with ThreadPoolExecutor(max_workers=max(1, options.threads)) as pool, Staging(out) as staging:
+        for start in range(0, len(source.records), batch):
+            entries = source.records[start:start + batch]
+            done = list(pool.map(functools.partial(write, staging.root), entries))
+            staging.place([(entry, row) for entry, row in zip(entries, done) if not isinstance(entry, LabrecordError)])
+            rows.extend(done)
             if progress is not None:
-                progress(1)
+                progress(len(entries))
+    for entry, row in zip(source.records, rows):
+        summary.rows.append(row)
+        if isinstance(entry, LabrecordError):
+            instance = instance_of(getattr(entry, "instance_id", None) or row.record)
+            task_id = source.task_id
+        else:
+            instance, task_id = instance_of(_key(entry)), entry.task_id or source.task_id
+        held.add(instance)
+        if source.expected is None:
+            instances.append(Instance(instance_id=instance, task_id=task_id))
     for member in source.expected or ():
         # the declared set, in its own order; a member without a record stays in every
         # denominator as missing
