@@ -404,8 +404,9 @@ class RunWriter:
         self.document = document
         self._last_seq = last_seq
         self._last_t = last_t
-        #: the held lock of the run folder (see :func:`_lock`), taken here when not given
-        self._lock = lock if lock is not None else _lock(run_dir)
+        #: the held lock of the run folder (see :func:`_lock`), taken here when not given; a
+        #: staged run takes none (its staging folder is its importer's alone)
+        self._lock = lock if lock is not None or not durable else _lock(run_dir)
         self._state = _WriteState(run_dir)
         self._observations = _JsonlAppender(run_dir / OBSERVATIONS_FILE, self._state, durable=durable)
         # an event may name a receipt: receipts are durable before any event reaches the disk
@@ -434,9 +435,11 @@ class RunWriter:
         ``durable=False`` stages the run: ``root`` is a hidden staging folder no reader
         looks into, whose caller makes it durable as a whole (one
         :func:`~labrecord.fileio.sync_filesystem`) before renaming the finished run into
-        place.  The writer then fsyncs nothing, creates the folder in place and writes
-        ``run.json`` once, at :meth:`close` (a staged run is never resumed: a crash
-        discards the whole staging folder, so there is no prefix to keep).
+        place.  The writer then fsyncs nothing, creates the folder in place, takes no lock
+        (the staging folder is held by its caller), writes each whole file straight to its
+        name and ``run.json`` once, at :meth:`close`: a staged run is never read before it
+        is closed and never resumed (a crash discards the whole staging folder, so there is
+        no prefix to keep).
         """
         try:
             check_run_id(manifest.run_id)
@@ -533,8 +536,11 @@ class RunWriter:
         old file and stops the writer like a failed log write."""
         self._state.check()
         try:
-            with atomic_path(path, durable=self.durable) as tmp:
-                write(tmp)
+            if self.durable:
+                with atomic_path(path) as tmp:
+                    write(tmp)
+            else:
+                write(path)
         except OSError as error:
             raise self._state.fail(path, error) from error
 
@@ -568,7 +574,8 @@ class RunWriter:
         finally:
             for log in (self._observations, self._events, self._online):
                 log.release()
-            os.close(self._lock)
+            if self._lock is not None:
+                os.close(self._lock)
             self.closed = True
 
     def __enter__(self) -> RunWriter:
@@ -628,9 +635,11 @@ class RunWriter:
 
     def write_file(self, name: str, write: Callable[[Path], object]) -> Path:
         """Write the run's file ``name`` (a path inside the run, its folder created) whole:
-        ``write(tmp)`` fills a temporary file that then becomes ``name`` atomically."""
+        ``write(tmp)`` fills a temporary file that then becomes ``name`` atomically (in a
+        staged run, ``write`` is handed ``name`` itself)."""
         path = self.dir / name
-        path.parent.mkdir(parents=True, exist_ok=True)
+        if path.parent != self.dir:
+            path.parent.mkdir(parents=True, exist_ok=True)
         self._atomic(path, write)
         return path
 

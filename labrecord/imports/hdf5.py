@@ -133,13 +133,11 @@ def _demo_names(data: Any) -> list[str]:
 
 
 def _copier(handle: Any, name: str, env_args_raw: Any, num_samples: int) -> Any:
-    """Writes ``data/<name>`` alone into a file of the same layout (atomic)."""
+    """Writes ``data/<name>`` alone into a file of the same layout."""
     def copy(path: Path, run_id: str) -> None:
         import h5py
 
-        from labrecord.fileio import atomic_path
-
-        with atomic_path(path) as tmp, h5py.File(tmp, "w") as out:
+        with h5py.File(path, "w") as out:
             data = out.create_group("data")
             if env_args_raw is not None:
                 data.attrs["env_args"] = env_args_raw

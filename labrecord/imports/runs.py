@@ -82,7 +82,8 @@ class SourceRecord:
     action_dim: int | None = None
     #: measurement columns found in the record (name -> float/bool array of num_samples)
     columns: dict[str, Any] = field(default_factory=dict)
-    #: writes the record's own data into a file of the run directory: ``copy_to(path, run_id)``
+    #: writes the record's own data into ``path``, a new file that the run's writer then
+    #: places in the run directory as ``copy_name``: ``copy_to(path, run_id)``
     copy_to: Callable[[Path, str], None] | None = None
     copy_name: str = SOURCE_FILE
     #: added to ``task.variant`` (the episode's instruction, ...)
@@ -280,7 +281,8 @@ def _write_run(source: SourceFile, record: SourceRecord, out: Path, options: Imp
                  physical_complete=complete, valid_complete=complete,
                  runtime_s=runtime_s, runtime_clock=clock)
         if record.copy_to is not None:
-            record.copy_to(run.path(record.copy_name), run_id)
+            copy_to = record.copy_to
+            run.write_file(record.copy_name, lambda tmp: copy_to(tmp, run_id))
         for name, video in sorted(record.videos.items()):
             run.write_file(f"{VIDEOS_DIR}/{safe_name(name)}.mp4", lambda tmp, video=video: shutil.copyfile(video, tmp))
         if table is not None:
@@ -295,7 +297,9 @@ class Staging:
 
     Staged runs are written without fsyncs; :meth:`place` makes a whole batch durable
     with one filesystem sync (:func:`~labrecord.fileio.sync_filesystem`), then renames
-    each run into ``out`` and fsyncs ``out`` once.  So nothing appears in ``out`` before
+    each run into ``out`` and fsyncs ``out`` once.  The sync of a batch may run while the
+    next batch is staged (:meth:`start_sync`): it waits on the disk, the staging on the
+    processor.  So nothing appears in ``out`` before
     its contents are on disk, and an import killed at any point leaves whole runs and at
     most its staging folder.  The import holds an exclusive ``flock`` on its staging
     folder; opening a new one removes every staging folder left behind whose lock is
@@ -338,16 +342,28 @@ class Staging:
             os.close(fd)
         shutil.rmtree(folder, ignore_errors=True)
 
-    def place(self, staged: list[tuple[SourceRecord, ImportRow]]) -> None:
+    def start_sync(self, pool: Any) -> Any:
+        """Start the filesystem sync of everything staged so far on the executor ``pool``;
+        its future is what :meth:`place` waits on before placing those runs."""
+        from labrecord.fileio import sync_filesystem
+
+        return pool.submit(sync_filesystem, self.root)
+
+    def place(self, staged: list[tuple[SourceRecord, ImportRow]], synced: Any = None) -> None:
         """Make the staged runs of ``staged`` (rows ``imported``) durable and move them into
-        ``out``.  A run another import placed first with the same content becomes
-        ``unchanged``; one with other content is refused (an ``error`` row)."""
+        ``out``; ``synced`` is the future of a sync started after they were all written
+        (:meth:`start_sync`), or None to sync here.  A run another import placed first
+        with the same content becomes ``unchanged``; one with other content is refused
+        (an ``error`` row)."""
         from labrecord.fileio import _fsync_dir, sync_filesystem
 
         staged = [(record, row) for record, row in staged if row.status == "imported" and row.run_id]
+        if synced is not None:
+            synced.result()  # raises what the sync raised: nothing is placed
+        elif staged:
+            sync_filesystem(self.root)
         if not staged:
             return
-        sync_filesystem(self.root)
         for record, row in staged:
             assert row.run_id is not None
             source = self.root / row.run_id
@@ -412,14 +428,22 @@ def import_records(source: SourceFile, out: str | os.PathLike[str], options: Imp
     held: set[str] = set()
     rows: list[ImportRow] = []
     batch = max(1, options.batch)
-    with ThreadPoolExecutor(max_workers=max(1, options.threads)) as pool, Staging(out) as staging:
+    with ThreadPoolExecutor(max_workers=max(1, options.threads)) as pool, \
+            ThreadPoolExecutor(max_workers=1) as syncer, Staging(out) as staging:
+        # batch k is synced while batch k+1 is staged, and placed once both are done
+        waiting: tuple[list[tuple[SourceRecord, ImportRow]], Any] | None = None
         for start in range(0, len(source.records), batch):
             entries = source.records[start:start + batch]
             done = list(pool.map(functools.partial(write, staging.root), entries))
-            staging.place([(entry, row) for entry, row in zip(entries, done) if not isinstance(entry, LabrecordError)])
+            if waiting is not None:
+                staging.place(*waiting)
+            waiting = ([(e, row) for e, row in zip(entries, done) if not isinstance(e, LabrecordError)],
+                       staging.start_sync(syncer))
             rows.extend(done)
             if progress is not None:
                 progress(len(entries))
+        if waiting is not None:
+            staging.place(*waiting)
     for entry, row in zip(source.records, rows):
         summary.rows.append(row)
         if isinstance(entry, LabrecordError):
