@@ -50,35 +50,63 @@ def _attrs(node: Any) -> dict[str, Any]:
     return {key: _plain(node.attrs[key]) for key in sorted(node.attrs)}
 
 
-def _hash_node(node: Any, digest: Any, h5py: Any, prefix: str = "") -> None:
-    """Feed a group's attributes and datasets, in name order, into ``digest``."""
-    digest.update(json.dumps(_attrs(node), sort_keys=True, default=str).encode())
+def _attrs_json(node: Any) -> bytes:
+    # most datasets have no attributes: counting them is a fifth of the cost of listing them
+    if len(node.attrs) == 0:
+        return b"{}"
+    return json.dumps(_attrs(node), sort_keys=True, default=str).encode()
+
+
+#: dtype kinds whose array read from a dataset has the dataset's own dtype and shape
+_PLAIN_KINDS = frozenset("biufc")
+
+
+def _hash_node(node: Any, digest: Any, h5py: Any, prefix: str = "",
+               found: dict[str, tuple[Any, Any]] | None = None) -> None:
+    """Feed a group's attributes and datasets, in name order, into ``digest``; each
+    dataset read is kept in ``found`` (``/obs/joint_pos`` -> (dataset, data)) so that the
+    rest of the reading does not open or read it again."""
+    digest.update(_attrs_json(node))
     for key in sorted(node):
         child = node[key]
         name = f"{prefix}/{key}"
         if isinstance(child, h5py.Group):
             digest.update(f"group {name}\n".encode())
-            _hash_node(child, digest, h5py, name)
+            _hash_node(child, digest, h5py, name, found)
             continue
         data = child[()]
-        digest.update(f"dataset {name} {child.dtype.str} {child.shape}\n".encode())
+        if found is not None:
+            found[name] = (child, data)
+        plain = isinstance(data, np.ndarray) and data.dtype.kind in _PLAIN_KINDS
+        dtype, shape = (data.dtype.str, data.shape) if plain else (child.dtype.str, child.shape)
+        digest.update(f"dataset {name} {dtype} {shape}\n".encode())
         if isinstance(data, np.ndarray) and data.dtype.kind != "O":
             digest.update(np.ascontiguousarray(data).tobytes())
         else:
             digest.update(json.dumps(_plain(data), default=str).encode())
-        digest.update(json.dumps(_attrs(child), sort_keys=True, default=str).encode())
+        digest.update(_attrs_json(child))
 
 
-def content_hash(group: Any) -> str:
+def content_hash(group: Any, found: dict[str, tuple[Any, Any]] | None = None) -> str:
+    """``sha256:`` over the group's attributes and datasets (see :func:`_hash_node`)."""
     import h5py
 
     digest = hashlib.sha256()
-    _hash_node(group, digest, h5py)
+    _hash_node(group, digest, h5py, found=found)
     return "sha256:" + digest.hexdigest()
 
 
-def _state_columns(group: Any, h5py: Any, n: int) -> dict[str, np.ndarray]:
-    """Contract columns from the measured state streams of one demo (see the module doc)."""
+def _read(found: dict[str, tuple[Any, Any]], name: str, dataset: Any) -> Any:
+    """The data of ``dataset`` (at ``name`` in the demo), as read while hashing."""
+    held = found.get(name)
+    return held[1] if held is not None else dataset[()]
+
+
+def _state_columns(group: Any, h5py: Any, n: int,
+                   found: dict[str, tuple[Any, Any]] | None = None) -> dict[str, np.ndarray]:
+    """Contract columns from the measured state streams of one demo (see the module doc);
+    ``found``: the datasets already read (:func:`_hash_node`)."""
+    found = {} if found is None else found
     columns: dict[str, np.ndarray] = {}
     states = group.get("states")
     if isinstance(states, h5py.Group):
@@ -92,12 +120,13 @@ def _state_columns(group: Any, h5py: Any, n: int) -> dict[str, np.ndarray]:
                     continue
                 pose = streams.get("root_pose")
                 if isinstance(pose, h5py.Dataset) and pose.shape[:1] == (n,) and pose.ndim == 2 and pose.shape[1] >= 3:
-                    values = pose[()]
+                    values = _read(found, f"/states/{kind}/{body}/root_pose", pose)
                     for axis, col in zip("xyz", range(3)):
                         columns[f"{body}_{axis}"] = values[:, col].astype(np.float64)
                 velocity = streams.get("root_velocity")
                 if isinstance(velocity, h5py.Dataset) and velocity.shape[:1] == (n,) and velocity.ndim == 2 and velocity.shape[1] >= 3:
-                    columns[f"{body}_speed"] = np.linalg.norm(velocity[()][:, :3].astype(np.float64), axis=1)
+                    speed = _read(found, f"/states/{kind}/{body}/root_velocity", velocity)[:, :3]
+                    columns[f"{body}_speed"] = np.linalg.norm(speed.astype(np.float64), axis=1)
     obs = group.get("obs")
     if isinstance(obs, h5py.Group):
         for key in obs:
@@ -105,11 +134,11 @@ def _state_columns(group: Any, h5py: Any, n: int) -> dict[str, np.ndarray]:
             if not isinstance(data, h5py.Dataset) or data.shape[:1] != (n,):
                 continue
             if key.endswith("_pos") and data.ndim == 2 and data.shape[1] == 3:
-                values = data[()].astype(np.float64)
+                values = _read(found, f"/obs/{key}", data).astype(np.float64)
                 for axis, col in zip("xyz", range(3)):
                     columns.setdefault(f"{key[:-4]}_{axis}", values[:, col])
             elif data.ndim == 1 or (data.ndim == 2 and data.shape[1] == 1):
-                columns.setdefault(key, data[()].reshape(n))
+                columns.setdefault(key, _read(found, f"/obs/{key}", data).reshape(n))
     return columns
 
 
@@ -146,13 +175,6 @@ def _copier(handle: Any, name: str, env_args_raw: Any, num_samples: int) -> Any:
     return copy
 
 
-def _datasets(group: Any, h5py: Any) -> list[tuple[str, Any]]:
-    """Every dataset below ``group`` with its path relative to it."""
-    found: list[tuple[str, Any]] = []
-    group.visititems(lambda key, item: found.append((key, item)) if isinstance(item, h5py.Dataset) else None)
-    return found
-
-
 def _read_record(kind: str, handle: Any, name: str, where: str, index: int, task_id: str | None,
                  env_args_raw: Any) -> SourceRecord:
     import h5py
@@ -170,14 +192,14 @@ def _read_record(kind: str, handle: Any, name: str, where: str, index: int, task
     declared = group.attrs.get("num_samples")
     if declared is not None and int(_plain(declared)) != n:
         raise RecordError(f"{where}: {record} attribute num_samples is {_plain(declared)} but actions has {n} rows", record)
-    for folder in ("obs", "next_obs", "states"):
-        sub = group.get(folder)
-        if not isinstance(sub, h5py.Group):
-            continue
-        for key, item in _datasets(sub, h5py):  # one row per step, nested streams included (states/<kind>/<body>/...)
-            if item.shape[:1] != (n,):
-                raise RecordError(f"{where}: {record}/{folder}/{key} has {item.shape[0] if item.shape else 0} "
-                                  f"rows, actions has {n}", record)
+    found: dict[str, tuple[Any, Any]] = {}
+    digest = content_hash(group, found)
+    for path, (item, _) in found.items():
+        folder, _, key = path[1:].partition("/")
+        # one row per step, nested streams included (states/<kind>/<body>/...)
+        if key and folder in ("obs", "next_obs", "states") and item.shape[:1] != (n,):
+            raise RecordError(f"{where}: {record}/{folder}/{key} has {item.shape[0] if item.shape else 0} "
+                              f"rows, actions has {n}", record)
     attrs = _attrs(group)
     success = attrs.get("success")
     if success is not None and not isinstance(success, (bool, int)):
@@ -186,9 +208,9 @@ def _read_record(kind: str, handle: Any, name: str, where: str, index: int, task
     if seed is not None and not isinstance(seed, int):
         raise RecordError(f"{where}: {record} attribute seed is {seed!r}, expected an integer", record)
     return SourceRecord(
-        name=record, index=index, content_hash=content_hash(group), attrs=attrs, num_samples=n,
+        name=record, index=index, content_hash=digest, attrs=attrs, num_samples=n,
         success=None if success is None else bool(success), seed=seed, task_id=task_id,
-        action_dim=int(actions.shape[1]), columns=_state_columns(group, h5py, n),
+        action_dim=int(actions.shape[1]), columns=_state_columns(group, h5py, n, found),
         copy_to=_copier(handle, name, env_args_raw, n),
     )
 
