@@ -284,7 +284,7 @@ def _write_run(source: SourceFile, record: SourceRecord, out: Path, options: Imp
             copy_to = record.copy_to
             run.write_file(record.copy_name, lambda tmp: copy_to(tmp, run_id))
         for name, video in sorted(record.videos.items()):
-            run.write_file(f"{VIDEOS_DIR}/{safe_name(name)}.mp4", lambda tmp, video=video: shutil.copyfile(video, tmp))
+            run.write_file(f"{VIDEOS_DIR}/{safe_name(name)}.mp4", functools.partial(_copy_file, video))
         if table is not None:
             run.write_measurements(table)
     note = None if table is not None or not missing else "unaudited: no " + ", ".join(missing[:4]) + (
@@ -394,6 +394,10 @@ class Staging:
 
     def __exit__(self, *exc: Any) -> None:
         self.close()
+
+
+def _copy_file(source: Path, target: Path) -> None:
+    shutil.copyfile(source, target)
 
 
 def _outcome(record: SourceRecord) -> str:
