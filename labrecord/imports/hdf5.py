@@ -96,49 +96,48 @@ def content_hash(group: Any, found: dict[str, tuple[Any, Any]] | None = None) ->
     return "sha256:" + digest.hexdigest()
 
 
-def _read(found: dict[str, tuple[Any, Any]], name: str, dataset: Any) -> Any:
-    """The data of ``dataset`` (at ``name`` in the demo), as read while hashing."""
-    held = found.get(name)
-    return held[1] if held is not None else dataset[()]
+def _children(found: dict[str, tuple[Any, Any]], folder: str, groups: bool) -> list[str]:
+    """Names directly inside ``folder`` (``/states/articulation``) of the demo whose datasets
+    are ``found``, in name order: the subgroups (``groups``) or the datasets."""
+    prefix = folder + "/"
+    names: dict[str, None] = {}
+    for path in found:
+        if path.startswith(prefix):
+            name, nested, _ = path[len(prefix):].partition("/")
+            if bool(nested) == groups:
+                names[name] = None
+    return list(names)
 
 
 def _state_columns(group: Any, h5py: Any, n: int,
                    found: dict[str, tuple[Any, Any]] | None = None) -> dict[str, np.ndarray]:
     """Contract columns from the measured state streams of one demo (see the module doc);
-    ``found``: the datasets already read (:func:`_hash_node`)."""
-    found = {} if found is None else found
+    ``found``: its datasets as read while hashing (:func:`_hash_node`), read here when not
+    given.  The walk goes over ``found`` instead of opening the groups again."""
+    if found is None:
+        found = {}
+        content_hash(group, found)
     columns: dict[str, np.ndarray] = {}
-    states = group.get("states")
-    if isinstance(states, h5py.Group):
-        for kind in ("rigid_object", "articulation"):
-            bodies = states.get(kind)
-            if not isinstance(bodies, h5py.Group):
-                continue
-            for body in bodies:
-                streams = bodies[body]
-                if not isinstance(streams, h5py.Group):
-                    continue
-                pose = streams.get("root_pose")
-                if isinstance(pose, h5py.Dataset) and pose.shape[:1] == (n,) and pose.ndim == 2 and pose.shape[1] >= 3:
-                    values = _read(found, f"/states/{kind}/{body}/root_pose", pose)
-                    for axis, col in zip("xyz", range(3)):
-                        columns[f"{body}_{axis}"] = values[:, col].astype(np.float64)
-                velocity = streams.get("root_velocity")
-                if isinstance(velocity, h5py.Dataset) and velocity.shape[:1] == (n,) and velocity.ndim == 2 and velocity.shape[1] >= 3:
-                    speed = _read(found, f"/states/{kind}/{body}/root_velocity", velocity)[:, :3]
-                    columns[f"{body}_speed"] = np.linalg.norm(speed.astype(np.float64), axis=1)
-    obs = group.get("obs")
-    if isinstance(obs, h5py.Group):
-        for key in obs:
-            data = obs[key]
-            if not isinstance(data, h5py.Dataset) or data.shape[:1] != (n,):
-                continue
-            if key.endswith("_pos") and data.ndim == 2 and data.shape[1] == 3:
-                values = _read(found, f"/obs/{key}", data).astype(np.float64)
+    for kind in ("rigid_object", "articulation"):
+        for body in _children(found, f"/states/{kind}", groups=True):
+            pose = found.get(f"/states/{kind}/{body}/root_pose")
+            if pose is not None and pose[0].shape[:1] == (n,) and pose[0].ndim == 2 and pose[0].shape[1] >= 3:
                 for axis, col in zip("xyz", range(3)):
-                    columns.setdefault(f"{key[:-4]}_{axis}", values[:, col])
-            elif data.ndim == 1 or (data.ndim == 2 and data.shape[1] == 1):
-                columns.setdefault(key, _read(found, f"/obs/{key}", data).reshape(n))
+                    columns[f"{body}_{axis}"] = pose[1][:, col].astype(np.float64)
+            velocity = found.get(f"/states/{kind}/{body}/root_velocity")
+            if velocity is not None and velocity[0].shape[:1] == (n,) and velocity[0].ndim == 2 \
+                    and velocity[0].shape[1] >= 3:
+                columns[f"{body}_speed"] = np.linalg.norm(velocity[1][:, :3].astype(np.float64), axis=1)
+    for key in _children(found, "/obs", groups=False):
+        data, values = found[f"/obs/{key}"]
+        if data.shape[:1] != (n,):
+            continue
+        if key.endswith("_pos") and data.ndim == 2 and data.shape[1] == 3:
+            values = values.astype(np.float64)
+            for axis, col in zip("xyz", range(3)):
+                columns.setdefault(f"{key[:-4]}_{axis}", values[:, col])
+        elif data.ndim == 1 or (data.ndim == 2 and data.shape[1] == 1):
+            columns.setdefault(key, values.reshape(n))
     return columns
 
 
