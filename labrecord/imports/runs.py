@@ -425,8 +425,8 @@ def import_records(source: SourceFile, out: str | os.PathLike[str], options: Imp
         except LabrecordError as error:
             return ImportRow(entry.name, None, "error", message=str(error))
 
-    # the runs are independent: a few threads overlap the reading of the source with the
-    # writing of the runs; rows come back in the source's order, a batch at a time
+    # the runs are independent: a few threads overlap their file creations (the kernel's
+    # part of the writing); rows come back in the source's order, a batch at a time
     from concurrent.futures import ThreadPoolExecutor
 
     held: set[str] = set()
