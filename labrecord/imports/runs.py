@@ -376,13 +376,22 @@ class Staging:
                 except LabrecordError as refused:
                     row.status, row.message = "error", str(refused)
                 else:
-                    if held is None:
+                    if held is not None:
+                        row.status, row.measurements = "unchanged", held
+                    elif not self._retry(source, self.out / row.run_id):
                         row.status, row.message = "error", (
                             f"{self.out / row.run_id}: cannot place the imported run: {error.strerror}")
-                    else:
-                        row.status, row.measurements = "unchanged", held
                 shutil.rmtree(source, ignore_errors=True)
         _fsync_dir(self.out)
+
+    @staticmethod
+    def _retry(source: Path, target: Path) -> bool:
+        """Rename again once an unfinished run in the way was removed (:func:`_existing`)."""
+        try:
+            os.rename(source, target)
+        except OSError:
+            return False
+        return True
 
     def close(self) -> None:
         """Remove the staging folder (whatever is left in it was not placed) and unlock it."""

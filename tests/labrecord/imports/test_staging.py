@@ -261,3 +261,20 @@ def test_a_record_error_is_reported_and_the_others_are_placed(tmp_path: Path) ->
     summary = import_records(source, tmp_path / "runs", ImportOptions())
     assert [row.status for row in summary.rows] == ["imported", "error", "imported"]
     assert placed(tmp_path / "runs") == ["robomimic-hand-ep0", "robomimic-hand-ep2"]
+
+
+def test_an_unfinished_run_placed_in_the_way_while_staging_is_replaced(tmp_path: Path) -> None:
+    """While record 0 is staged, a run of the same record left ``running`` (a writer killed
+    in the middle) appears in ``out/``: it is removed and the staged run takes its place."""
+    out = tmp_path / "runs"
+
+    def interrupted(k: int) -> None:
+        if k == 0:
+            import_records(source_of(1), out, ImportOptions())
+            manifest = json.loads((out / "robomimic-hand-ep0" / RUN_FILE).read_bytes())
+            manifest["status"] = "running"
+            (out / "robomimic-hand-ep0" / RUN_FILE).write_text(json.dumps(manifest))
+    summary = import_records(source_of(1, hook=interrupted), out, ImportOptions())
+    assert [row.status for row in summary.rows] == ["imported"]
+    assert read_manifest(out / "robomimic-hand-ep0").manifest.status == "complete"
+    assert hidden(out) == []
