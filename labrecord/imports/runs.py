@@ -299,9 +299,8 @@ class Staging:
     with one filesystem sync (:func:`~labrecord.fileio.sync_filesystem`), then renames
     each run into ``out`` and fsyncs ``out`` once.  The sync of a batch may run while the
     next batch is staged (:meth:`start_sync`): it waits on the disk, the staging on the
-    processor.  So nothing appears in ``out`` before
-    its contents are on disk, and an import killed at any point leaves whole runs and at
-    most its staging folder.  The import holds an exclusive ``flock`` on its staging
+    processor.  So nothing appears in ``out`` before its contents are on disk, and an
+    import killed at any point leaves whole runs and at most its staging folder.  The import holds an exclusive ``flock`` on its staging
     folder; opening a new one removes every staging folder left behind whose lock is
     free (its import is gone) and keeps those still held (an import running beside
     this one).  The creation and that sweep happen under a lock on ``out`` itself, so a
@@ -315,6 +314,12 @@ class Staging:
         import tempfile
 
         self.out = out
+        try:
+            self._open(out, fcntl, tempfile)
+        except OSError as error:
+            raise LabrecordError(f"{out}: cannot stage the import there: {error.strerror or error}") from error
+
+    def _open(self, out: Path, fcntl: Any, tempfile: Any) -> None:
         out.mkdir(parents=True, exist_ok=True)
         out_fd = os.open(out, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
         try:

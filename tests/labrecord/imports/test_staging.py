@@ -278,3 +278,9 @@ def test_an_unfinished_run_placed_in_the_way_while_staging_is_replaced(tmp_path:
     assert [row.status for row in summary.rows] == ["imported"]
     assert read_manifest(out / "robomimic-hand-ep0").manifest.status == "complete"
     assert hidden(out) == []
+
+
+def test_an_out_folder_that_cannot_be_written_is_one_error_line(tmp_path: Path) -> None:
+    (tmp_path / "file").write_bytes(b"")
+    with pytest.raises(LabrecordError, match=r"file/runs: cannot stage the import there: Not a directory"):
+        import_records(source_of(1), tmp_path / "file" / "runs", ImportOptions())
