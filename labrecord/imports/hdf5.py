@@ -50,11 +50,15 @@ def _attrs(node: Any) -> dict[str, Any]:
     return {key: _plain(node.attrs[key]) for key in sorted(node.attrs)}
 
 
-def _attrs_json(node: Any) -> bytes:
+def _attrs_json(node: Any, keep: dict[str, Any] | None = None) -> bytes:
+    """The node's attributes as hashed (``keep`` receives them as read)."""
     # most datasets have no attributes: counting them is a fifth of the cost of listing them
     if len(node.attrs) == 0:
         return b"{}"
-    return json.dumps(_attrs(node), sort_keys=True, default=str).encode()
+    attrs = _attrs(node)
+    if keep is not None:
+        keep.update(attrs)
+    return json.dumps(attrs, sort_keys=True, default=str).encode()
 
 
 #: dtype kinds whose array read from a dataset has the dataset's own dtype and shape
@@ -62,11 +66,11 @@ _PLAIN_KINDS = frozenset("biufc")
 
 
 def _hash_node(node: Any, digest: Any, h5py: Any, prefix: str = "",
-               found: dict[str, tuple[Any, Any]] | None = None) -> None:
-    """Feed a group's attributes and datasets, in name order, into ``digest``; each
-    dataset read is kept in ``found`` (``/obs/joint_pos`` -> (dataset, data)) so that the
-    rest of the reading does not open or read it again."""
-    digest.update(_attrs_json(node))
+               found: dict[str, tuple[Any, Any]] | None = None, attrs: dict[str, Any] | None = None) -> None:
+    """Feed a group's attributes (also kept in ``attrs``) and datasets, in name order, into
+    ``digest``; each dataset read is kept in ``found`` (``/obs/joint_pos`` -> (dataset,
+    data)) so that the rest of the reading does not open or read it again."""
+    digest.update(_attrs_json(node, attrs))
     for key in sorted(node):
         child = node[key]
         name = f"{prefix}/{key}"
@@ -87,12 +91,13 @@ def _hash_node(node: Any, digest: Any, h5py: Any, prefix: str = "",
         digest.update(_attrs_json(child))
 
 
-def content_hash(group: Any, found: dict[str, tuple[Any, Any]] | None = None) -> str:
+def content_hash(group: Any, found: dict[str, tuple[Any, Any]] | None = None,
+                 attrs: dict[str, Any] | None = None) -> str:
     """``sha256:`` over the group's attributes and datasets (see :func:`_hash_node`)."""
     import h5py
 
     digest = hashlib.sha256()
-    _hash_node(group, digest, h5py, found=found)
+    _hash_node(group, digest, h5py, found=found, attrs=attrs)
     return "sha256:" + digest.hexdigest()
 
 
@@ -192,14 +197,14 @@ def _read_record(kind: str, handle: Any, name: str, where: str, index: int, task
     if declared is not None and int(_plain(declared)) != n:
         raise RecordError(f"{where}: {record} attribute num_samples is {_plain(declared)} but actions has {n} rows", record)
     found: dict[str, tuple[Any, Any]] = {}
-    digest = content_hash(group, found)
+    attrs: dict[str, Any] = {}
+    digest = content_hash(group, found, attrs)
     for path, (item, _) in found.items():
         folder, _, key = path[1:].partition("/")
         # one row per step, nested streams included (states/<kind>/<body>/...)
         if key and folder in ("obs", "next_obs", "states") and item.shape[:1] != (n,):
             raise RecordError(f"{where}: {record}/{folder}/{key} has {item.shape[0] if item.shape else 0} "
                               f"rows, actions has {n}", record)
-    attrs = _attrs(group)
     success = attrs.get("success")
     if success is not None and not isinstance(success, (bool, int)):
         raise RecordError(f"{where}: {record} attribute success is {success!r}, expected a boolean", record)
