@@ -11,7 +11,8 @@ an articulation) is written once; then, in the same process and run:
 * import: :func:`labrecord.imports.import_source` of the whole file into a fresh folder
   (a run directory per demo, its record copied, the population registered).
 
-Prints both wall times and the ratio baseline / import (the target is at least 0.5).
+Prints both wall times and the ratio baseline / import of each ``--repeat``, then their
+ranges and whether the ratio reaches the target, 0.5 (benchmarks/side_by_side.py).
 
 Example:
     python benchmarks/bench_import.py --episodes 1000 --steps 50
@@ -22,7 +23,6 @@ import argparse
 import json
 import sys
 import tempfile
-import time
 from pathlib import Path
 from typing import Any
 
@@ -60,21 +60,23 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--episodes", type=int, default=1000)
     parser.add_argument("--steps", type=int, default=50)
+    parser.add_argument("--repeat", type=int, default=3)
     args = parser.parse_args()
+    from benchmarks.side_by_side import compare
     from labrecord.imports import import_source
     from tests.labrecord.imports.layouts import write_isaaclab
 
     with tempfile.TemporaryDirectory() as tmp:
         source = write_isaaclab(Path(tmp) / "bench.hdf5", [(args.steps, i % 3 != 0) for i in range(args.episodes)])
-        start = time.perf_counter()
-        rows = read_with_own_library(source)
-        baseline = time.perf_counter() - start
-        start = time.perf_counter()
-        summary = import_source("isaaclab", source, Path(tmp) / "runs")
-        imported = time.perf_counter() - start
-    assert rows == args.episodes * args.steps and summary.counts()["imported"] == args.episodes
-    print(json.dumps({"episodes": args.episodes, "steps": args.steps, "own_library_s": round(baseline, 3),
-                      "import_s": round(imported, 3), "ratio": round(baseline / imported, 3)}))
+
+        def baseline(index: int) -> None:
+            assert read_with_own_library(source) == args.episodes * args.steps
+
+        def run_import(index: int) -> None:
+            summary = import_source("isaaclab", source, Path(tmp) / f"runs{index}")
+            assert summary.counts()["imported"] == args.episodes, summary.counts()
+        compare({"own_library": baseline}, run_import, repeat=args.repeat, target="own_library",
+                extra={"episodes": args.episodes, "steps": args.steps})
 
 
 if __name__ == "__main__":

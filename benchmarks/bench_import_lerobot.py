@@ -9,7 +9,8 @@ then, in the same process and run:
 * import: :func:`labrecord.imports.import_source` of the dataset into a fresh folder (a run
   directory and a ``demo.hdf5`` per episode, the population registered).
 
-Prints both wall times and the ratio baseline / import (the target is at least 0.5).
+Prints both wall times and the ratio baseline / import of each ``--repeat``, then their
+ranges and whether the ratio reaches the target, 0.5 (benchmarks/side_by_side.py).
 Needs the lerobot environment (Python 3.12, scripts/install-lerobot-venv.sh).
 
 Example:
@@ -18,12 +19,13 @@ Example:
 from __future__ import annotations
 
 import argparse
-import json
+import sys
 import tempfile
-import time
 from pathlib import Path
 
 import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 
 def write(root: Path, episodes: int, steps: int) -> None:
@@ -67,21 +69,23 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--episodes", type=int, default=1000)
     parser.add_argument("--steps", type=int, default=20)
+    parser.add_argument("--repeat", type=int, default=3)
     args = parser.parse_args()
+    from benchmarks.side_by_side import compare
     from labrecord.imports import import_source
 
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp) / "bench"
         write(root, args.episodes, args.steps)
-        start = time.perf_counter()
-        frames = read_with_lerobot(root)
-        baseline = time.perf_counter() - start
-        start = time.perf_counter()
-        summary = import_source("lerobot", root, Path(tmp) / "runs")
-        imported = time.perf_counter() - start
-    assert frames == args.episodes * args.steps and summary.counts()["imported"] == args.episodes, summary.errors[:3]
-    print(json.dumps({"episodes": args.episodes, "steps": args.steps, "lerobot_s": round(baseline, 3),
-                      "import_s": round(imported, 3), "ratio": round(baseline / imported, 3)}))
+
+        def baseline(index: int) -> None:
+            assert read_with_lerobot(root) == args.episodes * args.steps
+
+        def run_import(index: int) -> None:
+            summary = import_source("lerobot", root, Path(tmp) / f"runs{index}")
+            assert summary.counts()["imported"] == args.episodes, summary.errors[:3]
+        compare({"lerobot": baseline}, run_import, repeat=args.repeat, target="lerobot",
+                extra={"episodes": args.episodes, "steps": args.steps})
 
 
 if __name__ == "__main__":

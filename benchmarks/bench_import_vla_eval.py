@@ -13,7 +13,8 @@ process and run:
 * import: :func:`labrecord.imports.import_source` of the recording into a fresh folder (a
   run directory per episode with ``source.json``, the population registered).
 
-Prints both wall times and the ratio baseline / import (the target is at least 0.5).
+Prints both wall times and the ratio baseline / import of each ``--repeat``, then their
+ranges and whether the ratio reaches the target, 0.5 (benchmarks/side_by_side.py).
 
 Example:
     python benchmarks/bench_import_vla_eval.py --episodes 1000 --steps 20
@@ -21,10 +22,8 @@ Example:
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import tempfile
-import time
 import uuid
 from pathlib import Path
 
@@ -86,21 +85,22 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--episodes", type=int, default=1000)
     parser.add_argument("--steps", type=int, default=20)
+    parser.add_argument("--repeat", type=int, default=3)
     args = parser.parse_args()
+    from benchmarks.side_by_side import compare
     from labrecord.imports import import_source
 
     with tempfile.TemporaryDirectory() as tmp:
         db = write(Path(tmp) / "results", args.episodes, args.steps)
-        start = time.perf_counter()
-        episodes = read_with_vla_eval(db, Path(tmp) / "results")
-        baseline = time.perf_counter() - start
-        start = time.perf_counter()
-        summary = import_source("vla-eval", db, Path(tmp) / "runs")
-        imported = time.perf_counter() - start
-    assert episodes == args.episodes and summary.counts()["imported"] == args.episodes, summary.counts()
-    print(json.dumps({"episodes": args.episodes, "steps": args.steps, "vla_eval_export_s": round(baseline, 3),
-                      "import_s": round(imported, 3), "ratio": round(baseline / imported, 3),
-                      "target": ">= 0.5"}))
+
+        def baseline(index: int) -> None:
+            assert read_with_vla_eval(db, Path(tmp) / "results") == args.episodes
+
+        def run_import(index: int) -> None:
+            summary = import_source("vla-eval", db, Path(tmp) / f"runs{index}")
+            assert summary.counts()["imported"] == args.episodes, summary.counts()
+        compare({"vla_eval_export": baseline}, run_import, repeat=args.repeat, target="vla_eval_export",
+                extra={"episodes": args.episodes, "steps": args.steps})
 
 
 if __name__ == "__main__":

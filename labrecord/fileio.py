@@ -4,7 +4,7 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -67,7 +67,7 @@ def temp_beside(path: str | os.PathLike[str], *, folder: bool = False) -> Path:
     return Path(tmp)
 
 
-def commit(tmp: str | os.PathLike[str], path: str | os.PathLike[str]) -> None:
+def commit(tmp: str | os.PathLike[str], path: str | os.PathLike[str], *, durable: bool = True) -> None:
     """Make the finished ``tmp`` (from :func:`temp_beside`) the new ``path``, atomically.
 
     Every file is fsynced, modes honour the umask (0644 files and 0755 folders under the
@@ -75,30 +75,84 @@ def commit(tmp: str | os.PathLike[str], path: str | os.PathLike[str]) -> None:
     existing ``path`` by renaming the old one aside first and removing it afterwards (a
     reader sees the old tree or the new one); a file replaces it in one ``os.replace``.
     The containing folder is fsynced last, so the rename itself is durable.
+
+    ``durable=False`` leaves out every fsync: for a file inside a staging folder that is
+    made durable as a whole later (:func:`sync_filesystem`) before anything in it is seen.
     """
     tmp, path = Path(tmp), Path(path)
     mask = umask()
     if tmp.is_dir():
-        for root, dirs, files in os.walk(tmp):
+        for root, _dirs, _files in os.walk(tmp):
             os.chmod(root, 0o777 & ~mask)
-            for name in files:
-                _fsync_file(Path(root) / name)
-            for name in dirs:
-                _fsync_dir(Path(root) / name)
-        _fsync_dir(tmp)
+        if durable:
+            sync_tree(tmp)
         old = None
         if path.exists() or path.is_symlink():
             old = temp_beside(path, folder=True)
             os.replace(path, old / path.name)
         os.replace(tmp, path)
-        _fsync_dir(path.parent)
+        if durable:
+            _fsync_dir(path.parent)
         if old is not None:
             shutil.rmtree(old, ignore_errors=True)
         return
     os.chmod(tmp, 0o666 & ~mask)
-    _fsync_file(tmp)
+    if durable:
+        _fsync_file(tmp)
     os.replace(tmp, path)
-    _fsync_dir(path.parent)
+    if durable:
+        _fsync_dir(path.parent)
+
+
+def sync_tree(folder: str | os.PathLike[str]) -> None:
+    """fsync every file and folder under ``folder``, ``folder`` itself last."""
+    folder = Path(folder)
+    for root, dirs, files in os.walk(folder):
+        for name in files:
+            _fsync_file(Path(root) / name)
+        for name in dirs:
+            _fsync_dir(Path(root) / name)
+    _fsync_dir(folder)
+
+
+def _load_syncfs() -> Callable[[int], int] | None:
+    """libc's ``syncfs`` (Linux), or None where the C library has none.  Python's ``os``
+    module offers ``sync`` (every filesystem) and ``fsync`` (one file) but not this."""
+    import ctypes
+    import ctypes.util
+
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+        function = libc.syncfs
+    except (OSError, AttributeError):
+        return None
+    function.argtypes = [ctypes.c_int]
+    function.restype = ctypes.c_int
+    return function  # type: ignore[no-any-return]
+
+
+_syncfs: Callable[[int], int] | None | bool = False  # False: not looked up yet
+
+
+def sync_filesystem(folder: str | os.PathLike[str]) -> None:
+    """Make everything written under ``folder`` durable.
+
+    One ``syncfs(2)`` of the filesystem holding ``folder`` (it flushes every file and
+    folder of that filesystem, so one call covers a whole staged batch); where the system
+    has no ``syncfs`` or it fails, every file and folder under ``folder`` is fsynced
+    instead (:func:`sync_tree`)."""
+    global _syncfs
+    if _syncfs is False:
+        _syncfs = _load_syncfs()
+    if callable(_syncfs):
+        fd = os.open(folder, os.O_RDONLY)
+        try:
+            if _syncfs(fd) == 0:
+                return
+            # failed (ENOSYS on an old kernel, EIO): every file is fsynced below instead
+        finally:
+            os.close(fd)
+    sync_tree(folder)
 
 
 def discard(tmp: str | os.PathLike[str]) -> None:
@@ -111,15 +165,15 @@ def discard(tmp: str | os.PathLike[str]) -> None:
 
 
 @contextmanager
-def atomic_path(path: str | os.PathLike[str], *, folder: bool = False) -> Iterator[Path]:
+def atomic_path(path: str | os.PathLike[str], *, folder: bool = False, durable: bool = True) -> Iterator[Path]:
     """``with atomic_path(out) as tmp:`` write ``tmp`` (a file path, or an empty folder when
     ``folder``); on a clean exit it becomes ``out`` (:func:`commit`), on an exception it is
     removed and ``out`` is left as it was.  The one way labrecord writes a file or a tree
-    that a reader must never see half-written."""
+    that a reader must never see half-written.  ``durable=False``: see :func:`commit`."""
     tmp = temp_beside(path, folder=folder)
     try:
         yield tmp
-        commit(tmp, path)
+        commit(tmp, path, durable=durable)
     except BaseException:
         discard(tmp)
         raise

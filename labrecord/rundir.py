@@ -238,8 +238,11 @@ class _JsonlAppender:
     #: pending bytes that trigger a write without waiting for a sync
     FLUSH_BYTES = 1 << 16
 
-    def __init__(self, path: Path, state: _WriteState, before_flush: Callable[[], None] | None = None) -> None:
+    def __init__(self, path: Path, state: _WriteState, before_flush: Callable[[], None] | None = None,
+                 *, durable: bool = True) -> None:
         self.path = path
+        #: False: :meth:`sync` writes what is pending without an fsync (a staged run)
+        self.durable = durable
         self._fd: int | None = None
         self._pending = bytearray()
         self._unsynced = False
@@ -285,7 +288,7 @@ class _JsonlAppender:
 
     def sync(self) -> None:
         self.flush()
-        if self._fd is not None and self._unsynced:
+        if self._fd is not None and self._unsynced and self.durable:
             try:
                 os.fsync(self._fd)
             except OSError as error:
@@ -394,18 +397,22 @@ class RunWriter:
     """
 
     def __init__(self, run_dir: Path, document: RunDocument, last_seq: int = -1, last_t: float = float("-inf"),
-                 *, lock: int | None = None) -> None:
+                 *, lock: int | None = None, durable: bool = True) -> None:
         self.dir = run_dir
+        #: False for a run staged by :meth:`create` with ``durable=False``
+        self.durable = durable
         self.document = document
         self._last_seq = last_seq
         self._last_t = last_t
-        #: the held lock of the run folder (see :func:`_lock`), taken here when not given
-        self._lock = lock if lock is not None else _lock(run_dir)
+        #: the held lock of the run folder (see :func:`_lock`), taken here when not given; a
+        #: staged run takes none (its staging folder is its importer's alone)
+        self._lock = lock if lock is not None or not durable else _lock(run_dir)
         self._state = _WriteState(run_dir)
-        self._observations = _JsonlAppender(run_dir / OBSERVATIONS_FILE, self._state)
+        self._observations = _JsonlAppender(run_dir / OBSERVATIONS_FILE, self._state, durable=durable)
         # an event may name a receipt: receipts are durable before any event reaches the disk
-        self._events = _JsonlAppender(run_dir / EVENTS_FILE, self._state, before_flush=self._observations.sync)
-        self._online = _JsonlAppender(run_dir / ONLINE_SCORES_FILE, self._state)
+        self._events = _JsonlAppender(run_dir / EVENTS_FILE, self._state, before_flush=self._observations.sync,
+                                      durable=durable)
+        self._online = _JsonlAppender(run_dir / ONLINE_SCORES_FILE, self._state, durable=durable)
         self.closed = False
         #: cut last lines set aside by :meth:`open` (file name -> bytes)
         self.cut_lines: dict[str, bytes] = {}
@@ -418,11 +425,21 @@ class RunWriter:
 
     # -- lifecycle -------------------------------------------------------------------
     @classmethod
-    def create(cls, root: str | os.PathLike[str], manifest: RunManifest, extra: Mapping[str, Any] | None = None) -> RunWriter:
+    def create(cls, root: str | os.PathLike[str], manifest: RunManifest, extra: Mapping[str, Any] | None = None,
+               *, durable: bool = True) -> RunWriter:
         """Create ``root/<run_id>/`` holding ``run.json`` (status ``running``).
 
         The folder is assembled under a hidden name and renamed into place, so a crash
         never leaves a run folder without its manifest.
+
+        ``durable=False`` stages the run: ``root`` is a hidden staging folder no reader
+        looks into, whose caller makes it durable as a whole (one
+        :func:`~labrecord.fileio.sync_filesystem`) before renaming the finished run into
+        place.  The writer then fsyncs nothing, creates the folder in place, takes no lock
+        (the staging folder is held by its caller), writes each whole file straight to its
+        name and ``run.json`` once, at :meth:`close`: a staged run is never read before it
+        is closed and never resumed (a crash discards the whole staging folder, so there is
+        no prefix to keep).
         """
         try:
             check_run_id(manifest.run_id)
@@ -432,6 +449,16 @@ class RunWriter:
         run_dir = root / manifest.run_id
         if os.path.lexists(run_dir):
             raise LabrecordError(f"{run_dir}: run directory already exists; open it with RunWriter.open")
+        if not durable:
+            try:
+                run_dir.mkdir()
+            except OSError as error:
+                raise LabrecordError(f"{run_dir}: cannot create the run directory: {error.strerror}") from error
+            try:
+                return cls(run_dir, RunDocument(manifest, extra), durable=False)
+            except BaseException:
+                run_dir.rmdir()
+                raise
         import shutil
 
         staging = root / f".{manifest.run_id}.creating-{os.getpid()}"
@@ -509,8 +536,11 @@ class RunWriter:
         old file and stops the writer like a failed log write."""
         self._state.check()
         try:
-            with atomic_path(path) as tmp:
-                write(tmp)
+            if self.durable:
+                with atomic_path(path) as tmp:
+                    write(tmp)
+            else:
+                write(path)
         except OSError as error:
             raise self._state.fail(path, error) from error
 
@@ -544,7 +574,8 @@ class RunWriter:
         finally:
             for log in (self._observations, self._events, self._online):
                 log.release()
-            os.close(self._lock)
+            if self._lock is not None:
+                os.close(self._lock)
             self.closed = True
 
     def __enter__(self) -> RunWriter:
@@ -601,6 +632,16 @@ class RunWriter:
 
         self.sync()
         self._atomic(self.dir / MEASUREMENTS_FILE, lambda tmp: pq.write_table(table, tmp, compression="zstd"))
+
+    def write_file(self, name: str, write: Callable[[Path], object]) -> Path:
+        """Write the run's file ``name`` (a path inside the run, its folder created) whole:
+        ``write(tmp)`` fills a temporary file that then becomes ``name`` atomically (in a
+        staged run, ``write`` is handed ``name`` itself)."""
+        path = self.dir / name
+        if path.parent != self.dir:
+            path.parent.mkdir(parents=True, exist_ok=True)
+        self._atomic(path, write)
+        return path
 
     def path(self, name: str) -> Path:
         return self.dir / name

@@ -14,7 +14,7 @@ KIND_NAMES = ("robomimic", "isaaclab", "lerobot", "vla-eval", "lerobot-eval")
 @click.argument("kind", type=click.Choice(KIND_NAMES))
 @click.argument("path", type=click.Path(exists=True))
 @click.option("--threads", type=click.IntRange(min=1), default=4, show_default=True,
-              help="Runs written at once (their durable writes overlap).")
+              help="Runs written at once (their file creations overlap).")
 @click.option("--out", required=True, type=click.Path(file_okay=False), help="Folder to write the run directories into.")
 @click.option("--family", default=None, help="Task family whose contract's measurement columns the state streams map to.")
 @click.option("--control-hz", type=click.FloatRange(min=0, min_open=True), default=None,

@@ -164,10 +164,12 @@ class DemoWriter:
     ``block`` is how many steps are buffered before they are appended to the file.
     The file is built under a temporary name and renamed on :meth:`close`, so a reader
     never sees a half-written file; an exception inside ``with`` removes it.
+    ``durable=False`` leaves out the fsyncs (:func:`~labrecord.fileio.commit`), for a
+    file whose caller makes it durable itself.
     """
 
     def __init__(self, path: str | os.PathLike[str], env_args: Mapping[str, Any], *, block: int = 64,
-                 compression: str | None = None, overwrite: bool = False) -> None:
+                 compression: str | None = None, overwrite: bool = False, durable: bool = True) -> None:
         self.path = Path(path)
         if "env_name" not in env_args:
             raise LabrecordError(f"{self.path}: env_args needs 'env_name', got keys {sorted(env_args)}")
@@ -175,6 +177,7 @@ class DemoWriter:
             raise LabrecordError(f"{self.path}: already exists; pass overwrite=True to replace it")
         self.env_args = {**dict(env_args), "type": ENV_TYPE}
         self.block, self.compression = block, compression
+        self.durable = durable
         self._tmp = temp_beside(self.path)
         self._file = _h5py().File(self._tmp, "w")
         self._data = self._file.create_group("data")
@@ -289,7 +292,7 @@ class DemoWriter:
         masks.update({key: list(value) for key, value in (filters or {}).items()})
         finish_file(self._file, self.env_args, len(demos), sum(a.num_samples for a, _ in demos), masks, rule, self._attempts)
         self._file.close()
-        commit(self._tmp, self.path)
+        commit(self._tmp, self.path, durable=self.durable)
         self.closed = True
         return self.path
 

@@ -46,7 +46,7 @@ def import_source(kind: str, path: str | os.PathLike[str], out: str | os.PathLik
                   options: ImportOptions | None = None,
                   progress: Callable[[int], None] | None = None) -> ImportSummary:
     """Import every record of the ``kind`` source at ``path`` into run directories under
-    ``out``; ``progress(1)`` is called after each record."""
+    ``out``; ``progress(n)`` is called after each batch of ``n`` records is written."""
     with open_source(kind, path, options) as source:
         return import_records(source, out, options or ImportOptions(), progress=progress)
 

@@ -50,66 +50,99 @@ def _attrs(node: Any) -> dict[str, Any]:
     return {key: _plain(node.attrs[key]) for key in sorted(node.attrs)}
 
 
-def _hash_node(node: Any, digest: Any, h5py: Any, prefix: str = "") -> None:
-    """Feed a group's attributes and datasets, in name order, into ``digest``."""
-    digest.update(json.dumps(_attrs(node), sort_keys=True, default=str).encode())
+def _attrs_json(node: Any, keep: dict[str, Any] | None = None) -> bytes:
+    """The node's attributes as hashed (``keep`` receives them as read)."""
+    # most datasets have no attributes: counting them is a fifth of the cost of listing them
+    if len(node.attrs) == 0:
+        return b"{}"
+    attrs = _attrs(node)
+    if keep is not None:
+        keep.update(attrs)
+    return json.dumps(attrs, sort_keys=True, default=str).encode()
+
+
+#: dtype kinds whose array read from a dataset has the dataset's own dtype and shape
+_PLAIN_KINDS = frozenset("biufc")
+
+
+def _hash_node(node: Any, digest: Any, h5py: Any, prefix: str = "",
+               found: dict[str, tuple[Any, Any]] | None = None, attrs: dict[str, Any] | None = None) -> None:
+    """Feed a group's attributes (also kept in ``attrs``) and datasets, in name order, into
+    ``digest``; each dataset read is kept in ``found`` (``/obs/joint_pos`` -> (dataset,
+    data)) so that the rest of the reading does not open or read it again."""
+    digest.update(_attrs_json(node, attrs))
     for key in sorted(node):
         child = node[key]
         name = f"{prefix}/{key}"
         if isinstance(child, h5py.Group):
             digest.update(f"group {name}\n".encode())
-            _hash_node(child, digest, h5py, name)
+            _hash_node(child, digest, h5py, name, found)
             continue
         data = child[()]
-        digest.update(f"dataset {name} {child.dtype.str} {child.shape}\n".encode())
+        if found is not None:
+            found[name] = (child, data)
+        plain = isinstance(data, np.ndarray) and data.dtype.kind in _PLAIN_KINDS
+        dtype, shape = (data.dtype.str, data.shape) if plain else (child.dtype.str, child.shape)
+        digest.update(f"dataset {name} {dtype} {shape}\n".encode())
         if isinstance(data, np.ndarray) and data.dtype.kind != "O":
             digest.update(np.ascontiguousarray(data).tobytes())
         else:
             digest.update(json.dumps(_plain(data), default=str).encode())
-        digest.update(json.dumps(_attrs(child), sort_keys=True, default=str).encode())
+        digest.update(_attrs_json(child))
 
 
-def content_hash(group: Any) -> str:
+def content_hash(group: Any, found: dict[str, tuple[Any, Any]] | None = None,
+                 attrs: dict[str, Any] | None = None) -> str:
+    """``sha256:`` over the group's attributes and datasets (see :func:`_hash_node`)."""
     import h5py
 
     digest = hashlib.sha256()
-    _hash_node(group, digest, h5py)
+    _hash_node(group, digest, h5py, found=found, attrs=attrs)
     return "sha256:" + digest.hexdigest()
 
 
-def _state_columns(group: Any, h5py: Any, n: int) -> dict[str, np.ndarray]:
-    """Contract columns from the measured state streams of one demo (see the module doc)."""
+def _children(found: dict[str, tuple[Any, Any]], folder: str, groups: bool) -> list[str]:
+    """Names directly inside ``folder`` (``/states/articulation``) of the demo whose datasets
+    are ``found``, in name order: the subgroups (``groups``) or the datasets."""
+    prefix = folder + "/"
+    names: dict[str, None] = {}
+    for path in found:
+        if path.startswith(prefix):
+            name, nested, _ = path[len(prefix):].partition("/")
+            if bool(nested) == groups:
+                names[name] = None
+    return list(names)
+
+
+def _state_columns(group: Any, h5py: Any, n: int,
+                   found: dict[str, tuple[Any, Any]] | None = None) -> dict[str, np.ndarray]:
+    """Contract columns from the measured state streams of one demo (see the module doc);
+    ``found``: its datasets as read while hashing (:func:`_hash_node`), read here when not
+    given.  The walk goes over ``found`` instead of opening the groups again."""
+    if found is None:
+        found = {}
+        content_hash(group, found)
     columns: dict[str, np.ndarray] = {}
-    states = group.get("states")
-    if isinstance(states, h5py.Group):
-        for kind in ("rigid_object", "articulation"):
-            bodies = states.get(kind)
-            if not isinstance(bodies, h5py.Group):
-                continue
-            for body in bodies:
-                streams = bodies[body]
-                if not isinstance(streams, h5py.Group):
-                    continue
-                pose = streams.get("root_pose")
-                if isinstance(pose, h5py.Dataset) and pose.shape[:1] == (n,) and pose.ndim == 2 and pose.shape[1] >= 3:
-                    values = pose[()]
-                    for axis, col in zip("xyz", range(3)):
-                        columns[f"{body}_{axis}"] = values[:, col].astype(np.float64)
-                velocity = streams.get("root_velocity")
-                if isinstance(velocity, h5py.Dataset) and velocity.shape[:1] == (n,) and velocity.ndim == 2 and velocity.shape[1] >= 3:
-                    columns[f"{body}_speed"] = np.linalg.norm(velocity[()][:, :3].astype(np.float64), axis=1)
-    obs = group.get("obs")
-    if isinstance(obs, h5py.Group):
-        for key in obs:
-            data = obs[key]
-            if not isinstance(data, h5py.Dataset) or data.shape[:1] != (n,):
-                continue
-            if key.endswith("_pos") and data.ndim == 2 and data.shape[1] == 3:
-                values = data[()].astype(np.float64)
+    for kind in ("rigid_object", "articulation"):
+        for body in _children(found, f"/states/{kind}", groups=True):
+            pose = found.get(f"/states/{kind}/{body}/root_pose")
+            if pose is not None and pose[0].shape[:1] == (n,) and pose[0].ndim == 2 and pose[0].shape[1] >= 3:
                 for axis, col in zip("xyz", range(3)):
-                    columns.setdefault(f"{key[:-4]}_{axis}", values[:, col])
-            elif data.ndim == 1 or (data.ndim == 2 and data.shape[1] == 1):
-                columns.setdefault(key, data[()].reshape(n))
+                    columns[f"{body}_{axis}"] = pose[1][:, col].astype(np.float64)
+            velocity = found.get(f"/states/{kind}/{body}/root_velocity")
+            if velocity is not None and velocity[0].shape[:1] == (n,) and velocity[0].ndim == 2 \
+                    and velocity[0].shape[1] >= 3:
+                columns[f"{body}_speed"] = np.linalg.norm(velocity[1][:, :3].astype(np.float64), axis=1)
+    for key in _children(found, "/obs", groups=False):
+        data, values = found[f"/obs/{key}"]
+        if data.shape[:1] != (n,):
+            continue
+        if key.endswith("_pos") and data.ndim == 2 and data.shape[1] == 3:
+            values = values.astype(np.float64)
+            for axis, col in zip("xyz", range(3)):
+                columns.setdefault(f"{key[:-4]}_{axis}", values[:, col])
+        elif data.ndim == 1 or (data.ndim == 2 and data.shape[1] == 1):
+            columns.setdefault(key, values.reshape(n))
     return columns
 
 
@@ -133,26 +166,17 @@ def _demo_names(data: Any) -> list[str]:
 
 
 def _copier(handle: Any, name: str, env_args_raw: Any, num_samples: int) -> Any:
-    """Writes ``data/<name>`` alone into a file of the same layout (atomic)."""
+    """Writes ``data/<name>`` alone into a file of the same layout."""
     def copy(path: Path, run_id: str) -> None:
         import h5py
 
-        from labrecord.fileio import atomic_path
-
-        with atomic_path(path) as tmp, h5py.File(tmp, "w") as out:
+        with h5py.File(path, "w") as out:
             data = out.create_group("data")
             if env_args_raw is not None:
                 data.attrs["env_args"] = env_args_raw
             data.attrs["total"] = num_samples
             handle.copy(handle["data"][name], data, name=name)
     return copy
-
-
-def _datasets(group: Any, h5py: Any) -> list[tuple[str, Any]]:
-    """Every dataset below ``group`` with its path relative to it."""
-    found: list[tuple[str, Any]] = []
-    group.visititems(lambda key, item: found.append((key, item)) if isinstance(item, h5py.Dataset) else None)
-    return found
 
 
 def _read_record(kind: str, handle: Any, name: str, where: str, index: int, task_id: str | None,
@@ -172,15 +196,15 @@ def _read_record(kind: str, handle: Any, name: str, where: str, index: int, task
     declared = group.attrs.get("num_samples")
     if declared is not None and int(_plain(declared)) != n:
         raise RecordError(f"{where}: {record} attribute num_samples is {_plain(declared)} but actions has {n} rows", record)
-    for folder in ("obs", "next_obs", "states"):
-        sub = group.get(folder)
-        if not isinstance(sub, h5py.Group):
-            continue
-        for key, item in _datasets(sub, h5py):  # one row per step, nested streams included (states/<kind>/<body>/...)
-            if item.shape[:1] != (n,):
-                raise RecordError(f"{where}: {record}/{folder}/{key} has {item.shape[0] if item.shape else 0} "
-                                  f"rows, actions has {n}", record)
-    attrs = _attrs(group)
+    found: dict[str, tuple[Any, Any]] = {}
+    attrs: dict[str, Any] = {}
+    digest = content_hash(group, found, attrs)
+    for path, (item, _) in found.items():
+        folder, _, key = path[1:].partition("/")
+        # one row per step, nested streams included (states/<kind>/<body>/...)
+        if key and folder in ("obs", "next_obs", "states") and item.shape[:1] != (n,):
+            raise RecordError(f"{where}: {record}/{folder}/{key} has {item.shape[0] if item.shape else 0} "
+                              f"rows, actions has {n}", record)
     success = attrs.get("success")
     if success is not None and not isinstance(success, (bool, int)):
         raise RecordError(f"{where}: {record} attribute success is {success!r}, expected a boolean", record)
@@ -188,9 +212,9 @@ def _read_record(kind: str, handle: Any, name: str, where: str, index: int, task
     if seed is not None and not isinstance(seed, int):
         raise RecordError(f"{where}: {record} attribute seed is {seed!r}, expected an integer", record)
     return SourceRecord(
-        name=record, index=index, content_hash=content_hash(group), attrs=attrs, num_samples=n,
+        name=record, index=index, content_hash=digest, attrs=attrs, num_samples=n,
         success=None if success is None else bool(success), seed=seed, task_id=task_id,
-        action_dim=int(actions.shape[1]), columns=_state_columns(group, h5py, n),
+        action_dim=int(actions.shape[1]), columns=_state_columns(group, h5py, n, found),
         copy_to=_copier(handle, name, env_args_raw, n),
     )
 

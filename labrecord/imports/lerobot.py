@@ -154,7 +154,8 @@ def _read_episode(dataset: Any, features: dict[str, Any], episode: dict[str, Any
 
         next_obs = {k: np.concatenate([v[1:], v[-1:]]) for k, v in obs.items()}
         with DemoWriter(path, {"env_name": f"lerobot:{Path(where).name}",
-                               "labrecord": {"instruction": tasks[0] if tasks else None}}, overwrite=True) as demo:
+                               "labrecord": {"instruction": tasks[0] if tasks else None}}, overwrite=True,
+                        durable=False) as demo:
             extra: dict[str, Any] = {"privileged_obs": privileged} if privileged else {}
             demo.begin(run_id, index, control_hz=float(dataset.fps), next_obs_last="repeated: the source ends here",
                        **extra)

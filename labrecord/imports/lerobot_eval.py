@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from labrecord.errors import LabrecordError
-from labrecord.fileio import atomic_write_bytes, dumps
+from labrecord.fileio import dumps
 from labrecord.imports.runs import ImportOptions, Member, RecordError, SourceFile, SourceRecord, safe_name
 from labrecord.rundir import SOURCE_JSON_FILE
 
@@ -277,7 +277,7 @@ def _record(task: _Task, episode: int, entry: dict[str, Any], seed: int | None, 
         digest.update(video.read_bytes())
 
     def write_document(path: Path, run_id: str) -> None:
-        atomic_write_bytes(path, dumps(document))
+        path.write_bytes(dumps(document))
 
     return SourceRecord(
         name=task.record(episode), index=episode, content_hash="sha256:" + digest.hexdigest(), attrs=attrs,

@@ -23,6 +23,7 @@ event and ``episode_end.reason`` ``service_fault`` or ``transport_fault``): unre
 """
 from __future__ import annotations
 
+import functools
 import os
 import re
 import shutil
@@ -60,8 +61,10 @@ class ImportOptions:
     system_kind: str | None = None
     start_seed: int | None = None
     evaluation_version: str = "import/1"
-    #: runs written at once (their durable writes overlap)
+    #: runs written at once
     threads: int = 4
+    #: runs staged between two filesystem syncs (:class:`Staging`)
+    batch: int = 256
 
 
 @dataclass
@@ -79,7 +82,8 @@ class SourceRecord:
     action_dim: int | None = None
     #: measurement columns found in the record (name -> float/bool array of num_samples)
     columns: dict[str, Any] = field(default_factory=dict)
-    #: writes the record's own data into a file of the run directory: ``copy_to(path, run_id)``
+    #: writes the record's own data into ``path``, a new file that the run's writer then
+    #: places in the run directory as ``copy_name``: ``copy_to(path, run_id)``
     copy_to: Callable[[Path, str], None] | None = None
     copy_name: str = SOURCE_FILE
     #: added to ``task.variant`` (the episode's instruction, ...)
@@ -251,7 +255,10 @@ def _existing(run_dir: Path, record: SourceRecord, where: str) -> str | None:
     return None
 
 
-def _write_run(source: SourceFile, record: SourceRecord, out: Path, options: ImportOptions) -> ImportRow:
+def _write_run(source: SourceFile, record: SourceRecord, out: Path, options: ImportOptions,
+               staging: Path) -> ImportRow:
+    """Stage the run of ``record`` in ``staging`` (status ``imported``), unless ``out``
+    already holds it (``unchanged``); :meth:`Staging.place` moves it into ``out``."""
     where = f"{source.path} {record.name}"
     run_id = run_id_of(source, _key(record))
     held = _existing(out / run_id, record, where)
@@ -261,7 +268,7 @@ def _write_run(source: SourceFile, record: SourceRecord, out: Path, options: Imp
     table, missing = _measurement_table(record, options.family, hz)
     manifest = _manifest(source, record, options, run_id, table is not None)
     outcome = _outcome(record)
-    with RunWriter.create(out, manifest) as run:
+    with RunWriter.create(staging, manifest, durable=False) as run:
         end_t = record.num_samples / hz if hz else 0.0
         complete = record.success is True and record.fault is None
         runtime_s, clock = (end_t, "sim") if hz else (None, None)
@@ -274,19 +281,137 @@ def _write_run(source: SourceFile, record: SourceRecord, out: Path, options: Imp
                  physical_complete=complete, valid_complete=complete,
                  runtime_s=runtime_s, runtime_clock=clock)
         if record.copy_to is not None:
-            record.copy_to(run.path(record.copy_name), run_id)
-        if record.videos:
-            from labrecord.fileio import atomic_path
-
-            (run.path(VIDEOS_DIR)).mkdir(exist_ok=True)
-            for name, video in sorted(record.videos.items()):
-                with atomic_path(run.path(VIDEOS_DIR) / f"{safe_name(name)}.mp4") as tmp:
-                    shutil.copyfile(video, tmp)
+            copy_to = record.copy_to
+            run.write_file(record.copy_name, lambda tmp: copy_to(tmp, run_id))
+        for name, video in sorted(record.videos.items()):
+            run.write_file(f"{VIDEOS_DIR}/{safe_name(name)}.mp4", functools.partial(_copy_file, video))
         if table is not None:
             run.write_measurements(table)
     note = None if table is not None or not missing else "unaudited: no " + ", ".join(missing[:4]) + (
         " ..." if len(missing) > 4 else "")
     return ImportRow(record.name, run_id, "imported", outcome, manifest.evaluation.measurements, note)
+
+
+class Staging:
+    """A hidden folder inside ``out`` where an import assembles runs before they appear.
+
+    Staged runs are written without fsyncs; :meth:`place` makes a whole batch durable
+    with one filesystem sync (:func:`~labrecord.fileio.sync_filesystem`), then renames
+    each run into ``out`` and fsyncs ``out`` once.  The sync of a batch may run while the
+    next batch is staged (:meth:`start_sync`): it waits on the disk, the staging on the
+    processor.  So nothing appears in ``out`` before its contents are on disk, and an
+    import killed at any point leaves whole runs and at most its staging folder.  The import holds an exclusive ``flock`` on its staging
+    folder; opening a new one removes every staging folder left behind whose lock is
+    free (its import is gone) and keeps those still held (an import running beside
+    this one).  The creation and that sweep happen under a lock on ``out`` itself, so a
+    folder just created is never swept before its import has locked it.
+    """
+
+    PREFIX, SUFFIX = ".import-", ".staging"
+
+    def __init__(self, out: Path) -> None:
+        import fcntl
+        import tempfile
+
+        self.out = out
+        try:
+            self._open(out, fcntl, tempfile)
+        except OSError as error:
+            raise LabrecordError(f"{out}: cannot stage the import there: {error.strerror or error}") from error
+
+    def _open(self, out: Path, fcntl: Any, tempfile: Any) -> None:
+        out.mkdir(parents=True, exist_ok=True)
+        out_fd = os.open(out, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+        try:
+            fcntl.flock(out_fd, fcntl.LOCK_EX)
+            for leftover in out.glob(f"{self.PREFIX}*{self.SUFFIX}"):
+                self._remove_if_abandoned(leftover)
+            self.root = Path(tempfile.mkdtemp(prefix=self.PREFIX, suffix=self.SUFFIX, dir=out))
+            self._fd = os.open(self.root, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+            fcntl.flock(self._fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        finally:
+            os.close(out_fd)  # releases the lock on out
+
+    @staticmethod
+    def _remove_if_abandoned(folder: Path) -> None:
+        import fcntl
+
+        if folder.is_symlink() or not folder.is_dir():
+            return
+        fd = os.open(folder, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return  # another import is staging here
+        finally:
+            os.close(fd)
+        shutil.rmtree(folder, ignore_errors=True)
+
+    def start_sync(self, pool: Any) -> Any:
+        """Start the filesystem sync of everything staged so far on the executor ``pool``;
+        its future is what :meth:`place` waits on before placing those runs."""
+        from labrecord.fileio import sync_filesystem
+
+        return pool.submit(sync_filesystem, self.root)
+
+    def place(self, staged: list[tuple[SourceRecord, ImportRow]], synced: Any = None) -> None:
+        """Make the staged runs of ``staged`` (rows ``imported``) durable and move them into
+        ``out``; ``synced`` is the future of a sync started after they were all written
+        (:meth:`start_sync`), or None to sync here.  A run another import placed first
+        with the same content becomes ``unchanged``; one with other content is refused
+        (an ``error`` row)."""
+        from labrecord.fileio import _fsync_dir, sync_filesystem
+
+        staged = [(record, row) for record, row in staged if row.status == "imported" and row.run_id]
+        if synced is not None:
+            synced.result()  # raises what the sync raised: nothing is placed
+        elif staged:
+            sync_filesystem(self.root)
+        if not staged:
+            return
+        for record, row in staged:
+            assert row.run_id is not None
+            source = self.root / row.run_id
+            try:
+                os.rename(source, self.out / row.run_id)
+            except OSError as error:
+                # the name was taken since the check before staging (an import beside this one)
+                try:
+                    held = _existing(self.out / row.run_id, record, f"{row.record}")
+                except LabrecordError as refused:
+                    row.status, row.message = "error", str(refused)
+                else:
+                    if held is not None:
+                        row.status, row.measurements = "unchanged", held
+                    elif not self._retry(source, self.out / row.run_id):
+                        row.status, row.message = "error", (
+                            f"{self.out / row.run_id}: cannot place the imported run: {error.strerror}")
+                shutil.rmtree(source, ignore_errors=True)
+        _fsync_dir(self.out)
+
+    @staticmethod
+    def _retry(source: Path, target: Path) -> bool:
+        """Rename again once an unfinished run in the way was removed (:func:`_existing`)."""
+        try:
+            os.rename(source, target)
+        except OSError:
+            return False
+        return True
+
+    def close(self) -> None:
+        """Remove the staging folder (whatever is left in it was not placed) and unlock it."""
+        shutil.rmtree(self.root, ignore_errors=True)
+        os.close(self._fd)
+
+    def __enter__(self) -> Staging:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+
+def _copy_file(source: Path, target: Path) -> None:
+    shutil.copyfile(source, target)
 
 
 def _outcome(record: SourceRecord) -> str:
@@ -306,32 +431,47 @@ def import_records(source: SourceFile, out: str | os.PathLike[str], options: Imp
     summary = ImportSummary(source.kind, source.path, str(out), population_of(source))
     instances: list[Any] = []
 
-    def write(entry: SourceRecord | LabrecordError) -> ImportRow:
+    def write(staging: Path, entry: SourceRecord | LabrecordError) -> ImportRow:
         if isinstance(entry, LabrecordError):
             return ImportRow(getattr(entry, "record", "?"), None, "error", message=str(entry))
         try:
-            return _write_run(source, entry, out, options)
+            return _write_run(source, entry, out, options, staging)
         except LabrecordError as error:
             return ImportRow(entry.name, None, "error", message=str(error))
 
-    # the runs are independent and their writes wait on the disk (fsync): a few threads
-    # overlap those waits; rows come back in the source's order
+    # the runs are independent: a few threads overlap their file creations (the kernel's
+    # part of the writing); rows come back in the source's order, a batch at a time
     from concurrent.futures import ThreadPoolExecutor
 
     held: set[str] = set()
-    with ThreadPoolExecutor(max_workers=max(1, options.threads)) as pool:
-        for entry, row in zip(source.records, pool.map(write, source.records)):
-            summary.rows.append(row)
-            if isinstance(entry, LabrecordError):
-                instance = instance_of(getattr(entry, "instance_id", None) or row.record)
-                task_id = source.task_id
-            else:
-                instance, task_id = instance_of(_key(entry)), entry.task_id or source.task_id
-            held.add(instance)
-            if source.expected is None:
-                instances.append(Instance(instance_id=instance, task_id=task_id))
+    rows: list[ImportRow] = []
+    batch = max(1, options.batch)
+    with ThreadPoolExecutor(max_workers=max(1, options.threads)) as pool, \
+            ThreadPoolExecutor(max_workers=1) as syncer, Staging(out) as staging:
+        # batch k is synced while batch k+1 is staged, and placed once both are done
+        waiting: tuple[list[tuple[SourceRecord, ImportRow]], Any] | None = None
+        for start in range(0, len(source.records), batch):
+            entries = source.records[start:start + batch]
+            done = list(pool.map(functools.partial(write, staging.root), entries))
+            if waiting is not None:
+                staging.place(*waiting)
+            waiting = ([(e, row) for e, row in zip(entries, done) if not isinstance(e, LabrecordError)],
+                       staging.start_sync(syncer))
+            rows.extend(done)
             if progress is not None:
-                progress(1)
+                progress(len(entries))
+        if waiting is not None:
+            staging.place(*waiting)
+    for entry, row in zip(source.records, rows):
+        summary.rows.append(row)
+        if isinstance(entry, LabrecordError):
+            instance = instance_of(getattr(entry, "instance_id", None) or row.record)
+            task_id = source.task_id
+        else:
+            instance, task_id = instance_of(_key(entry)), entry.task_id or source.task_id
+        held.add(instance)
+        if source.expected is None:
+            instances.append(Instance(instance_id=instance, task_id=task_id))
     for member in source.expected or ():
         # the declared set, in its own order; a member without a record stays in every
         # denominator as missing

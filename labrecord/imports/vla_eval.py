@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from labrecord.errors import LabrecordError
-from labrecord.fileio import atomic_write_bytes, dumps
+from labrecord.fileio import dumps
 from labrecord.imports.runs import ImportOptions, Member, RecordError, SourceFile, SourceRecord, safe_name
 from labrecord.rundir import SOURCE_JSON_FILE
 
@@ -228,7 +228,7 @@ def _read_row(conn: sqlite3.Connection, row: sqlite3.Row, where: str, safe: str,
     context_seed = context.get("seed")
 
     def write_document(path: Path, run_id: str) -> None:
-        atomic_write_bytes(path, dumps(document))
+        path.write_bytes(dumps(document))
 
     return SourceRecord(
         name=name, index=raw_episode, content_hash="sha256:" + digest.hexdigest(), attrs=attrs, num_samples=steps,

@@ -79,3 +79,64 @@ def test_a_failed_folder_write_keeps_the_old_tree(tmp_path: Path) -> None:
         raise ValueError("stop")
     assert [p.name for p in out.iterdir()] == ["kept"]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["export"]
+
+
+def fsync_calls(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """Count every ``os.fsync`` (and still run it)."""
+    calls: list[int] = []
+    real = os.fsync
+
+    def counted(fd: int) -> None:
+        calls.append(fd)
+        real(fd)
+    monkeypatch.setattr(os, "fsync", counted)
+    return calls
+
+
+def test_a_non_durable_commit_syncs_nothing_and_still_honours_the_umask(tmp_path: Path, mask: None,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    calls = fsync_calls(monkeypatch)
+    os.umask(0o027)
+    with atomic_path(tmp_path / "staged.json", durable=False) as tmp:
+        tmp.write_bytes(b"{}")
+    assert calls == []
+    assert (tmp_path / "staged.json").read_bytes() == b"{}" and mode(tmp_path / "staged.json") == 0o640
+    with atomic_path(tmp_path / "kept.json") as tmp:
+        tmp.write_bytes(b"{}")
+    assert len(calls) == 2  # the durable one: the file, then its folder
+
+
+def test_sync_filesystem_is_one_call_where_syncfs_exists(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from labrecord import fileio
+
+    (tmp_path / "a").write_bytes(b"1")
+    calls = fsync_calls(monkeypatch)
+    fileio.sync_filesystem(tmp_path)
+    if fileio._load_syncfs() is not None:
+        assert calls == []  # one syncfs, no per-file fsync
+    else:
+        assert len(calls) == 2
+
+
+def test_sync_filesystem_without_syncfs_fsyncs_every_file_and_folder(tmp_path: Path,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """Two files in the root, one in ``sub/``: three file fsyncs, then ``sub`` and the root: five."""
+    from labrecord import fileio
+
+    (tmp_path / "sub").mkdir()
+    for name in ("a", "b", "sub/c"):
+        (tmp_path / name).write_bytes(name.encode())
+    monkeypatch.setattr(fileio, "_syncfs", None)
+    calls = fsync_calls(monkeypatch)
+    fileio.sync_filesystem(tmp_path)
+    assert len(calls) == 5
+
+
+def test_a_failing_syncfs_falls_back_to_fsyncing_every_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from labrecord import fileio
+
+    (tmp_path / "a").write_bytes(b"1")
+    monkeypatch.setattr(fileio, "_syncfs", lambda fd: -1)
+    calls = fsync_calls(monkeypatch)
+    fileio.sync_filesystem(tmp_path)
+    assert len(calls) == 2  # the file and the folder

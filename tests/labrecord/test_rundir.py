@@ -253,3 +253,39 @@ def test_a_full_disk_while_writing_the_manifest_keeps_the_old_one(tmp_path: Path
     assert [p.name for p in (tmp_path / "r").iterdir() if p.name.startswith(".")] == []
     assert validate_run(tmp_path / "r")[0].ok
     RunWriter.open(tmp_path / "r").close()  # the lock was released
+
+
+def test_a_staged_run_syncs_nothing_takes_no_lock_and_writes_run_json_at_close(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import fcntl
+    import os
+
+    calls: list[int] = []
+    real = os.fsync
+    monkeypatch.setattr(os, "fsync", lambda fd: (calls.append(fd), real(fd))[1])
+    run = RunWriter.create(tmp_path, example_manifest("staged"), durable=False)
+    assert not (run.dir / "run.json").exists()  # written once, at close
+    fd = os.open(run.dir, os.O_RDONLY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # free: the staging folder is its caller's
+    finally:
+        os.close(fd)
+    run.emit(EpisodeStart, t=0.0, episode=0)
+    run.emit(EpisodeEnd, t=1.0, episode=0, reason="success", physical_complete=True, valid_complete=True)
+    run.write_file("videos/a.mp4", lambda path: path.write_bytes(b"mp4"))
+    run.close()
+    assert calls == []
+    assert read_manifest(run.dir).manifest.status == "complete"
+    assert [type(e).__name__ for e in read_events(run.dir)] == ["EpisodeStart", "EpisodeEnd"]
+    assert (run.dir / "videos" / "a.mp4").read_bytes() == b"mp4"
+    assert sorted(p.name for p in run.dir.iterdir()) == ["events.jsonl", "run.json", "videos"]
+
+
+def test_a_staged_run_has_the_same_bytes_as_a_durable_one(tmp_path: Path) -> None:
+    for root, durable in ((tmp_path / "durable", True), (tmp_path / "staged", False)):
+        root.mkdir()
+        with RunWriter.create(root, example_manifest("same"), durable=durable) as run:
+            run.emit(EpisodeStart, t=0.0, episode=0)
+            run.emit(EpisodeEnd, t=1.0, episode=0, reason="failure", physical_complete=False, valid_complete=False)
+    for name in ("run.json", "events.jsonl"):
+        assert (tmp_path / "durable" / "same" / name).read_bytes() == (tmp_path / "staged" / "same" / name).read_bytes()
