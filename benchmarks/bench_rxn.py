@@ -10,7 +10,7 @@ strings, failed and timed-out figures).  Then, in one process, with a cold cache
 - total: ``score_documents`` end to end (flatten, canonicalize, ingest into DuckDB, SQL
   matching, summary) from documents already in memory.
 
-It prints both and their ratio (target <= 1.1 for the default ``strict`` scoring), plus
+It prints both and their ratio and the range of its paired ratios (target <= 1.1 for the default ``strict`` scoring), plus
 the time to read the same documents from JSON files with the adapters, reported
 separately.  Then each other scoring profile (``stereo-blind``, ``inchi``, ``tanimoto:T``,
 ``roles-lenient``) is timed the same way, end to end with that one profile asked for, and
@@ -36,6 +36,9 @@ from labrecord.chemdata.adapters import load_documents
 from labrecord.chemdata.normalize import cache_clear, canonicalize_many
 from labrecord.models.rxn import FigureDocument, Molecule, Reaction
 from labrecord.chemdata.scoring import score_documents
+
+#: the cost target of the default ``strict`` scoring: end to end over the floor
+TARGET = 1.1
 
 SUBSTITUENTS = ["C", "CC", "OC", "F", "Cl", "C(F)(F)F", "N(C)C", "C#N", "[N+](=O)[O-]", "C(=O)OC", "OC(F)(F)F",
                 "SC", "C(C)(C)C", "c2ccccc2", "N2CCOCC2", "[2H]", "C(C)C", "OCc2ccccc2", "C=O", "S(C)(=O)=O",
@@ -199,21 +202,26 @@ def main() -> None:
             floors[name].append(time_floor(strings))
             seconds, results[name] = time_total(gold, pred, () if name == "strict" else (name,))
             totals[name].append(seconds)
-    ratio = {name: statistics.median(t / f for t, f in zip(totals[name], floors[name])) for name in names}
+    pairs = {name: [t / f for t, f in zip(totals[name], floors[name])] for name in names}
+    ratio = {name: statistics.median(values) for name, values in pairs.items()}
     floor, total = statistics.median(floors["strict"]), statistics.median(totals["strict"])
     result = results["strict"]
+    verdict = "met" if ratio["strict"] <= TARGET else "not met"
     print(f"floor: canonicalize distinct SMILES once   {floor:8.3f} s")
     print(f"total: score_documents (DuckDB) end to end {total:8.3f} s")
-    print(f"ratio total / floor (median of pairs)      {ratio['strict']:8.3f}   (target <= 1.1)")
+    print(f"ratio total / floor (median of pairs)      {ratio['strict']:8.3f}   "
+          f"(pairs {min(pairs['strict']):.3f}-{max(pairs['strict']):.3f}; target <= {TARGET}: {verdict})")
     print(f"reading the same documents from JSONL      {time_load(gold, pred):8.3f} s   (not in the ratio)")
     print("macro F1 strict {:.4f}, nonstereo {:.4f}".format(result["macro"]["strict"]["f1"], result["macro"]["nonstereo"]["f1"]))
-    report = {"floor_s": floor, "total_s": total, "ratio": ratio["strict"], "profiles": {}}
+    report = {"floor_s": floor, "total_s": total, "ratio": ratio["strict"],
+              "ratio_range": [min(pairs["strict"]), max(pairs["strict"])], "target": TARGET, "profiles": {}}
     for name in names[1:]:
         seconds = statistics.median(totals[name])
         f1 = results[name]["profiles"][name]["macro"]["f1"]
-        print(f"profile {name:16s} end to end {seconds:8.3f} s   ratio to its floor {ratio[name]:6.3f}   "
-              f"macro F1 {f1:.4f}")
-        report["profiles"][name] = {"total_s": seconds, "ratio": ratio[name], "f1": f1}
+        print(f"profile {name:16s} end to end {seconds:8.3f} s   ratio to its floor {ratio[name]:6.3f} "
+              f"(pairs {min(pairs[name]):.3f}-{max(pairs[name]):.3f}; its own, no target)   macro F1 {f1:.4f}")
+        report["profiles"][name] = {"total_s": seconds, "ratio": ratio[name], "ratio_range": [min(pairs[name]), max(pairs[name])],
+                                    "f1": f1}
     print(json.dumps(report))
 
 

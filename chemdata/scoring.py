@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from labrecord.errors import LabrecordError
 from labrecord.chemdata.stats import reliability, stored_documents
-from labrecord.chemdata.store import ingest_documents
+from labrecord.chemdata.store import ingest_documents, ingest_sets
 from labrecord.scorers.reaction import (
     FigureCounts, FingerprintTable, Profile, SideReaction, count_profile, expand_profiles, extra_figures, figure_counts,
     figure_pairs, from_figure_counts, parse_profile, prf, profile_summary, score_db, side_reactions, similarity_for, unmatchable_gold,
@@ -47,11 +47,12 @@ def score_documents(gold: Sequence[Any], pred: Sequence[Any], *, by: str | None 
         raise LabrecordError(f"gold documents name {len(gold_names)} systems ({', '.join(sorted(gold_names))}); expected one")
     if len(pred_names) > 1:
         raise LabrecordError(f"predictions hold several systems ({', '.join(sorted(pred_names))}); score them one at a time")
-    con = con or connect(tables=RXN_TABLES)
-    ingest_documents(con, gold, gold=True)
-    ingest_documents(con, pred, gold=False)
     gold_name = next(iter(gold_names))
     pred_name = next(iter(pred_names), f"{gold_name}~no-predictions")
+    if gold_name == pred_name:
+        raise LabrecordError(f"gold set and prediction are the same system {gold_name!r}")
+    con = con or connect(tables=RXN_TABLES)
+    ingest_sets(con, [(gold, True), (pred, False)])
     counts = figure_counts(con, gold_name, pred_name, allow_empty=not pred)
     result = score_db(con, gold_name, pred_name, by=by, counts=counts)
     if profiles or rows is not None:

@@ -179,18 +179,32 @@ def ingest_documents(con: DuckDBPyConnection, docs: Sequence[FigureDocument], *,
     leaves the stored figures as they were.  Returns counts: figures, reactions, molecules,
     new_smiles (strings canonicalized by this call).
     """
+    return ingest_sets(con, [(docs, gold)], replace=replace)
+
+
+def ingest_sets(con: DuckDBPyConnection, sets: Sequence[tuple[Sequence[FigureDocument], bool]], *,
+                replace: bool = True) -> dict[str, int]:
+    """:func:`ingest_documents` of several document sets at once, each with its ``gold``
+    flag (a gold set and a prediction): one schema check, one canonicalization pass over
+    their strings together and one transaction, as if ingested one after the other.  A
+    (system, figure) may appear once across all the sets."""
     create_schema(con, RXN_TABLES)
     seen: dict[tuple[str, str], str | None] = {}
-    for doc in docs:
-        key = (doc.system, doc.figure_id)
-        if key in seen:
-            raise LabrecordError(f"{doc.source or '?'}: figure {doc.figure_id!r} of system {doc.system!r} "
-                                 f"appears twice (also in {seen[key] or '?'})")
-        seen[key] = doc.source
-    if not docs:
+    for docs, _ in sets:
+        for doc in docs:
+            key = (doc.system, doc.figure_id)
+            if key in seen:
+                raise LabrecordError(f"{doc.source or '?'}: figure {doc.figure_id!r} of system {doc.system!r} "
+                                     f"appears twice (also in {seen[key] or '?'})")
+            seen[key] = doc.source
+    if not seen:
         return {"figures": 0, "reactions": 0, "molecules": 0, "new_smiles": 0}
-    reactions, molecules = _reaction_rows(docs)
-    figures = _figure_rows(docs, gold)
+    every = [doc for docs, _ in sets for doc in docs]
+    reactions, molecules = _reaction_rows(every)
+    figures = _columns("rxn_figures")
+    for docs, gold in sets:
+        for column, values in _figure_rows(docs, gold).items():
+            figures[column].extend(values)
     _, stale, smiles = _new_smiles(con, molecules["smiles"])
     con.execute("BEGIN TRANSACTION")
     try:
@@ -204,7 +218,7 @@ def ingest_documents(con: DuckDBPyConnection, docs: Sequence[FigureDocument], *,
         con.execute("ROLLBACK")
         raise
     con.execute("COMMIT")
-    return {"figures": len(docs), "reactions": len(reactions["system"]), "molecules": len(molecules["system"]),
+    return {"figures": len(every), "reactions": len(reactions["system"]), "molecules": len(molecules["system"]),
             "new_smiles": len(smiles["smiles"])}
 
 

@@ -126,26 +126,30 @@ WITH gold_fig AS (
     SELECT figure_id, layout FROM rxn_figures WHERE system = $gold),
 pred_fig AS (
     SELECT figure_id, status FROM rxn_figures WHERE system = $pred),
-occ0 AS MATERIALIZED (  -- one row per reactant/product component occurrence; NULL keys never match
-    SELECT m.system, m.figure_id, m.reaction_index, m.role,
-           unnest(CASE WHEN s.reason IS NULL THEN s.strict ELSE [NULL] END) AS k_strict,
-           unnest(CASE WHEN s.reason IS NULL THEN s.nonstereo ELSE [NULL] END) AS k_nonstereo
+mol AS MATERIALIZED (  -- one row per reactant/product occurrence; ok: its string has components
+    SELECT m.system, m.figure_id, m.reaction_index, m.role = 'product' AS product, m.smiles, s.reason IS NULL AS ok
     FROM rxn_molecules m JOIN rxn_smiles s USING (smiles)
     WHERE m.system IN ($gold, $pred) AND m.role IN ('reactant', 'product')),
+comp AS MATERIALIZED (  -- the components of each distinct string in use (strict and stereo-blind)
+    SELECT smiles, unnest(strict) AS k_strict, unnest(nonstereo) AS k_nonstereo
+    FROM rxn_smiles WHERE reason IS NULL AND smiles IN (SELECT smiles FROM mol)),
 kid AS MATERIALIZED (  -- each distinct component key numbered, so signatures sort integers, not strings
     SELECT k, (row_number() OVER ())::INTEGER AS id
-    FROM (SELECT k_strict AS k FROM occ0 UNION SELECT k_nonstereo FROM occ0) WHERE k IS NOT NULL),
-occ AS MATERIALIZED (  -- the key as a signed number: negative for a product, positive for a reactant
-    SELECT o.system, o.figure_id, o.reaction_index, o.role, o.k_strict, o.k_nonstereo,
-           CASE WHEN o.role = 'product' THEN -a.id ELSE a.id END AS i_strict,
-           CASE WHEN o.role = 'product' THEN -b.id ELSE b.id END AS i_nonstereo
-    FROM occ0 o LEFT JOIN kid a ON a.k = o.k_strict LEFT JOIN kid b ON b.k = o.k_nonstereo),
-sig AS MATERIALIZED (
+    FROM (SELECT k_strict AS k FROM comp UNION SELECT k_nonstereo FROM comp)),
+sid AS MATERIALIZED (  -- per distinct string its key numbers: joined once per string, not per occurrence
+    SELECT c.smiles, list(a.id) AS i_strict, list(b.id) AS i_nonstereo
+    FROM comp c JOIN kid a ON a.k = c.k_strict JOIN kid b ON b.k = c.k_nonstereo GROUP BY c.smiles),
+occ AS MATERIALIZED (  -- one row per component occurrence; NULL keys never match
+    SELECT m.system, m.figure_id, m.reaction_index, m.product,
+           unnest(CASE WHEN m.ok THEN x.i_strict ELSE [NULL] END) AS k_strict,
+           unnest(CASE WHEN m.ok THEN x.i_nonstereo ELSE [NULL] END) AS k_nonstereo
+    FROM mol m LEFT JOIN sid x USING (smiles)),
+sig AS MATERIALIZED (  -- a reaction's signature: its key numbers, negative for a product, sorted
     SELECT r.system, r.figure_id, r.reaction_index,
-           CASE WHEN count(o.role) = 0 OR bool_or(o.k_strict IS NULL) THEN NULL
-                ELSE list_sort(list(o.i_strict)) END AS s_strict,
-           CASE WHEN count(o.role) = 0 OR bool_or(o.k_nonstereo IS NULL) THEN NULL
-                ELSE list_sort(list(o.i_nonstereo)) END AS s_nonstereo
+           CASE WHEN count(o.product) = 0 OR bool_or(o.k_strict IS NULL) THEN NULL
+                ELSE list_sort(list(CASE WHEN o.product THEN -o.k_strict ELSE o.k_strict END)) END AS s_strict,
+           CASE WHEN count(o.product) = 0 OR bool_or(o.k_nonstereo IS NULL) THEN NULL
+                ELSE list_sort(list(CASE WHEN o.product THEN -o.k_nonstereo ELSE o.k_nonstereo END)) END AS s_nonstereo
     FROM rxn_reactions r LEFT JOIN occ o USING (system, figure_id, reaction_index)
     WHERE r.system IN ($gold, $pred)
     GROUP BY r.system, r.figure_id, r.reaction_index),

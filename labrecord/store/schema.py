@@ -562,12 +562,14 @@ def create_schema(con: DuckDBPyConnection, tables: Sequence[TableSpec] | None = 
 def _alter(con: DuckDBPyConnection, missing: Sequence[TableSpec], added: Sequence[tuple[TableSpec, Column]], *,
            views: bool) -> None:
     """Create ``missing`` tables and add ``added`` columns (and re-create the views) in one transaction."""
+    # one batch of statements: DuckDB parses and runs them in one call, where a call per
+    # statement (a table and a comment per column) costs a Python round trip each
+    statements = [s for spec in missing for s in _table_statements(spec)]
+    statements += [s for spec, column in added for s in _column_statements(spec, column)]
     con.execute("BEGIN TRANSACTION")
     try:
-        for spec in missing:
-            _create_table(con, spec)
-        for spec, column in added:
-            _add_column(con, spec, column)
+        if statements:
+            con.execute(";\n".join(statements))
         if views:
             create_views(con)
     except BaseException:
@@ -589,10 +591,10 @@ def _create_tables(con: DuckDBPyConnection, tables: Sequence[TableSpec]) -> None
     _alter(con, missing, added, views=False)
 
 
-def _add_column(con: DuckDBPyConnection, spec: TableSpec, column: Column) -> None:
+def _column_statements(spec: TableSpec, column: Column) -> list[str]:
     """A column added by a newer release (events.payload in 1.1): older rows read null."""
-    con.execute(f'ALTER TABLE {spec.name} ADD COLUMN "{column.name}" {column.type}')
-    con.execute(f'COMMENT ON COLUMN {spec.name}."{column.name}" IS {_quote(column.comment)}')
+    return [f'ALTER TABLE {spec.name} ADD COLUMN "{column.name}" {column.type}',
+            f'COMMENT ON COLUMN {spec.name}."{column.name}" IS {_quote(column.comment)}']
 
 
 def _relations(con: DuckDBPyConnection) -> set[str]:
@@ -617,11 +619,14 @@ def missing_columns(con: DuckDBPyConnection) -> list[tuple[TableSpec, Column]]:
             for column in spec.columns if column.name not in have.get(spec.name, set())]
 
 
+def _table_statements(spec: TableSpec) -> list[str]:
+    """The table ``spec`` and its comments, as statements."""
+    return [spec.ddl(), f"COMMENT ON TABLE {spec.name} IS {_quote(spec.comment)}",
+            *(f'COMMENT ON COLUMN {spec.name}."{column.name}" IS {_quote(column.comment)}' for column in spec.columns)]
+
+
 def _create_table(con: DuckDBPyConnection, spec: TableSpec) -> None:
-    con.execute(spec.ddl())
-    con.execute(f"COMMENT ON TABLE {spec.name} IS {_quote(spec.comment)}")
-    for column in spec.columns:
-        con.execute(f'COMMENT ON COLUMN {spec.name}."{column.name}" IS {_quote(column.comment)}')
+    con.execute(";\n".join(_table_statements(spec)))
 
 
 def stale_views(con: DuckDBPyConnection) -> list[str]:

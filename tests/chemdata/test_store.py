@@ -103,3 +103,29 @@ def test_a_failed_write_rolls_back_the_whole_replacement(monkeypatch: pytest.Mon
         ingest_documents(con, [figure("a", [(["CCN"], ["CC=N"])])])
     assert stored(con) == before
     assert con.execute("SELECT count(*) FROM rxn_smiles WHERE smiles = 'CCN'").fetchall()[0][0] == 0
+
+
+def _table_rows(con: object) -> dict[str, list[tuple[object, ...]]]:
+    out = {}
+    for spec in RXN_TABLES:
+        columns = ", ".join(f'"{c}"' for c in spec.names if c != "normalizer")
+        out[spec.name] = con.execute(f"SELECT {columns} FROM {spec.name} ORDER BY ALL").fetchall()  # type: ignore[attr-defined]
+    return out
+
+
+def test_ingesting_sets_together_stores_what_one_after_the_other_does() -> None:
+    """A gold set and a prediction sharing strings ("CCO" in both) ingested in one call
+    give the same rows as two calls, and each shared string is canonicalized once."""
+    golds = [gold("a", [(["CCO", "CC(=O)O"], ["CCOC(C)=O"])]), gold("b", [(["CCO"], ["CC=O"])])]
+    preds = [figure("a", [(["OCC", "CC(=O)O"], ["CCOC(C)=O"])]), figure("b", [(["C1CC"], ["CC=O"])], status="failed")]
+    apart, together = connect(tables=RXN_TABLES), connect(tables=RXN_TABLES)
+    ingest_documents(apart, golds, gold=True)
+    ingest_documents(apart, preds)
+    counts = rxn_store.ingest_sets(together, [(golds, True), (preds, False)])
+    assert counts == {"figures": 4, "reactions": 4, "molecules": 10, "new_smiles": 6}
+    assert _table_rows(together) == _table_rows(apart)
+
+
+def test_a_figure_in_two_of_the_sets_is_refused() -> None:
+    with pytest.raises(LabrecordError, match="appears twice"):
+        rxn_store.ingest_sets(connect(), [([figure("a", [])], True), ([figure("a", [])], False)])

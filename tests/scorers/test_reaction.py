@@ -34,6 +34,11 @@ def test_identical_sets_score_one() -> None:
     assert result["molecule"]["nonstereo"]["f1"] == 1.0
 
 
+def test_a_prediction_named_like_the_gold_set_is_refused_before_ingest() -> None:
+    with pytest.raises(LabrecordError, match="same system 'gold'"):
+        score_documents([gold("a", [ESTER])], [figure("a", [ESTER], system="gold")])
+
+
 def test_repeated_gold_reaction_recovered_once_gives_recall_half() -> None:
     result = score_documents([gold("a", [ESTER, ESTER])], [figure("a", [ESTER])])
     row = result["per_figure"][0]
