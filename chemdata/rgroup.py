@@ -654,11 +654,17 @@ def _carry_stereo(reactant: DerivedSmiles, product_template: str, product: str, 
     if not (rt_in_reactant and in_rt and in_pt):
         return reactant
     rdCIPLabeler.AssignCIPLabels(product_mol)
+    # only an atom that can be a tetrahedral centre in the reactant takes one: a centre the
+    # reaction creates (a C–C double bond of the reactant that becomes the product's
+    # stereocentre) maps onto an sp2 atom of the reactant through the shared core, and a
+    # tag there would describe a molecule that was never drawn
+    can_be_centre = {info.centeredOn for info in Chem.FindPotentialStereo(reactant_mol)
+                     if info.type == Chem.StereoType.Atom_Tetrahedral}
     changed = False
     for shared_index in range(shared.GetNumAtoms()):
         source = product_mol.GetAtomWithIdx(pt_in_product[in_pt[shared_index]])
         atom = reactant_mol.GetAtomWithIdx(rt_in_reactant[in_rt[shared_index]])
-        if not source.HasProp("_CIPCode"):
+        if not source.HasProp("_CIPCode") or atom.GetIdx() not in can_be_centre:
             continue
         wanted = source.GetProp("_CIPCode")
         for tag in (Chem.ChiralType.CHI_TETRAHEDRAL_CW, Chem.ChiralType.CHI_TETRAHEDRAL_CCW):

@@ -223,3 +223,26 @@ def test_symmetric_reagent_is_settled_by_the_other_entries() -> None:
     assert sorted(settled) == ["CCSc1ccc(I)cc1", "CSSC"]
     tied = derive_reactants(templates, product_template, "CCSc1ccc(SC)cc1", prefer=[{"R2": "Me"}, {"R2": "Et"}])
     assert isinstance(tied, Failure) and tied.kind == "ambiguous_match"
+
+
+def test_a_centre_the_reaction_creates_stays_off_the_reactants_sp2_atom() -> None:
+    """Hydrocyanation of a terminal diene, [*:1]/C=C/C=C + HCN -> C[C@H](C#N)/C=C/[*:1].
+    The shared core maps the product's new centre (the CH bearing CN) onto the diene's
+    CH= next to the terminal CH2=: an sp2 atom with three neighbours, which cannot be a
+    tetrahedral centre.  The derived diene carries no tag there (before the fix it came
+    out as C=[C@@H]/C=C/c1ccccc1), while the double-bond geometry it is drawn with stays."""
+    diene, cyanide = derive_reactants(["[*:1]/C=C/C=C", "C#N"], "C[C@H](C#N)/C=C/[*:1]", "C[C@H](C#N)/C=C/c1ccccc1")
+    assert diene == canon("C=C/C=C/c1ccccc1") and cyanide == canon("C#N")
+    # a centre the reactant does hold (the amino acid's) is still carried: see
+    # test_derive_reactants_stereo_kept
+
+
+@settings(max_examples=20, deadline=None)
+@given(st.sampled_from(["Me", "Et", "Bn", "Ph", "iPr", "CF3", "OMe"]), st.sampled_from(["@", "@@"]))
+def test_a_created_centre_never_reaches_the_reactant(value: str, tag: str) -> None:
+    """Whatever the substituent and the product's configuration, the diene derived for
+    C[C@H](C#N)/C=C/R (or its mirror image) is the template's own diene with R put in:
+    it holds no centre, so no configuration of the product can show up in it."""
+    product = instantiate(f"C[C{tag}H](C#N)/C=C/[*:1]", {"R1": value})
+    diene, _ = derive_reactants(["[*:1]/C=C/C=C", "C#N"], f"C[C{tag}H](C#N)/C=C/[*:1]", product)
+    assert diene == canon(instantiate("[*:1]/C=C/C=C", {"R1": value}))
