@@ -144,11 +144,11 @@ def arrow_shape(mask: Any, bond: float) -> str | None:
     else:
         profile, length, across = mask.sum(axis=1), height, width
         directions = ("up", "down")
-    if length < max(30, 1.4 * bond) or across > max(0.8 * bond, 14):
+    if length < max(30, 1.4 * bond):
         return None
     shaft = float(np.median(profile))
-    if shaft > max(6.0, bond / 5):
-        return None
+    if across > max(0.8 * bond, 14) or shaft > max(6.0, bond / 5):
+        return _bold_arrow(mask if width >= height else mask.T, profile, bond, directions)
     # the middle half of the length is one straight line: few rows (columns) carry much ink
     lines = mask if width >= height else mask.T
     middle = lines[:, length // 4: length - length // 4]
@@ -160,11 +160,47 @@ def arrow_shape(mask: Any, bond: float) -> str | None:
     end = max(4, int(0.3 * length))
     for side, segment in ((directions[0], profile[:end]), (directions[1], profile[::-1][:end])):
         peak = int(segment.argmax())
-        if segment[peak] >= max(2 * shaft, shaft + 4) and segment[peak] >= 0.25 * across:
+        # a head at least twice the shaft and min(4 px, b/5) beyond it: a small figure's
+        # 1 px shaft carries a 4 px head
+        if segment[peak] >= max(2 * shaft, shaft + min(4.0, bond / 5)) and segment[peak] >= 0.25 * across:
             # the head tapers towards the tip: thicker inside than at the very end
             tip = segment[:max(1, peak)]
             if peak <= 0.9 * end and (tip.size == 0 or tip.min() <= segment[peak]):
                 return side
+    return None
+
+
+def _bold_arrow(lines: Any, profile: Any, bond: float, directions: tuple[str, str]) -> str | None:
+    """A bold (filled) arrow, ``lines`` laid out along its length: a solid bar of constant
+    thickness ``t`` (every position carries one unbroken run of ink, ≥ 60 % of them within
+    ``max(2, t/10)`` of ``t``, their middles on one line) at least three times as long as
+    the whole arrow is thick, with a head at one end at least ``1.5 t`` across that narrows
+    to under half its width at the tip over a stretch at least 0.4 × its width.  A wedge bond tapers along its whole length and a
+    bar has no head, so neither passes."""
+    import numpy as np
+
+    across, length = lines.shape
+    if length < 3 * across or (profile > 0).mean() < 0.97:
+        return None
+    filled = lines.any(axis=0)
+    first = lines.argmax(axis=0)
+    last = across - 1 - lines[::-1].argmax(axis=0)
+    if (profile[filled] != (last - first + 1)[filled]).mean() > 0.05:
+        return None  # runs with holes: an outline or a drawing, not a solid bar
+    shaft = float(np.median(profile))
+    slack = max(2.0, shaft / 10)
+    bar = np.abs(profile - shaft) <= slack
+    if shaft < 3 or bar.mean() < 0.6:
+        return None
+    middles = (first + last)[bar] / 2
+    if middles.max() - middles.min() > 2 * slack:
+        return None
+    end = max(4, int(0.4 * length))
+    for side, segment in ((directions[0], profile[:end]), (directions[1], profile[::-1][:end])):
+        peak = int(segment.argmax())
+        # the head narrows over a stretch at least 0.4 × its width (a glyph's serif does not)
+        if segment[peak] >= 1.5 * shaft and peak >= 0.4 * segment[peak] and segment[:peak].min() <= 0.5 * segment[peak]:
+            return side
     return None
 
 
@@ -376,6 +412,7 @@ def segment(image: Any, text_lines: list[TextLine], bond: float | None = None) -
     # joined it (the hashes of a hashed wedge carry the "HO" at their far end)
     attached: dict[int, int] = {}
     pending = list(range(len(small)))
+
     for _ in range(4):
         still = []
         for k in pending:

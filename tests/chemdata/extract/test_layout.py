@@ -202,3 +202,119 @@ def test_any_dashed_arrow_is_found(length: int, dash: int, gap: int, shaft: int)
     image = Image.new("L", (length + 40, 60), 255)
     dashed_arrow(ImageDraw.Draw(image), 20, 20 + length, 30, dash=dash, gap=gap, shaft=shaft)
     assert [s.kind for s in segment(image, [], bond=30) if s.kind.startswith("arrow")] == ["arrow"]
+
+
+def _small_arrow(length: int, head: int, y: int = 40, x0: int = 20, width: int = 0) -> Image.Image:
+    """A 1 px shaft ending in a filled head ``head`` px tall and ``head`` px long (a small
+    figure's reaction arrow), drawn with numpy."""
+    import numpy as np
+
+    pixels = np.full((max(80, y + 40), width or x0 + length + 20), 255, dtype=np.uint8)
+    pixels[y, x0:x0 + length] = 0
+    tip = x0 + length - 1
+    for step in range(head):  # column ``tip - step`` carries a run of about step + 1 px
+        half = min(step, head - 1) // 2
+        pixels[y - half:y + (min(step, head - 1) - half) + 1, tip - step] = 0
+    return Image.fromarray(pixels, "L")
+
+
+def test_a_small_head_on_a_one_pixel_shaft_scales_with_the_bond() -> None:
+    """b = 13.5: the head must reach max(2 × 1, 1 + min(4, 13.5 / 5)) = max(2, 3.7) = 3.7 px,
+    so a 4 px head is an arrow and a 3 px one is not.  At b = 30 the bar is 1 + 4 = 5 px,
+    so the same 4 px head is no arrow there (as before)."""
+    import numpy as np
+
+    def mask(head: int) -> np.ndarray:
+        ink = ink_mask(_small_arrow(150, head))
+        rows, cols = ink.any(axis=1).nonzero()[0], ink.any(axis=0).nonzero()[0]
+        return ink[rows[0]:rows[-1] + 1, cols[0]:cols[-1] + 1]
+
+    assert arrow_shape(mask(4), 13.5) == "right"
+    assert arrow_shape(mask(3), 13.5) is None
+    assert arrow_shape(mask(4), 30) is None
+    assert arrow_shape(mask(5), 30) == "right"
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.floats(12, 20), st.floats(1.4, 12), st.integers(0, 3), st.integers(0, 3))
+def test_an_arrow_under_condition_lines_is_found_exactly_once(bond: float, times: float, above: int,
+                                                               below: int) -> None:
+    """An arrow of length ≥ 1.4 b (1 px shaft, head ⌊b/5⌋ + 2 px, just over the
+    1 + min(4, b/5) px asked for) with k printed condition lines
+    above and below, each line a row of glyph-sized blobs that OCR read as one line, is
+    found exactly once, and the glyphs are text."""
+    import numpy as np
+
+    length = int(max(30, times * bond)) + 1
+    pitch = int(bond * 0.9)
+    y = 20 + above * pitch + 6
+    pixels = np.asarray(_small_arrow(length, int(bond / 5) + 2, y=y, width=length + 60)).copy()
+    pixels = np.pad(pixels, ((0, max(0, y + (below + 1) * pitch + 20 - pixels.shape[0])), (0, 0)), constant_values=255)
+    lines = []
+    glyph = max(3, int(0.5 * bond))
+    for k in range(above + below):
+        top = y - 4 - (k + 1) * pitch if k < above else y + 6 + (k - above) * pitch
+        xs = range(24, 20 + length - glyph, glyph + 3)
+        for x in xs:
+            pixels[top:top + glyph, x:x + glyph - 1] = 0
+        lines.append(TextLine("CH2Cl2, 25 C, 4 h", (24, top, xs[-1] + glyph - 1, top + glyph - 1), 90.0))
+    segments = segment(Image.fromarray(pixels, "L"), lines, bond)
+    assert [s.kind for s in segments].count("arrow") == 1
+    assert not [s for s in segments if s.kind == "structure"]
+
+
+def _bold_arrow(pixels: "np.ndarray", x0: int, x1: int, y: int, shaft: int, head: int) -> None:  # noqa: F821
+    """A filled bar ``shaft`` px thick from x0 and a filled triangular head ``head`` px
+    across and ``head`` px long ending at x1."""
+    pixels[y - shaft // 2:y - shaft // 2 + shaft, x0:x1 - head] = 0
+    for step in range(head):  # the head narrows from ``head`` px to 1 px at the tip
+        half = (head - step) // 2
+        pixels[y - half:y + half + 1, x1 - head + step] = 0
+
+
+def test_a_bold_arrow_is_found_and_a_bold_bar_a_wedge_and_a_serif_glyph_are_not() -> None:
+    """A 50 px thick bar with a 90 px head, 600 px long (b = 30: the thin-arrow path refuses
+    a shaft over max(6, 30/5) = 6 px): the bar is solid, 90 ≥ 1.5 × 50 = 75, the head
+    narrows over 90 px ≥ 0.4 × 90 = 36, and 600 ≥ 3 × 91.  Without the head it is a bar; a
+    wedge tapers along its whole length; an "l" 43 px tall with a 14 px serif widens over
+    2 px < 0.4 × 14."""
+    import numpy as np
+
+    def shape(pixels: np.ndarray) -> str | None:
+        ink = pixels < 170
+        rows, cols = ink.any(axis=1).nonzero()[0], ink.any(axis=0).nonzero()[0]
+        return arrow_shape(ink[rows[0]:rows[-1] + 1, cols[0]:cols[-1] + 1], 30)
+
+    pixels = np.full((140, 700), 255, dtype=np.uint8)
+    _bold_arrow(pixels, 40, 640, 70, 50, 90)
+    assert shape(pixels) == "right"
+    assert shape(pixels[:, ::-1]) == "left"
+    assert shape(pixels.T.copy()) == "down"
+    bar = np.full((140, 700), 255, dtype=np.uint8)
+    bar[45:95, 40:640] = 0
+    assert shape(bar) is None
+    wedge = np.full((140, 700), 255, dtype=np.uint8)
+    for x in range(600):
+        half = x * 45 // 600
+        wedge[70 - half:70 + half + 1, 40 + x] = 0
+    assert shape(wedge) is None
+    serif = np.full((60, 30), 255, dtype=np.uint8)
+    serif[5:48, 10:17] = 0
+    serif[46:48, 6:20] = 0
+    assert shape(serif) is None
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.integers(8, 60), st.floats(1.6, 4), st.integers(4, 12), st.booleans())
+def test_any_bold_arrow_is_found_once_in_a_figure(shaft: int, ratio: float, lengths: int, leftwards: bool) -> None:
+    """A bold arrow of any shaft t ≥ 8 px, head ≥ 1.6 t and length ≥ 4 × head is one arrow."""
+    import numpy as np
+
+    head = int(ratio * shaft)
+    length = lengths * head
+    pixels = np.full((head + 40, length + 40), 255, dtype=np.uint8)
+    _bold_arrow(pixels, 20, 20 + length, 20 + head // 2, shaft, head)
+    if leftwards:
+        pixels = pixels[:, ::-1].copy()
+    segments = segment(Image.fromarray(pixels, "L"), [], 30)
+    assert [s.kind for s in segments] == ["arrow"]
