@@ -92,7 +92,7 @@ def commit(tmp: str | os.PathLike[str], path: str | os.PathLike[str], *, durable
             os.replace(path, old / path.name)
         os.replace(tmp, path)
         if durable:
-            _fsync_dir(path.parent)
+            fsync_dir(path.parent)
         if old is not None:
             shutil.rmtree(old, ignore_errors=True)
         return
@@ -101,7 +101,7 @@ def commit(tmp: str | os.PathLike[str], path: str | os.PathLike[str], *, durable
         _fsync_file(tmp)
     os.replace(tmp, path)
     if durable:
-        _fsync_dir(path.parent)
+        fsync_dir(path.parent)
 
 
 def sync_tree(folder: str | os.PathLike[str]) -> None:
@@ -111,8 +111,8 @@ def sync_tree(folder: str | os.PathLike[str]) -> None:
         for name in files:
             _fsync_file(Path(root) / name)
         for name in dirs:
-            _fsync_dir(Path(root) / name)
-    _fsync_dir(folder)
+            fsync_dir(Path(root) / name)
+    fsync_dir(folder)
 
 
 def _load_syncfs() -> Callable[[int], int] | None:
@@ -197,7 +197,9 @@ def _fsync_file(path: Path) -> None:
         os.close(fd)
 
 
-def _fsync_dir(folder: Path) -> None:
+def fsync_dir(folder: Path) -> None:
+    """fsync a folder (its entries: a rename or a new file in it is durable after this); a
+    folder that cannot be opened or synced is passed over."""
     try:
         fd = os.open(folder, os.O_RDONLY)
     except OSError:

@@ -412,7 +412,6 @@ def segment(image: Any, text_lines: list[TextLine], bond: float | None = None) -
     # joined it (the hashes of a hashed wedge carry the "HO" at their far end)
     attached: dict[int, int] = {}
     pending = list(range(len(small)))
-
     for _ in range(4):
         still = []
         for k in pending:

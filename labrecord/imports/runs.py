@@ -284,7 +284,7 @@ def _write_run(source: SourceFile, record: SourceRecord, out: Path, options: Imp
             copy_to = record.copy_to
             run.write_file(record.copy_name, lambda tmp: copy_to(tmp, run_id))
         for name, video in sorted(record.videos.items()):
-            run.write_file(f"{VIDEOS_DIR}/{safe_name(name)}.mp4", functools.partial(_copy_file, video))
+            run.write_file(f"{VIDEOS_DIR}/{safe_name(name)}.mp4", functools.partial(shutil.copyfile, video))
         if table is not None:
             run.write_measurements(table)
     note = None if table is not None or not missing else "unaudited: no " + ", ".join(missing[:4]) + (
@@ -310,16 +310,16 @@ class Staging:
     PREFIX, SUFFIX = ".import-", ".staging"
 
     def __init__(self, out: Path) -> None:
-        import fcntl
-        import tempfile
-
         self.out = out
         try:
-            self._open(out, fcntl, tempfile)
+            self._open(out)
         except OSError as error:
             raise LabrecordError(f"{out}: cannot stage the import there: {error.strerror or error}") from error
 
-    def _open(self, out: Path, fcntl: Any, tempfile: Any) -> None:
+    def _open(self, out: Path) -> None:
+        import fcntl
+        import tempfile
+
         out.mkdir(parents=True, exist_ok=True)
         out_fd = os.open(out, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
         try:
@@ -360,7 +360,7 @@ class Staging:
         (:meth:`start_sync`), or None to sync here.  A run another import placed first
         with the same content becomes ``unchanged``; one with other content is refused
         (an ``error`` row)."""
-        from labrecord.fileio import _fsync_dir, sync_filesystem
+        from labrecord.fileio import fsync_dir, sync_filesystem
 
         staged = [(record, row) for record, row in staged if row.status == "imported" and row.run_id]
         if synced is not None:
@@ -387,7 +387,7 @@ class Staging:
                         row.status, row.message = "error", (
                             f"{self.out / row.run_id}: cannot place the imported run: {error.strerror}")
                 shutil.rmtree(source, ignore_errors=True)
-        _fsync_dir(self.out)
+        fsync_dir(self.out)
 
     @staticmethod
     def _retry(source: Path, target: Path) -> bool:
@@ -408,10 +408,6 @@ class Staging:
 
     def __exit__(self, *exc: Any) -> None:
         self.close()
-
-
-def _copy_file(source: Path, target: Path) -> None:
-    shutil.copyfile(source, target)
 
 
 def _outcome(record: SourceRecord) -> str:

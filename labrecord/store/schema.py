@@ -593,8 +593,11 @@ def _create_tables(con: DuckDBPyConnection, tables: Sequence[TableSpec]) -> None
 
 def _column_statements(spec: TableSpec, column: Column) -> list[str]:
     """A column added by a newer release (events.payload in 1.1): older rows read null."""
-    return [f'ALTER TABLE {spec.name} ADD COLUMN "{column.name}" {column.type}',
-            f'COMMENT ON COLUMN {spec.name}."{column.name}" IS {_quote(column.comment)}']
+    return [f'ALTER TABLE {spec.name} ADD COLUMN "{column.name}" {column.type}', _column_comment(spec, column)]
+
+
+def _column_comment(spec: TableSpec, column: Column) -> str:
+    return f'COMMENT ON COLUMN {spec.name}."{column.name}" IS {_quote(column.comment)}'
 
 
 def _relations(con: DuckDBPyConnection) -> set[str]:
@@ -622,7 +625,7 @@ def missing_columns(con: DuckDBPyConnection) -> list[tuple[TableSpec, Column]]:
 def _table_statements(spec: TableSpec) -> list[str]:
     """The table ``spec`` and its comments, as statements."""
     return [spec.ddl(), f"COMMENT ON TABLE {spec.name} IS {_quote(spec.comment)}",
-            *(f'COMMENT ON COLUMN {spec.name}."{column.name}" IS {_quote(column.comment)}' for column in spec.columns)]
+            *(_column_comment(spec, column) for column in spec.columns)]
 
 
 def _create_table(con: DuckDBPyConnection, spec: TableSpec) -> None:
