@@ -82,6 +82,11 @@ class RunAudit:
     findings: list[AuditFinding] = field(default_factory=list)
     #: False when the run declares no measurement stream: nothing was replayed
     audited: bool = True
+    #: ``events``: every replayed event compared with the recorded one; ``outcome``: an
+    #: imported run, whose source claims only its episodes' outcomes (only they are compared)
+    scope: str = "events"
+    #: events the replay rebuilt that the run does not claim (an imported run's), not compared
+    derived: int = 0
 
     @property
     def ok(self) -> bool:
@@ -90,6 +95,7 @@ class RunAudit:
     def to_json(self) -> dict[str, Any]:
         return {"run_dir": self.run_dir, "run_id": self.run_id, "family": self.family, "steps": self.steps,
                 "events_checked": self.events_checked, "ok": self.ok, "audited": self.audited,
+                "scope": self.scope, "derived": self.derived,
                 "findings": [f.to_json() for f in self.findings]}
 
 
@@ -174,9 +180,32 @@ def _audit(run_dir: Path, files: dict[str, bytes], result: RunAudit) -> None:
     expected = replay_run(contract, instance, table, receipts, manifest, default_episode=first_episode,
                           faulted=faulted)
     recorded = [(line, event) for line, event in events if replayed_event(event, contract)]
+    if manifest.source is not None:
+        expected, recorded = _claimed_outcomes(expected, recorded, result)
     result.events_checked = len(recorded)
     result.findings.extend(compare_streams(events_path, expected, recorded))
     result.findings.extend(check_bindings(events_path, events, receipts, manifest))
+
+
+def _claimed_outcomes(expected: list[ContractEvent], recorded: list[tuple[int, BaseEvent]],
+                      result: RunAudit) -> tuple[list[ContractEvent], list[tuple[int, BaseEvent]]]:
+    """What an imported run's source claims, and what the replay says of it.
+
+    A source (a dataset, another harness's results) records no contract events: no
+    opportunities, confirmations or choices, only an episode and, where it says so, its
+    outcome.  So the replay's other events are not contradicted by their absence; they are
+    counted in ``result.derived`` and not compared.  An episode's end is compared only
+    where the source states its outcome (``success`` / ``failure``): an ``outcome_unknown``
+    or faulted end claims nothing, and the replay does not supply the outcome the source
+    did not give.
+    """
+    result.scope = "outcome"
+    claimed = {event.episode for _, event in recorded  # type: ignore[attr-defined]
+               if event.__struct_config__.tag == "episode_end" and event.reason in ("success", "failure")}  # type: ignore[attr-defined]
+    kept = [e for e in expected if e.type == "episode_end" and e.fields.get("episode") in claimed]
+    result.derived = sum(1 for e in expected if e.type != "episode_end")
+    return kept, [(line, event) for line, event in recorded
+                  if event.__struct_config__.tag == "episode_end" and event.episode in claimed]  # type: ignore[attr-defined]
 
 
 def handoff_verified(verification: Any) -> bool:

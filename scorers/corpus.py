@@ -762,7 +762,8 @@ def audit_verdict(run_id: str, digest: str, audit: Any) -> dict[str, Any]:
         reason = f"{where}{first.check}: {first.message}"
     return {"run_id": run_id, "content_hash": digest, "ok": audit.ok, "reason": reason,
             "seq": None if first is None else first.seq, "check_name": None if first is None else first.check,
-            "findings": len(audit.findings), "audited": audit.audited}
+            "findings": len(audit.findings), "audited": audit.audited,
+            "scope": audit.scope if audit.audited else None}
 
 
 def audit_corpus(con: DuckDBPyConnection, advance: Any = None) -> list[dict[str, Any]]:

@@ -18,7 +18,10 @@ def audit(runs_dir: str, as_json: bool) -> None:
     Rebuilds opportunities and legal sets, physical confirmations, recognized choices and
     the terminal dwell from measurements.parquet and observations.jsonl, and checks the
     evidence-version binding of opportunities, interventions and later actions.  Every
-    disagreement names the event (seq), the expected and the recorded value.
+    disagreement names the event (seq), the expected and the recorded value.  An imported
+    run (``labrecord import``) claims only its episodes' outcomes: the replay checks the
+    outcome the source states against the contract's physical completion and counts the
+    other events it rebuilds without comparing them.
 
     Exit status: 0 every run agrees, 1 any disagreement.
 
@@ -45,4 +48,8 @@ def audit(runs_dir: str, as_json: bool) -> None:
             echo_table(["run", "seq", "check", "finding"], rows, title="audit findings")
         steps = sum(r.steps for r in results)
         click.echo(f"{len(results)} run(s), {steps} physics steps replayed, {len(failed)} with disagreements", err=True)
+        outcome_only = [r for r in results if r.audited and r.scope == "outcome"]
+        if outcome_only:
+            click.echo(f"{len(outcome_only)} imported run(s) checked on the outcome their source states only "
+                       f"({sum(r.derived for r in outcome_only)} rebuilt events they do not claim, not compared)", err=True)
     sys.exit(1 if failed else 0)

@@ -25,9 +25,13 @@ KIND_NAMES = ("robomimic", "isaaclab", "lerobot", "vla-eval", "lerobot-eval")
 @click.option("--start-seed", type=int, default=None,
               help="lerobot-eval: the --seed the evaluation ran with (episode k of each task ran with seed "
                    "START+k); lerobot >= 0.4 does not write it, so without it the seeds stay unknown.")
+@click.option("--instance", "instance_file", type=click.Path(exists=True, dir_okay=False), default=None,
+              help="JSON file: the task instance the episodes ran on, as the family's task.variant "
+                   "(docs/contracts.md), with an optional \"condition\". With --family and --control-hz it "
+                   "lets the replay audit check each outcome the source states.")
 @output_options(csv=False, json_help="Print the summary as JSON.")
 def import_(kind: str, path: str, threads: int, out: str, family: str | None, control_hz: float | None, system: str | None,
-            system_kind: str | None, start_seed: int | None, as_json: bool) -> None:
+            system_kind: str | None, start_seed: int | None, instance_file: str | None, as_json: bool) -> None:
     """Import another tool's episodes as run directories: one run per episode.
 
     KIND is the source's layout: robomimic (HDF5 data/demo_k), isaaclab (the Isaac Lab
@@ -50,14 +54,16 @@ def import_(kind: str, path: str, threads: int, out: str, family: str | None, co
       labrecord import lerobot datasets/weighing --out runs/
       labrecord import vla-eval results/ --out runs/
       labrecord import lerobot-eval outputs/eval/pusht --out runs/ --start-seed 1000
+      labrecord import isaaclab rack.hdf5 --out runs/ --family rack --control-hz 10 --instance rack.json
     """
     from labrecord.imports import ImportOptions, open_source
     from labrecord.imports.runs import import_records
     from labrecord.safeio import check_apart
 
     check_apart(out, [path], what="--out")
+    instance = None if instance_file is None else _read_instance(instance_file, family)
     options = ImportOptions(family=family, control_hz=control_hz, system=system, system_kind=system_kind,
-                            start_seed=start_seed, threads=threads)
+                            start_seed=start_seed, instance=instance, threads=threads)
     with open_source(kind, path, options) as source:
         with progress(len(source.records), "import") as advance:
             summary = import_records(source, out, options, progress=advance)
@@ -75,3 +81,32 @@ def import_(kind: str, path: str, threads: int, out: str, family: str | None, co
     for message in summary.errors:
         click.echo(f"Error: {message}", err=True)
     sys.exit(1 if summary.errors else 0)
+
+
+def _read_instance(path: str, family: str | None) -> dict[str, object]:
+    """The ``--instance`` file, checked by the family's contract as the audit will read it."""
+    import msgspec
+
+    from labrecord.errors import LabrecordError
+    from labrecord.models import Task
+    from labrecord.safeio import read_bounded
+    from labrecord.scorers.contracts import families, get_contract
+
+    if family is None or family not in families():
+        raise LabrecordError(f"{path}: --instance needs --family naming one of {sorted(families())}")
+    try:
+        value = msgspec.json.decode(read_bounded(path, 1 << 20))
+    except msgspec.DecodeError as error:
+        raise LabrecordError(f"{path}: not JSON: {error}") from error
+    if not isinstance(value, dict):
+        raise LabrecordError(f"{path}: expected a JSON object (the task instance), got {type(value).__name__}")
+    condition = value.get("condition", "basic")
+    if condition not in ("basic", "extended"):
+        raise LabrecordError(f"{path}: condition: expected 'basic' or 'extended', got {condition!r}")
+    variant = {k: v for k, v in value.items() if k != "condition"}
+    try:
+        get_contract(family).instance_from_task(Task(family=family, task_id="import", version="unknown",
+                                                     condition=condition, variant=variant))
+    except LabrecordError as error:
+        raise LabrecordError(f"{path}: {error}") from error
+    return value

@@ -60,6 +60,10 @@ class ImportOptions:
     system: str | None = None
     system_kind: str | None = None
     start_seed: int | None = None
+    #: the task instance the episodes ran on, in the family's ``task.variant`` terms
+    #: (docs/contracts.md; an optional ``condition`` goes to ``task.condition``): the
+    #: contract replays the measurements against it, so without it none are written
+    instance: dict[str, Any] | None = None
     evaluation_version: str = "import/1"
     #: runs written at once
     threads: int = 4
@@ -199,10 +203,13 @@ def _manifest(source: SourceFile, record: SourceRecord, options: ImportOptions, 
     task_id = record.task_id or source.task_id or "unknown"
     family = options.family or source.kind
     hz = options.control_hz if options.control_hz is not None else source.control_hz
+    stated = dict(options.instance or {})
+    condition = stated.pop("condition", "basic")
     return RunManifest(
         run_id=run_id,
         created_at=utc_now(),
-        task=Task(family=family, task_id=task_id, version="unknown", variant={**source.variant, **record.variant}),
+        task=Task(family=family, task_id=task_id, version="unknown", condition=condition,
+                  variant={**source.variant, **record.variant, **stated}),
         system=System(name=options.system or "unknown", kind=options.system_kind,  # type: ignore[arg-type]
                       action_spec=ActionSpec(representation=None, dim=record.action_dim or 0, mode=None,
                                              units="unknown", control_hz=hz)),
@@ -215,16 +222,22 @@ def _manifest(source: SourceFile, record: SourceRecord, options: ImportOptions, 
     )
 
 
-def _measurement_table(record: SourceRecord, family: str | None, hz: float | None) -> tuple[Any, list[str]]:
-    """The measurements table, or None and the required columns the record lacks."""
+def _measurement_table(record: SourceRecord, family: str | None, hz: float | None,
+                       instance: dict[str, Any] | None) -> tuple[Any, list[str]]:
+    """The measurements table, or None and what is missing for it: the required columns
+    the record lacks, else the control rate or the task instance the user did not state."""
     from labrecord.measurements import FAMILY_COLUMNS
 
     if family is None or family not in FAMILY_COLUMNS:
         return None, []
     required = FAMILY_COLUMNS[family]
     missing = sorted(c for c in required if c not in record.columns)
+    if not missing and hz is None:
+        missing = ["control rate (give --control-hz)"]
+    if not missing and instance is None:
+        missing = ["task instance (give --instance)"]
     if missing or hz is None or record.num_samples == 0:
-        return None, missing or (["control rate (give --control-hz)"] if hz is None else [])
+        return None, missing
     import numpy as np
     import pyarrow as pa
 
@@ -265,7 +278,7 @@ def _write_run(source: SourceFile, record: SourceRecord, out: Path, options: Imp
     if held is not None:
         return ImportRow(record.name, run_id, "unchanged", _outcome(record), held)
     hz = options.control_hz if options.control_hz is not None else source.control_hz
-    table, missing = _measurement_table(record, options.family, hz)
+    table, missing = _measurement_table(record, options.family, hz, options.instance)
     manifest = _manifest(source, record, options, run_id, table is not None)
     outcome = _outcome(record)
     with RunWriter.create(staging, manifest, durable=False) as run:

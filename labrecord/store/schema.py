@@ -222,6 +222,8 @@ AUDITS = TableSpec("audits", "Replay-audit verdict of each run (labrecord ingest
     ("check_name", "VARCHAR", "the check that disagreed first"),
     ("findings", "BIGINT", "number of disagreements"),
     ("audited", "BOOLEAN", "the measurements were replayed (false: the run declares no measurement stream)"),
+    ("scope", "VARCHAR", "events: every replayed event compared; outcome: an imported run, only the outcomes its "
+                         "source states"),
     ("audited_at", "VARCHAR", "UTC time of the audit"),
 ))
 

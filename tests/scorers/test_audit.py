@@ -1,11 +1,17 @@
 """The replay audit: constructed runs pass, a hand-edited event fails and is named."""
 from __future__ import annotations
 
+import functools
 import json
 import math
+import tempfile
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from click.testing import CliRunner
 
 from labrecord.cli import cli
@@ -318,3 +324,110 @@ def test_a_missing_or_altered_checkpoint_fails_the_audit(tmp_path: Path, damage:
     result = audit_run(run_dir)
     assert not result.ok
     assert [f.check for f in result.findings] == ["checkpoint"] and message in result.findings[0].message
+
+
+@functools.cache
+def _rack_stream() -> tuple[Any, bool]:
+    """The measurements of :func:`rack_run` and the completion its own replay finds."""
+    from labrecord.models import EpisodeEnd
+    from labrecord.rundir import read_events
+
+    with tempfile.TemporaryDirectory() as folder:
+        recorded = rack_run(Path(folder))
+        complete = next(e.physical_complete for e in read_events(recorded) if isinstance(e, EpisodeEnd))
+        import pyarrow.parquet as pq
+        return pq.read_table(recorded / MEASUREMENTS_FILE), complete
+
+
+def _rack_as_isaaclab(folder: Path, claims: Sequence[bool | None]) -> tuple[Path, bool]:
+    """The rack stream of :func:`rack_run` written as Isaac Lab recorder demos (one per
+    claim; ``None``: no success attribute), and the completion its own replay finds."""
+    import h5py
+    import numpy as np
+
+    table, complete = _rack_stream()
+    source = folder / "rack.hdf5"
+    with h5py.File(source, "w") as f:
+        data = f.create_group("data")
+        data.attrs["env_args"] = json.dumps({"env_name": "Rack-Recall-v0", "type": 2})
+        for k, claim in enumerate(claims):
+            demo = data.create_group(f"demo_{k}")
+            demo.attrs["num_samples"] = table.num_rows
+            if claim is not None:
+                demo.attrs["success"] = claim
+            demo["actions"] = np.zeros((table.num_rows, 7), dtype=np.float32)
+            for name in table.column_names:
+                if name not in ("step", "t"):
+                    demo[f"obs/{name}"] = table.column(name).to_numpy(zero_copy_only=False)
+    return source, complete
+
+
+RACK_INSTANCE = {"rack_pose": [0.5, 0.2, 0.05, 0.0], "condition": "extended"}
+
+
+def test_an_imported_run_is_audited_on_the_outcome_its_source_states(tmp_path: Path) -> None:
+    """The source claims no contract events, so the rebuilt opportunities and confirmations
+    are counted (``derived``), not findings; the stated outcome is compared with the
+    replay's physical completion: the claim equal to it agrees, the opposite claim
+    disagrees at the episode end, and a demo without a success attribute claims nothing."""
+    from labrecord.imports import ImportOptions, import_source
+
+    source, complete = _rack_as_isaaclab(tmp_path, [True, False, None])
+    options = ImportOptions(family="rack", control_hz=500.0, instance=RACK_INSTANCE)
+    summary = import_source("isaaclab", source, tmp_path / "runs", options=options)
+    assert [row.measurements for row in summary.rows] == ["recorded"] * 3
+    audits = {a.run_id: a for a in audit_runs(tmp_path / "runs")}
+    agreeing, opposite = ("isaaclab-rack-demo_0", "isaaclab-rack-demo_1")[:: 1 if complete else -1]
+    assert audits[agreeing].ok and audits[agreeing].scope == "outcome" and audits[agreeing].derived > 0
+    assert [f.check for f in audits[opposite].findings] == ["episode_end"]
+    assert "physical_complete" in audits[opposite].findings[0].message
+    unknown = audits["isaaclab-rack-demo_2"]
+    assert unknown.ok and unknown.audited and unknown.events_checked == 0
+    # without the instance nothing is replayed: unaudited, and the import says why
+    summary = import_source("isaaclab", source, tmp_path / "bare", options=ImportOptions(family="rack", control_hz=500.0))
+    assert {row.measurements for row in summary.rows} == {"none"}
+    assert "--instance" in (summary.rows[0].message or "")
+    assert not any(a.audited for a in audit_runs(tmp_path / "bare"))
+
+
+def test_import_instance_file_is_checked_by_the_contract(tmp_path: Path) -> None:
+    """A bad --instance is one Error: line naming the file and the field; no run is written."""
+    source, _ = _rack_as_isaaclab(tmp_path, [True])
+    bad = tmp_path / "rack.json"
+    bad.write_text(json.dumps({"distractors": {"red": "Z9"}}))
+    result = CliRunner().invoke(cli, ["import", "isaaclab", str(source), "--out", str(tmp_path / "runs"),
+                                      "--family", "rack", "--control-hz", "500", "--instance", str(bad)])
+    assert result.exit_code != 0
+    lines = [line for line in result.output.splitlines() if line.startswith("Error:")]
+    assert len(lines) == 1 and str(bad) in lines[0] and "distractors" in lines[0] and "Traceback" not in result.output
+    assert not (tmp_path / "runs").exists()
+    good = tmp_path / "good.json"
+    good.write_text(json.dumps(RACK_INSTANCE))
+    result = CliRunner().invoke(cli, ["import", "isaaclab", str(source), "--out", str(tmp_path / "runs"),
+                                      "--family", "rack", "--control-hz", "500", "--instance", str(good)])
+    assert result.exit_code == 0, result.output
+    result = CliRunner().invoke(cli, ["audit", str(tmp_path / "runs")])
+    assert "checked on the outcome their source states only" in result.output
+    # the store keeps the verdict's scope
+    db = tmp_path / "c.duckdb"
+    assert CliRunner().invoke(cli, ["ingest", str(tmp_path / "runs"), "--db", str(db)]).exit_code == 0
+    result = CliRunner().invoke(cli, ["sql", "SELECT scope, ok, audited FROM audits", "--db", str(db), "--json"])
+    assert json.loads(result.output) == [{"scope": "outcome", "ok": True, "audited": True}]
+
+
+@settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(claims=st.lists(st.sampled_from([True, False, None]), min_size=1, max_size=4))
+def test_imported_outcome_findings_are_the_stated_outcomes_the_replay_contradicts(tmp_path: Path, claims) -> None:
+    """Property: an imported run disagrees exactly when its source states an outcome other
+    than the replay's completion; a run whose source states none never disagrees."""
+    from labrecord.imports import ImportOptions, import_source
+
+    folder = Path(tempfile.mkdtemp(dir=tmp_path))
+    source, complete = _rack_as_isaaclab(folder, claims)
+    import_source("isaaclab", source, folder / "runs",
+                  options=ImportOptions(family="rack", control_hz=500.0, instance=RACK_INSTANCE))
+    audits = {a.run_id: a for a in audit_runs(folder / "runs")}
+    for k, claim in enumerate(claims):
+        audit = audits[f"isaaclab-rack-demo_{k}"]
+        assert audit.ok == (claim is None or claim == complete)
+        assert audit.events_checked == (0 if claim is None else 1)

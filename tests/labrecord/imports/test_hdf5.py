@@ -134,19 +134,26 @@ def test_measurements_written_when_the_contract_columns_are_held(tmp_path: Path)
     with h5py.File(source, "a") as f:
         for column, kind in FAMILY_COLUMNS["rack"].items():
             f[f"data/demo_0/obs/{column}"] = np.zeros(4, dtype=bool) if kind == "bool" else np.arange(4.0)
-    summary = import_source("isaaclab", source, tmp_path / "runs", options=ImportOptions(family="rack", control_hz=10.0))
+    stated = {"rack_pose": [0.5, 0.2, 0.05, 0.0]}
+    summary = import_source("isaaclab", source, tmp_path / "runs",
+                            options=ImportOptions(family="rack", control_hz=10.0, instance=stated))
     assert summary.rows[0].measurements == "recorded"
     run = tmp_path / "runs" / "isaaclab-rack-demo_0"
     table = pq.read_table(run / MEASUREMENTS_FILE)
     assert table.column("t").to_pylist() == [0.0, 0.1, 0.2, 0.3]
     assert table.column("tube_in_rack").type == "bool"
     assert read_manifest(run).manifest.evaluation.measurements == "recorded"
+    assert read_manifest(run).manifest.task.variant["rack_pose"] == [0.5, 0.2, 0.05, 0.0]
+    # without the task instance the contract would judge against its defaults: unaudited
+    summary = import_source("isaaclab", source, tmp_path / "fourth", options=ImportOptions(family="rack", control_hz=10.0))
+    assert summary.rows[0].measurements == "none" and "--instance" in (summary.rows[0].message or "")
     # without a rate the same file stays unaudited, and says why
     summary = import_source("isaaclab", source, tmp_path / "other", options=ImportOptions(family="rack"))
     assert summary.rows[0].measurements == "none" and "control rate" in (summary.rows[0].message or "")
     # a family whose columns the file lacks: unaudited, naming the first missing ones
     plain = write_isaaclab(tmp_path / "plain.hdf5", [(4, True)])
-    summary = import_source("isaaclab", plain, tmp_path / "third", options=ImportOptions(family="rack", control_hz=10.0))
+    summary = import_source("isaaclab", plain, tmp_path / "third",
+                            options=ImportOptions(family="rack", control_hz=10.0, instance=stated))
     assert summary.rows[0].measurements == "none" and "grip_vz" in (summary.rows[0].message or "")
 
 
