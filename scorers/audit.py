@@ -181,13 +181,13 @@ def _audit(run_dir: Path, files: dict[str, bytes], result: RunAudit) -> None:
                           faulted=faulted)
     recorded = [(line, event) for line, event in events if replayed_event(event, contract)]
     if manifest.source is not None:
-        expected, recorded = _claimed_outcomes(expected, recorded, result)
+        expected, recorded = _claimed_outcomes(expected, recorded, faulted, result)
     result.events_checked = len(recorded)
     result.findings.extend(compare_streams(events_path, expected, recorded))
     result.findings.extend(check_bindings(events_path, events, receipts, manifest))
 
 
-def _claimed_outcomes(expected: list[ContractEvent], recorded: list[tuple[int, BaseEvent]],
+def _claimed_outcomes(expected: list[ContractEvent], recorded: list[tuple[int, BaseEvent]], faulted: frozenset[int],
                       result: RunAudit) -> tuple[list[ContractEvent], list[tuple[int, BaseEvent]]]:
     """What an imported run's source claims, and what the replay says of it.
 
@@ -195,13 +195,13 @@ def _claimed_outcomes(expected: list[ContractEvent], recorded: list[tuple[int, B
     opportunities, confirmations or choices, only an episode and, where it says so, its
     outcome.  So the replay's other events are not contradicted by their absence; they are
     counted in ``result.derived`` and not compared.  An episode's end is compared only
-    where the source states its outcome (``success`` / ``failure``): an ``outcome_unknown``
-    or faulted end claims nothing, and the replay does not supply the outcome the source
-    did not give.
+    where the source states its outcome: an end in ``faulted`` (a fault, or
+    ``outcome_unknown``: :data:`FAULT_END_REASONS`) claims nothing, and the replay does
+    not supply the outcome the source did not give.
     """
     result.scope = "outcome"
     claimed = {event.episode for _, event in recorded  # type: ignore[attr-defined]
-               if event.__struct_config__.tag == "episode_end" and event.reason in ("success", "failure")}  # type: ignore[attr-defined]
+               if event.__struct_config__.tag == "episode_end" and event.episode not in faulted}  # type: ignore[attr-defined]
     kept = [e for e in expected if e.type == "episode_end" and e.fields.get("episode") in claimed]
     result.derived = sum(1 for e in expected if e.type != "episode_end")
     return kept, [(line, event) for line, event in recorded

@@ -88,25 +88,21 @@ def _read_instance(path: str, family: str | None) -> dict[str, object]:
     import msgspec
 
     from labrecord.errors import LabrecordError
+    from labrecord.imports.runs import split_instance
     from labrecord.models import Task
-    from labrecord.safeio import read_bounded
+    from labrecord.safeio import decode_json, read_bounded
     from labrecord.scorers.contracts import families, get_contract
 
     if family is None or family not in families():
         raise LabrecordError(f"{path}: --instance needs --family naming one of {sorted(families())}")
-    try:
-        value = msgspec.json.decode(read_bounded(path, 1 << 20))
-    except msgspec.DecodeError as error:
-        raise LabrecordError(f"{path}: not JSON: {error}") from error
+    value = decode_json(read_bounded(path, 1 << 20), path)
     if not isinstance(value, dict):
         raise LabrecordError(f"{path}: expected a JSON object (the task instance), got {type(value).__name__}")
-    condition = value.get("condition", "basic")
-    if condition not in ("basic", "extended"):
-        raise LabrecordError(f"{path}: condition: expected 'basic' or 'extended', got {condition!r}")
-    variant = {k: v for k, v in value.items() if k != "condition"}
+    condition, variant = split_instance(value)
     try:
-        get_contract(family).instance_from_task(Task(family=family, task_id="import", version="unknown",
-                                                     condition=condition, variant=variant))
-    except LabrecordError as error:
+        task = msgspec.convert({"family": family, "task_id": "import", "version": "unknown", "condition": condition,
+                                "variant": variant}, Task)
+        get_contract(family).instance_from_task(task)
+    except (LabrecordError, msgspec.ValidationError) as error:
         raise LabrecordError(f"{path}: {error}") from error
     return value

@@ -203,8 +203,7 @@ def _manifest(source: SourceFile, record: SourceRecord, options: ImportOptions, 
     task_id = record.task_id or source.task_id or "unknown"
     family = options.family or source.kind
     hz = options.control_hz if options.control_hz is not None else source.control_hz
-    stated = dict(options.instance or {})
-    condition = stated.pop("condition", "basic")
+    condition, stated = split_instance(options.instance or {})
     return RunManifest(
         run_id=run_id,
         created_at=utc_now(),
@@ -220,6 +219,11 @@ def _manifest(source: SourceFile, record: SourceRecord, options: ImportOptions, 
         source=Source(kind=source.kind, path=source.path, format_version=source.format_version,
                       record=record.name, content_hash=record.content_hash, attrs=record.attrs),
     )
+
+
+def split_instance(instance: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
+    """``(task.condition, task.variant entries)`` of a stated task instance (``ImportOptions.instance``)."""
+    return instance.get("condition", "basic"), {k: v for k, v in instance.items() if k != "condition"}
 
 
 def _measurement_table(record: SourceRecord, family: str | None, hz: float | None,
