@@ -85,6 +85,18 @@ def ring(center: np.ndarray, rot: np.ndarray, name: str, length: float, cls: str
     return lines
 
 
+_NONE = np.zeros(0, dtype=np.int64)
+
+
+def _culling_is_exact(model: Any) -> bool:
+    """Whether a geom outside a camera's view can be left out without changing its frame:
+    only when nothing out of view can reach the image, that is no reflective material, no
+    shadow-casting light, and only plain perspective cameras (no intrinsics, no orthographic
+    projection, which :meth:`BenchScene.outside_view` does not model)."""
+    return bool((model.mat_reflectance == 0).all() and not (model.light_castshadow.any() and model.vis.quality.shadowsize > 0)
+                and (model.cam_projection == 0).all() and (model.cam_sensorsize == 0).all())
+
+
 class BenchScene(ABC):
     """One MuJoCo model + data of a bench with the Panda arm.
 
@@ -199,11 +211,51 @@ class BenchScene(ABC):
             ) from error
 
     def render(self, camera: str) -> np.ndarray:
-        """An RGB frame (H, W, 3) uint8 from a named camera."""
+        """An RGB frame (H, W, 3) uint8 from a named camera.
+
+        Geoms wholly outside the camera's view are left out of the scene first
+        (:meth:`outside_view`): the software rasterizer's time goes into every geom's
+        triangles whether or not they land on the image, and a geom out of view adds no
+        pixel, so the frame is the same."""
         if self._renderer is None:
             self._renderer = self._make_renderer()
-        self._renderer.update_scene(self.data, camera=CAMERA_OF.get(camera, camera))
+            self._cull = _culling_is_exact(self.model)
+        name = CAMERA_OF.get(camera, camera)
+        hidden = self.outside_view(name) if self._cull else _NONE
+        if len(hidden) == 0:
+            self._renderer.update_scene(self.data, camera=name)
+            return self._renderer.render()
+        # mjv_updateScene leaves out geoms of zero alpha; the model's own alpha is put back at once
+        rgba = self.model.geom_rgba
+        alpha = rgba[hidden, 3].copy()
+        rgba[hidden, 3] = 0.0
+        try:
+            self._renderer.update_scene(self.data, camera=name)
+        finally:
+            rgba[hidden, 3] = alpha
         return self._renderer.render()
+
+    def outside_view(self, camera: str) -> np.ndarray:
+        """Ids of the geoms whose bounding sphere lies wholly outside the view frustum of the
+        model camera ``camera`` (a perspective camera) in the current kinematics.
+
+        In camera coordinates (x right, y up, looking along -z) a side plane of the frustum
+        is x = ±tx·(-z) (y = ±ty·(-z) above and below), tx = aspect·ty, ty = tan(fovy / 2);
+        a sphere of radius r at (x, y, z) is outside it when (±x + tx·z) / √(1 + tx²) > r
+        (the same for y with ty).  Hand check: fovy 90°, square image (tx = ty = 1), a unit
+        sphere at (3, 0, -1) is 2 / √2 ≈ 1.41 > 1 beyond the right plane: outside; at
+        (1.5, 0, -1) it is 0.35 < 1: kept.  The four side planes meet at the camera, so a sphere
+        wholly behind it is outside them too.  Planes (radius 0) are always kept; a 1 mm
+        margin absorbs rounding."""
+        m, d = self.model, self.data
+        cam = m.camera(camera).id
+        rel = (d.geom_xpos - d.cam_xpos[cam]) @ d.cam_xmat[cam].reshape(3, 3)
+        x, y, z = rel[:, 0], rel[:, 1], rel[:, 2]
+        ty = math.tan(math.radians(float(m.cam_fovy[cam])) / 2.0)
+        tx = ty * self.width / self.height
+        radius = m.geom_rbound + 1e-3
+        outside = ((np.abs(x) + tx * z) / math.hypot(1.0, tx) > radius) | ((np.abs(y) + ty * z) / math.hypot(1.0, ty) > radius)
+        return np.flatnonzero(outside & (m.geom_rbound > 0))
 
     def close(self) -> None:
         if self._renderer is not None:
