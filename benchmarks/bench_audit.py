@@ -97,6 +97,7 @@ def main() -> None:
 
     import pyarrow.parquet as pq
 
+    from labrecord import parallel
     from labrecord.scorers.audit import audit_run
     from labrecord.scorers.contracts import get_contract
     from labrecord.scorers.contracts.weighing import WeighingInstance
@@ -110,6 +111,10 @@ def main() -> None:
 
         read_s = best_of(args.repeat, lambda: [pq.read_table(d / "measurements.parquet") for d in dirs])
         audit_s = best_of(args.repeat, lambda: [audit_run(d) for d in dirs])
+        # what a corpus audit does (scorers.corpus.audit_corpus): the runs on one process per
+        # usable CPU, the pool's start included
+        workers = parallel.usable_cpus()
+        pool_s = best_of(args.repeat, lambda: list(parallel.map(audit_run, dirs, workers=workers)))
         contract = get_contract("weighing")
         inst = WeighingInstance(target_g=180.0, sample_g=130.0, goal=frozenset({"w50"}), f_empty_n=1.0)
 
@@ -130,7 +135,9 @@ def main() -> None:
         print(f"  online, row by row: {steps / online_s:14,.0f} steps/s  ({online_s * 1e3:8.1f} ms)")
     print(f"  online, blocks of {args.block:<3d}: {steps / blocks_s:11,.0f} steps/s  ({blocks_s * 1e3:8.1f} ms, "
           f"{blocks_s / steps * 1e6:.2f} µs per step)")
-    print(f"  audit throughput / bare read (time ratio read/audit): {read_s / audit_s:5.2f}  (target >= 0.25)")
+    print(f"  replay audit, {workers} processes: {steps / pool_s:10,.0f} steps/s  ({pool_s * 1e3:8.1f} ms, pool start included)")
+    print(f"  audit throughput / bare read (time ratio read/audit): {read_s / audit_s:5.2f}  (target >= 0.25); "
+          f"on {workers} processes: {read_s / pool_s:.2f}")
     print(f"  ratio audit / bare read time         : {audit_s / read_s:6.1f}x")
     if online_s is not None:
         print(f"  ratio online rows / audit time       : {online_s / audit_s:6.1f}x")

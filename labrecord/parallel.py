@@ -69,8 +69,19 @@ def _pool_map(fn: Callable[[T], R], items: list[T], workers: int, chunksize: int
     context = multiprocessing.get_context(method)
     if method == "forkserver":
         context.set_forkserver_preload([fn.__module__])
-    with ProcessPoolExecutor(max_workers=min(workers, len(items)), mp_context=context) as pool:
+    # a forkserver keeps the environment it started with: the caller's labrecord settings
+    # of this moment (e.g. LABRECORD_FOLLOW_SYMLINKS) are handed to each worker explicitly
+    settings = {name: value for name, value in os.environ.items() if name.startswith("LABRECORD_")}
+    with ProcessPoolExecutor(max_workers=min(workers, len(items)), mp_context=context,
+                             initializer=_take_settings, initargs=(settings,)) as pool:
         yield from pool.map(fn, items, chunksize=chunksize)
+
+
+def _take_settings(settings: dict[str, str]) -> None:
+    """Pool worker start-up: the caller's ``LABRECORD_*`` environment, exactly (set or unset)."""
+    for name in [n for n in os.environ if n.startswith("LABRECORD_") and n not in settings]:
+        del os.environ[name]
+    os.environ.update(settings)
 
 
 def _ray_map(fn: Callable[[T], R], items: list[T], workers: int, address: str | None) -> Iterator[R]:

@@ -766,16 +766,36 @@ def audit_verdict(run_id: str, digest: str, audit: Any) -> dict[str, Any]:
             "scope": audit.scope if audit.audited else None}
 
 
-def audit_corpus(con: DuckDBPyConnection, advance: Any = None) -> list[dict[str, Any]]:
+#: below this many runs the corpus audit stays in this process (a pool's start costs ~1 s)
+AUDIT_POOL_THRESHOLD = 200
+
+
+def _audit_one(item: tuple[str, str, str]) -> dict[str, Any]:
+    """The ``audits`` row of one (run_id, run_dir, content hash): a module-level function,
+    so a process pool can run it."""
+    from labrecord.scorers.audit import audit_run
+
+    run_id, run_dir, digest = item
+    return audit_verdict(run_id, digest, audit_run(run_dir, expect=digest))
+
+
+def audit_corpus(con: DuckDBPyConnection, advance: Any = None, *, jobs: int | None = None) -> list[dict[str, Any]]:
     """Replay-audit every run of the corpus without a verdict for its current content and
     store the verdicts (``audits`` table); returns them.  A run that disagrees is then an
-    unresolved member with the first disagreement as its reason."""
-    from labrecord.scorers.audit import audit_run
+    unresolved member with the first disagreement as its reason.
+
+    The runs are audited on ``jobs`` processes (default: every usable CPU) when there are
+    at least :data:`AUDIT_POOL_THRESHOLD`; each run's audit is independent of the others and
+    the verdicts come back in the same order, so the result is the same for any ``jobs``."""
+    from labrecord import parallel
     from labrecord.store import record_audits, runs_to_audit
 
+    todo = runs_to_audit(con)
+    workers = jobs if jobs is not None else parallel.usable_cpus()
+    workers = workers if len(todo) >= AUDIT_POOL_THRESHOLD else 1
     verdicts = []
-    for run_id, run_dir, digest in runs_to_audit(con):
-        verdicts.append(audit_verdict(run_id, digest, audit_run(run_dir, expect=digest)))
+    for verdict in parallel.map(_audit_one, todo, workers=workers, chunksize=16):
+        verdicts.append(verdict)
         if advance:
             advance(1)
     record_audits(con, verdicts)

@@ -14,9 +14,11 @@ from labrecord.cli.common import CONTEXT_SETTINGS, echo_json, follow_symlinks_op
 @click.option("--batch-size", default=2000, show_default=True, type=click.IntRange(min=1), help="Runs per load transaction.")
 @click.option("--strict", is_flag=True, help="Exit 1 when any run or population was skipped.")
 @click.option("--no-audit", is_flag=True, help="Skip the replay audit (runs without a verdict count as unaudited).")
+@click.option("--jobs", type=click.IntRange(min=1), default=None,
+              help="Processes validating and auditing the runs (default: every usable CPU; under 200 runs: one).")
 @output_options(csv=False, json_help="Print the summary as JSON.")
 @follow_symlinks_option
-def ingest(runs_dir: str, db: str, batch_size: int, strict: bool, no_audit: bool, as_json: bool) -> None:
+def ingest(runs_dir: str, db: str, batch_size: int, strict: bool, no_audit: bool, jobs: int | None, as_json: bool) -> None:
     """Load run directories (and RUNS_DIR/populations/*.jsonl) into a DuckDB corpus.
 
     Each run is validated first; a run with errors, or whose folder name differs from its
@@ -29,6 +31,7 @@ def ingest(runs_dir: str, db: str, batch_size: int, strict: bool, no_audit: bool
     \b
     Example:
       labrecord ingest runs/ --db corpus.duckdb
+      labrecord ingest runs/ --db corpus.duckdb --jobs 1      # one process
       labrecord sql "SELECT system_name, count(*) FROM runs GROUP BY 1" --db corpus.duckdb
     """
     from labrecord.scorers.corpus import audit_corpus
@@ -48,10 +51,10 @@ def ingest(runs_dir: str, db: str, batch_size: int, strict: bool, no_audit: bool
     verdicts: list[dict] = []
     try:
         with progress(total, "ingest") as advance:
-            summary = ingest_runs(runs_dir, con, batch_size=batch_size, advance=advance)
+            summary = ingest_runs(runs_dir, con, batch_size=batch_size, advance=advance, jobs=jobs)
         if not no_audit:
             with progress(len(runs_to_audit(con)), "audit") as advance:
-                verdicts = audit_corpus(con, advance)
+                verdicts = audit_corpus(con, advance, jobs=jobs)
     finally:
         con.close()
     summary.db = db

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
+from labrecord import parallel
 from labrecord.errors import LabrecordError
 from labrecord.models import RunManifest
 from labrecord.rundir import (
@@ -487,9 +488,8 @@ POOL_THRESHOLD = 200
 
 def _validate_all(run_dirs: list[Path], jobs: int) -> Iterator[Validated]:
     """Validation results in order; spread over ``jobs`` processes for large ingests
-    (validation decodes every line in Python and dominates the ingest time)."""
-    from labrecord import parallel
-
+    (validation decodes every line in Python and dominates the ingest time; the loads into
+    DuckDB run in this process meanwhile)."""
     workers = jobs if len(run_dirs) >= POOL_THRESHOLD else 1
     return parallel.map(validate_for_load, run_dirs, workers=workers, chunksize=64)
 
@@ -499,8 +499,10 @@ def ingest_runs(runs_dir: str | os.PathLike[str], db: Any = None, *, batch_size:
     """Load every run below ``runs_dir`` (and its ``populations/``) into the corpus ``db``.
 
     ``db`` is a path to a DuckDB file (created if needed), ``None`` for the default
-    ``corpus.duckdb``, or an open connection.  ``jobs`` validation processes (default 1;
-    a pool only pays off on idle cores).  Returns an :class:`IngestSummary`.  A full disk
+    ``corpus.duckdb``, or an open connection.  ``jobs`` validation processes (default:
+    every usable CPU, as DuckDB's own readers use them; a pool starts only for
+    :data:`POOL_THRESHOLD` runs or more, and the result is the same for any ``jobs``).
+    Returns an :class:`IngestSummary`.  A full disk
     (or another failure of the machine) raises one :class:`LabrecordError`; what was
     committed before it stays, nothing half-written does.
     """
@@ -527,7 +529,7 @@ def ingest_runs(runs_dir: str | os.PathLike[str], db: Any = None, *, batch_size:
             candidates.append((run_dir, run_id))
     pending: list[_Pending] = []
     seen: dict[str, Path] = {}
-    results = _validate_all([d for d, _ in candidates], jobs or 1)
+    results = _validate_all([d for d, _ in candidates], jobs if jobs is not None else parallel.usable_cpus())
     for (run_dir, run_id), validated in zip(candidates, results):
         errors = validated.errors
         if run_dir in problems:

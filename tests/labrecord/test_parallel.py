@@ -33,6 +33,23 @@ def test_a_process_pool_keeps_the_input_order() -> None:
     assert list(parallel.map(square_of_sum, [], workers=2)) == []
 
 
+def follow_setting(_: int) -> str | None:
+    import os
+
+    return os.environ.get("LABRECORD_FOLLOW_SYMLINKS")
+
+
+def test_workers_see_the_callers_labrecord_settings_of_the_moment() -> None:
+    """A forkserver keeps the environment it started with; the pool hands each worker the
+    caller's current ``LABRECORD_*`` settings, set or unset, whichever pool came first."""
+    from labrecord.safeio import allow_symlinks
+
+    assert set(parallel.map(follow_setting, [1, 2, 3], workers=2)) == {None}
+    with allow_symlinks():
+        assert set(parallel.map(follow_setting, [1, 2, 3], workers=2)) == {"1"}
+    assert set(parallel.map(follow_setting, [1, 2, 3], workers=2)) == {None}
+
+
 def test_an_error_in_a_worker_is_raised_as_its_own_type() -> None:
     with pytest.raises(ValueError, match="negative: -1"):
         list(parallel.map(refuse_negative, [1, -1, 2], workers=2))

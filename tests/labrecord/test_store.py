@@ -327,7 +327,7 @@ def test_validation_on_worker_processes_loads_the_same_corpus(tmp_path, monkeypa
     (root / "r1" / "run.json").write_text("{")                 # one invalid run, skipped with findings
     monkeypatch.setattr(ingest_module, "POOL_THRESHOLD", 1)
     one, many = connect(None), connect(None)
-    first, second = ingest_runs(root, one), ingest_runs(root, many, jobs=2)
+    first, second = ingest_runs(root, one, jobs=1), ingest_runs(root, many, jobs=2)
     assert (first.added, list(first.skipped)) == (second.added, list(second.skipped)) == (["r0", "r2"], [str(root / "r1")])
     query = "SELECT run_id, seq, type, t FROM events ORDER BY ALL"
     assert one.execute(query).fetchall() == many.execute(query).fetchall()

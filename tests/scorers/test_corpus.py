@@ -373,6 +373,26 @@ def test_events_only_runs_are_scored_unaudited_and_missing_streams_stay_refused(
     assert [r["run_id"] for r in group["coverage"]["unresolved_runs"]] == ["r1"]
 
 
+def test_the_corpus_audit_on_worker_processes_gives_the_same_verdicts(tmp_path, monkeypatch):
+    """The verdicts (ok, audited, reason, in order) do not depend on ``jobs``: r0 replays
+    nothing (no stream), r1 lacks its declared measurements (refused)."""
+    import duckdb
+
+    from labrecord.scorers import corpus as corpus_module
+    from labrecord.store import open_source
+
+    _write(tmp_path, RolloutSpec("r0", physical=True, measurements="none"), RolloutSpec("r1", physical=True))
+    monkeypatch.setattr(corpus_module, "AUDIT_POOL_THRESHOLD", 1)
+    verdicts = []
+    for jobs in (1, 2):
+        con, _, _ = open_source(tmp_path)
+        assert isinstance(con, duckdb.DuckDBPyConnection)
+        verdicts.append([(v["run_id"], v["ok"], v["audited"], v["reason"]) for v in corpus_module.audit_corpus(con, jobs=jobs)])
+        con.close()
+    assert verdicts[0] == verdicts[1]
+    assert [v[:3] for v in verdicts[0]] == [("r0", True, False), ("r1", False, True)]
+
+
 # -- identity includes the bench revisions and the contract (sec. 7.4) ---------------------------
 
 @pytest.mark.parametrize("path, value", [(("assets", "revision"), "sha256:other"), (("assets", "layout_hash"), "sha256:other"),
