@@ -6,11 +6,14 @@ attachment point and leaves an implicit hydrogen.  Lookup is case-sensitive beca
 chemists' abbreviations are (``Bu`` is butyl, ``BU`` is nothing); a few common
 spellings (``i-Pr``, ``t-Bu``, ``n-Bu``) are listed explicitly rather than guessed.
 
-The table is deliberately small and explicit: an abbreviation that is not here is
+The table is deliberately small and explicit: an abbreviation that is not here, and not a
+substituted-phenyl formula that adds up (:func:`aryl_formula`, notation read exactly), is
 refused by :func:`labrecord.chemdata.rgroup.instantiate` with the offending text, never
 guessed.  docs/extraction.md prints the table.
 """
 from __future__ import annotations
+
+import re
 
 #: abbreviation -> fragment SMILES with one attachment point (``H`` -> no atom)
 ABBREVIATIONS: dict[str, str] = {
@@ -57,8 +60,95 @@ ABBREVIATIONS: dict[str, str] = {
 
 
 def lookup(text: str) -> str | None:
-    """Fragment SMILES for an abbreviation, or None when ``text`` is not in the table.
+    """Fragment SMILES for an abbreviation, or None when ``text`` is neither in the table
+    nor a substituted-phenyl formula (:func:`aryl_formula`).
 
-    Surrounding whitespace is ignored; ``p-``/``4-`` variants are only those listed.
+    Surrounding whitespace is ignored.
     """
-    return ABBREVIATIONS.get(text.strip())
+    text = text.strip()
+    return ABBREVIATIONS.get(text) or aryl_formula(text)
+
+
+#: group names a substituted-phenyl formula may carry besides the table's own (``MeO`` is
+#: how the prefix of ``4-MeOC6H4`` spells methoxy)
+_PREFIX_ALIASES = {"MeO": "OMe", "EtO": "OEt", "F3C": "CF3", "O2N": "NO2", "MeS": "SMe", "HO": "OH"}
+#: one locant group and its substituents: ``2,4-Cl2`` in ``2,4-Cl2C6H3``, ``3-Cl`` and ``4-F`` in ``3-Cl-4-FC6H3``
+_LOCANT_GROUP = re.compile(r"([2-6](?:,[2-6])*)-?((?:\(?[A-Za-z][A-Za-z0-9]*?\)?[2-5]?)+?)(?=-?[2-6](?:,[2-6])*-|$)")
+_PHENYL = re.compile(r"^(?P<prefix>.+)C6H(?P<h>[1-4])$")
+
+
+def aryl_formula(text: str) -> str | None:
+    """The fragment SMILES of a substituted phenyl written as a formula, ``<locants>-<groups>C6H<n>``
+    (``3-BrC6H4``, ``2,4-Cl2C6H3``, ``3,4-(MeO)2C6H3``, ``3-Cl-4-FC6H3``), or None.
+
+    The formula is read, not guessed: the attachment is ring position 1, each locant takes
+    the next group written (a multiplicity ``Cl2`` or ``(MeO)2`` takes that many locants),
+    the groups are names of this table with one attachment point, and the hydrogen count
+    must be 5 minus the number of groups.  Anything else is None.  Hand check:
+    ``2,4-Cl2C6H3`` -> locants 2 and 4, both Cl, 5 - 2 = 3 hydrogens: ``Clc1ccc(*)c(Cl)c1``.
+    """
+    match = _PHENYL.match(text)
+    if not match:
+        return None
+    groups = _LOCANT_GROUP.findall(match["prefix"])
+    if not groups or "".join(locants + "-" + names for locants, names in groups).replace("-", "") != \
+            match["prefix"].replace("-", ""):
+        return None
+    placed: dict[int, str] = {}
+    for locants, names in groups:
+        written = _split_groups(names)
+        positions = [int(p) for p in locants.split(",")]
+        if written is None or len(written) != len(positions):
+            return None
+        for position, fragment in zip(positions, written):
+            if position in placed:
+                return None
+            placed[position] = fragment
+    if int(match["h"]) != 5 - len(placed):
+        return None
+    return _phenyl_smiles(placed)
+
+
+def _split_groups(names: str) -> list[str] | None:
+    """``Cl2`` -> two Cl fragments, ``(MeO)2`` -> two OMe, ``BrF`` -> Br then F (longest names first)."""
+    out: list[str] = []
+    rest = names
+    while rest:
+        bracketed = re.match(r"\(([A-Za-z0-9]+)\)([2-5]?)", rest)
+        if bracketed:
+            name, count, rest = bracketed[1], bracketed[2], rest[bracketed.end():]
+        else:
+            name = next((n for n in sorted({*ABBREVIATIONS, *_PREFIX_ALIASES}, key=len, reverse=True)
+                         if rest.startswith(n)), None)
+            if name is None:
+                return None
+            rest = rest[len(name):]
+            count = rest[:1] if rest[:1] in "2345" and rest[:1] else ""
+            rest = rest[len(count):]
+        fragment = ABBREVIATIONS.get(_PREFIX_ALIASES.get(name, name))
+        # Ar is a variable (any aryl), not a group; H is no substituent
+        if fragment is None or fragment.count("*") != 1 or name in ("Ar", "H"):
+            return None
+        out += [fragment] * int(count or 1)
+    return out
+
+
+def _phenyl_smiles(placed: dict[int, str]) -> str | None:
+    """A benzene ring attached at position 1 with ``placed`` fragments (position -> fragment with ``*``)."""
+    from rdkit import Chem
+
+    branches = {}
+    for position, fragment in placed.items():
+        mol = Chem.MolFromSmiles(fragment)
+        if mol is None:
+            return None
+        (dummy,) = [a for a in mol.GetAtoms() if a.GetAtomicNum() == 0]
+        (root,) = dummy.GetNeighbors()
+        editable = Chem.RWMol(mol)
+        root_index = root.GetIdx() - (1 if root.GetIdx() > dummy.GetIdx() else 0)
+        editable.RemoveAtom(dummy.GetIdx())
+        branches[position] = Chem.MolToSmiles(editable.GetMol(), rootedAtAtom=root_index)
+    ring = "*c%99" + "".join(f"c({branches[p]})" if p in branches else "c" for p in range(2, 6))
+    ring += f"c%99({branches[6]})" if 6 in branches else "c%99"
+    mol = Chem.MolFromSmiles(ring)
+    return Chem.MolToSmiles(mol) if mol is not None else None

@@ -38,6 +38,7 @@ repaired value is a known abbreviation.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from typing import Any
 
 from labrecord.chemdata.abbreviations import ABBREVIATIONS
@@ -75,7 +76,8 @@ def normalize_variable(token: str) -> str:
 
 
 def repair_value(value: str) -> str:
-    """An OCR'd substituent: itself if known, else the first single-swap repair that is."""
+    """An OCR'd substituent: itself if known, else the first single-swap repair that is,
+    else a phenyl formula with misread subscripts (:func:`repair_aryl_formula`)."""
     text = value.strip().rstrip(".")
     if text in ABBREVIATIONS:
         return text
@@ -83,7 +85,35 @@ def repair_value(value: str) -> str:
         candidate = text.replace(wrong, right)
         if candidate in ABBREVIATIONS:
             return candidate
-    return text
+    return repair_aryl_formula(value.strip()) or text
+
+
+#: what OCR makes of the subscript 6 of a phenyl formula (C₆H₄) in journal fonts
+_SUBSCRIPT_SIX = frozenset(".,;:'sSoObG6")
+#: a phenyl formula as read: locants first, then groups, ``C``, one character, ``H``, at most one more
+_ARYL_AS_READ = re.compile(r"^(?P<prefix>[2-6](?:,[2-6])*-?[^\s]+?)C(?P<six>.)H(?P<count>.?)$")
+
+
+def repair_aryl_formula(text: str) -> str | None:
+    """A substituted-phenyl formula whose subscripts OCR misread, written again, or None.
+
+    ``4-BrC.Hy`` -> ``4-BrC6H4``, ``2,4-Cl,C.H`` -> ``2,4-Cl2C6H3``.  Only a formula that
+    starts with locants is repaired: the locants fix the ring (a benzene, attached at 1)
+    and its hydrogen count (5 minus the groups), so the lost subscripts follow from what
+    is legible.  The character read for the 6 must be one OCR makes of a subscript 6; a
+    group's subscript 2 read as ``,`` or ``.`` is tried as 2; the hydrogen count is the
+    one digit read, else the only count :func:`~labrecord.chemdata.abbreviations.aryl_formula`
+    accepts.  Without locants (``CoH``: C₆H₅, C₆H₁₁ or C₆H₁₃?) nothing is repaired."""
+    from labrecord.chemdata.abbreviations import aryl_formula
+
+    match = _ARYL_AS_READ.match(text)
+    if match is None or match["six"] not in _SUBSCRIPT_SIX:
+        return None
+    prefix = match["prefix"]
+    prefixes = dict.fromkeys([prefix, re.sub(r"(?<=[a-z)])[,.](?=-|$)", "2", prefix)])
+    counts = [match["count"]] if match["count"].isdigit() else ["1", "2", "3", "4"]
+    found = [f"{p}C6H{h}" for p in prefixes for h in counts if aryl_formula(f"{p}C6H{h}")]
+    return found[0] if len(found) == 1 else None
 
 
 def binding_lines(lines: list[TextLine]) -> list[tuple[str | None, dict[str, str], TextLine]]:
@@ -122,17 +152,50 @@ def table_value(token: str) -> str:
     return repair_value(text)
 
 
-def table_entries(lines: list[TextLine], below: float = 0.0) -> list[tuple[str, dict[str, str], TextLine]]:
+def ordinal_labels(words: Sequence[str], variables: Sequence[str]) -> list[str] | None:
+    """The template's variables ``R1 … Rn`` in ascending order for a header's variable
+    columns read left to right, or None.
+
+    Superscript digits are what OCR reads worst (``R¹`` -> ``R!``, ``R⁴`` -> ``Rt``, ``R²``
+    -> ``R``), and a scope table lists its R columns in ascending order.  So when the
+    header's labels as normalized are not the template's variables (one repeats, or one is
+    not among them), and the header has exactly as many columns as the template has
+    variables, all of them R labels, the columns take the variables in order, provided no
+    label read with a plain digit (``R3``) says otherwise.  Hand check: ``R! R R Rt`` under
+    a template with R1–R4 normalizes to R1, R, R, R1 (R1 twice): the columns become R1, R2,
+    R3, R4.  ``R1 R3`` under R1, R2 is refused (R3 was read plainly and is no template
+    variable)."""
+    numbered = sorted(v for v in set(variables) if re.fullmatch(r"R\d+", v))
+    numbered.sort(key=lambda v: int(v[1:]))
+    cleaned = [w.rstrip(",=:").replace(" ", "") for w in words]
+    normalized = [normalize_variable(w) for w in cleaned]
+    if len(numbered) < 2 or len(numbered) != len(set(variables)) or len(cleaned) != len(numbered):
+        return None
+    if len(set(normalized)) == len(normalized) and set(normalized) <= set(numbered):
+        return None  # the labels as read are already the template's
+    for word, variable in zip(cleaned, numbered):
+        if not word.startswith("R") or (re.fullmatch(r"R\d+'*", word) and word != variable):
+            return None
+    return numbered
+
+
+def table_entries(lines: list[TextLine], below: float = 0.0,
+                  variables: Sequence[str] = ()) -> list[tuple[str, dict[str, str], TextLine]]:
     """Entries of a substrate table under ``below`` (y): a header line naming variables
     (``entry R1 R2 conv. yield``), then rows that start with an entry id; each variable's
-    cell is the row's word nearest its header's column.  Rows repeating an earlier
-    row's bindings (an optimization table) are kept once."""
+    cell is the row's word nearest its header's column.  ``variables``: the template's, for
+    headers whose superscripts OCR lost (:func:`ordinal_labels`).  Rows repeating an
+    earlier row's bindings (an optimization table) are kept once."""
     ordered = sorted((ln for ln in lines if ln.box[1] >= below and ln.words), key=lambda ln: (ln.box[1], ln.box[0]))
     header, columns = None, []
     for line in ordered:
-        found = [(normalize_variable(w.rstrip(",=:")), (b[0] + b[2]) / 2) for w, b in line.words if LABEL_WORD.match(w)]
+        words = [(w, (b[0] + b[2]) / 2) for w, b in line.words if LABEL_WORD.match(w)]
+        found = [(normalize_variable(w.rstrip(",=:")), x) for w, x in words]
         if found and not _PAIR.search(line.text):
             header, columns = line, found
+            ordinal = ordinal_labels([w for w, _ in sorted(words, key=lambda item: item[1])], variables)
+            if ordinal is not None:
+                columns = list(zip(ordinal, sorted(x for _, x in words)))
             break
     if header is None:
         return []
@@ -308,7 +371,9 @@ def _scope(band: int, stages: list[list[Reading]], segments: list[Segment], assi
     else:
         if not any(entry for entry, _, _ in bound):
             row_bottom = max(segments[i].box[3] for i in assigned if segments[i].band == band) if assigned else 0
-            bound = [(entry, {**figure_level, **pairs}, line) for entry, pairs, line in table_entries(lines, row_bottom)] or bound
+            variables = sorted({v for r in ends for v in re.findall(r"\[(R\d+)\]", r.smiles or "")})
+            bound = [(entry, {**figure_level, **pairs}, line)
+                     for entry, pairs, line in table_entries(lines, row_bottom, variables)] or bound
         seen: set[tuple[Any, ...]] = set()
         for number, (entry_id, pairs, line) in enumerate(bound):
             key = (entry_id, tuple(sorted(pairs.items())))

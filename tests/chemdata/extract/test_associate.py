@@ -5,7 +5,8 @@ import pytest
 from hypothesis import given, strategies as st
 
 from labrecord.chemdata.extract.associate import (
-    binding_lines, normalize_entry_id, normalize_variable, plan_from_rules, repair_value, table_entries,
+    binding_lines, normalize_entry_id, normalize_variable, ordinal_labels, plan_from_rules, repair_aryl_formula,
+    repair_value, table_entries, table_value,
 )
 from labrecord.chemdata.extract.layout import Segment
 from labrecord.chemdata.extract.osra import Reading
@@ -245,3 +246,57 @@ def test_no_arrow_templates_still_make_a_scope() -> None:
     assert scope["reactant_templates"] == ["m1"] and scope["product_template"] == "m2"
     assert scope["entries"] == [{"id": "3a", "product": "m3"}, {"id": "m4", "product": "m4"}]
     assert [f["kind"] for f in failures] == ["no_arrow"]
+
+
+# -- superscripts and subscripts OCR loses -------------------------------------------------
+
+@pytest.mark.parametrize("read, repaired", [
+    ("4-BrC.Hy", "4-BrC6H4"),      # 6 read as '.', 4 as 'y'
+    ("3-BrCsHy", "3-BrC6H4"),      # 6 read as 's'
+    ("4-MeC,H", "4-MeC6H4"),       # the hydrogen count lost: one group, so 4
+    ("4MeOC.H", "4MeOC6H4"),       # the hyphen lost as well
+    ("2,4-Cl,C.H", "2,4-Cl2C6H3"), # Cl's subscript 2 read as ','; two groups, so 3 hydrogens
+    ("4-FC6H4", "4-FC6H4"),        # already a formula
+])
+def test_phenyl_formulas_with_misread_subscripts(read: str, repaired: str) -> None:
+    assert repair_aryl_formula(read) == repaired
+    assert table_value(read) == repaired and repair_value(read) == repaired
+
+
+@pytest.mark.parametrize("read", [
+    "CoH",          # no locant: C6H5, C6H11 or C6H13 cannot be told apart
+    "Hy",
+    "4-BrCxH4",     # 'x' is not what OCR makes of a subscript 6
+    "4-ClC.H3",     # one group leaves four hydrogens, and a 3 was read plainly
+])
+def test_phenyl_formulas_that_cannot_be_recovered_stay_as_read(read: str) -> None:
+    assert repair_aryl_formula(read) is None
+    assert table_value(read) == read
+
+
+def test_ordinal_labels_by_hand() -> None:
+    """``R! R R Rt`` under R1–R4: as normalized R1, R, R, R1 (R1 twice), so the four R columns
+    take R1–R4 in order.  Refused: a plainly read label that contradicts the order, a column
+    count other than the template's, a non-R column, a header already right."""
+    assert ordinal_labels(["R!", "R", "R", "Rt"], ["R1", "R2", "R3", "R4"]) == ["R1", "R2", "R3", "R4"]
+    assert ordinal_labels(["R!", "R"], ["R2", "R1"]) == ["R1", "R2"]
+    assert ordinal_labels(["R1", "R3"], ["R1", "R2"]) is None
+    assert ordinal_labels(["R", "R", "R"], ["R1", "R2"]) is None
+    assert ordinal_labels(["R", "Ar"], ["R1", "R2"]) is None
+    assert ordinal_labels(["Ri", "R2"], ["R1", "R2"]) is None
+    assert ordinal_labels(["R", "R"], []) is None
+
+
+def test_a_table_whose_superscripts_were_lost_binds_by_column_order() -> None:
+    """The header of a four-variable scope table read as ``entry R! R R Rt``: without the
+    template's variables two columns claim R1 and R2, R3 are lost; with them each column
+    binds its own variable, and the phenyl formula's subscripts are repaired."""
+    header = TextLine("entry R! R R Rt", (0, 100, 500, 110), 90,
+                      words(("entry", 10), ("R!", 120), ("R", 220), ("R", 330), ("Rt", 470)))
+    row = TextLine("1 Ph H Ph 4-BrC.Hy", (0, 120, 500, 130), 90,
+                   words(("1", 10), ("Ph", 118), ("H", 222), ("Ph", 331), ("4-BrC.Hy", 468)))
+    lines = [header, row]
+    (entry, bindings, _), = table_entries(lines, 50, ["R1", "R2", "R3", "R4"])
+    assert (entry, bindings) == ("1", {"R1": "Ph", "R2": "H", "R3": "Ph", "R4": "4-BrC6H4"})
+    (_, as_read, _), = table_entries(lines, 50)
+    assert "R4" not in as_read and "R3" not in as_read

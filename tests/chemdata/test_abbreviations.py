@@ -1,0 +1,69 @@
+"""Substituted-phenyl formulas read by the abbreviation table (chemdata/abbreviations.py)."""
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from labrecord.chemdata.abbreviations import ABBREVIATIONS, aryl_formula, lookup
+
+pytest.importorskip("rdkit")
+from rdkit import Chem  # noqa: E402
+
+
+def same(a: str | None, b: str) -> bool:
+    return a is not None and Chem.CanonSmiles(a) == Chem.CanonSmiles(b)
+
+
+@pytest.mark.parametrize("formula, smiles", [
+    ("3-BrC6H4", "*c1cccc(Br)c1"),                       # one locant, one group, 5 - 1 = 4 H
+    ("2-MeC6H4", "*c1ccccc1C"),
+    ("4-MeOC6H4", "*c1ccc(OC)cc1"),                      # the table's own entry, same fragment
+    ("2,4-Cl2C6H3", "*c1ccc(Cl)cc1Cl"),                  # Cl2 takes both locants, 5 - 2 = 3 H
+    ("3,4-(MeO)2C6H3", "*c1ccc(OC)c(OC)c1"),             # a bracketed group with a multiplicity
+    ("3-Cl-4-FC6H3", "*c1ccc(F)c(Cl)c1"),                 # two locant groups
+    ("3,5-(CF3)2C6H3", "*c1cc(C(F)(F)F)cc(C(F)(F)F)c1"),
+    ("2,4,6-Me3C6H2", "*c1c(C)cc(C)cc1C"),
+    ("4-tBuC6H4", "*c1ccc(C(C)(C)C)cc1"),
+])
+def test_formulas_by_hand(formula: str, smiles: str) -> None:
+    assert same(lookup(formula), smiles)
+
+
+@pytest.mark.parametrize("formula", [
+    "2,4-Cl2C6H4",   # two groups leave three hydrogens, not four
+    "4-ClC6H3",      # one group leaves four
+    "2,2-Cl2C6H3",   # one position twice
+    "4-ArC6H4",      # Ar is a variable, not a group
+    "4-HC6H4",       # H is no substituent
+    "4-XyzC6H4",     # no such group
+    "C6H5",          # no locant: not a substituted-phenyl formula (the table has Ph)
+    "4-Cl",          # no ring
+])
+def test_formulas_that_do_not_add_up_are_refused(formula: str) -> None:
+    assert aryl_formula(formula) is None
+
+
+GROUPS = ["F", "Cl", "Br", "Me", "OMe", "CF3", "NO2", "CN"]
+
+
+@given(st.dictionaries(st.integers(2, 6), st.sampled_from(GROUPS), min_size=1, max_size=4))
+def test_a_written_formula_reads_back_as_the_ring_it_names(placed: dict[int, str]) -> None:
+    """Property: write positions and groups as ``2-F-4-ClC6H3`` (one locant group each, in
+    position order), read it, and get the ring built atom by atom with RDKit."""
+    formula = "-".join(f"{p}-{g}" for p, g in sorted(placed.items())) + f"C6H{5 - len(placed)}"
+    ring = Chem.RWMol(Chem.MolFromSmiles("c1ccccc1"))
+    dummy = ring.AddAtom(Chem.Atom(0))
+    ring.AddBond(0, dummy, Chem.BondType.SINGLE)
+    for position, group in placed.items():
+        fragment = Chem.MolFromSmiles(ABBREVIATIONS[group])
+        combined = Chem.RWMol(Chem.CombineMols(ring, fragment))
+        offset = ring.GetNumAtoms()
+        (star,) = [a.GetIdx() + offset for a in fragment.GetAtoms() if a.GetAtomicNum() == 0]
+        (root,) = [n.GetIdx() for n in combined.GetAtomWithIdx(star).GetNeighbors()]
+        combined.AddBond(position - 1, root, Chem.BondType.SINGLE)
+        combined.RemoveAtom(star)
+        ring = combined
+    expected = ring.GetMol()
+    Chem.SanitizeMol(expected)
+    assert same(aryl_formula(formula), Chem.MolToSmiles(expected))
