@@ -459,8 +459,11 @@ def import_records(source: SourceFile, out: str | os.PathLike[str], options: Imp
     held: set[str] = set()
     rows: list[ImportRow] = []
     batch = max(1, options.batch)
-    with ThreadPoolExecutor(max_workers=max(1, options.threads)) as pool, \
-            ThreadPoolExecutor(max_workers=1) as syncer, Staging(out) as staging:
+    # the staging folder is entered first so it closes last: when a record fails, the
+    # threads still writing the rest of its batch finish before the folder is removed
+    # (closed first, a late write would create it again and leave it behind)
+    with Staging(out) as staging, ThreadPoolExecutor(max_workers=max(1, options.threads)) as pool, \
+            ThreadPoolExecutor(max_workers=1) as syncer:
         # batch k is synced while batch k+1 is staged, and placed once both are done
         waiting: tuple[list[tuple[SourceRecord, ImportRow]], Any] | None = None
         for start in range(0, len(source.records), batch):

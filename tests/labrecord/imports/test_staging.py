@@ -74,6 +74,37 @@ def assert_whole(out: Path) -> None:
         assert (run / SOURCE_JSON_FILE).read_bytes().startswith(f"record {k}".encode())
 
 
+def test_the_staging_folder_is_removed_only_after_the_writes_of_a_failed_batch_end(tmp_path: Path, monkeypatch) -> None:
+    """Record 0 fails at once while records 1 and 2 of its batch are still being written
+    (each waits 0.3 s inside its write).  The staging folder must be removed only once
+    those writes have ended: a file created while the folder is being removed keeps it
+    from being removed, and it stays behind.  Checked at the moment of removal: no write
+    is running, and afterwards nothing is left."""
+    from labrecord.imports import runs as runs_module
+
+    out = tmp_path / "runs"
+    running: list[int] = []
+    at_close: list[int] = []
+
+    def slow_siblings(k: int) -> None:
+        if k != 0:
+            running.append(k)
+            time.sleep(0.3)
+            running.remove(k)
+
+    close = runs_module.Staging.close
+
+    def watched_close(self) -> None:
+        at_close.append(len(running))
+        close(self)
+
+    monkeypatch.setattr(runs_module.Staging, "close", watched_close)
+    with pytest.raises(Boom):
+        import_records(source_of(3, fail_at=0, hook=slow_siblings), out, ImportOptions(batch=3, threads=3))
+    assert at_close == [0]
+    assert placed(out) == [] and hidden(out) == []
+
+
 def test_a_failure_in_the_middle_of_a_batch_leaves_only_whole_runs_and_the_next_import_completes(tmp_path: Path) -> None:
     out = tmp_path / "runs"
     with pytest.raises(Boom):
