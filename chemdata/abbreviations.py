@@ -75,6 +75,8 @@ _PREFIX_ALIASES = {"MeO": "OMe", "EtO": "OEt", "F3C": "CF3", "O2N": "NO2", "MeS"
 #: one locant group and its substituents: ``2,4-Cl2`` in ``2,4-Cl2C6H3``, ``3-Cl`` and ``4-F`` in ``3-Cl-4-FC6H3``
 _LOCANT_GROUP = re.compile(r"([2-6](?:,[2-6])*)-?((?:\(?[A-Za-z][A-Za-z0-9]*?\)?[2-5]?)+?)(?=-?[2-6](?:,[2-6])*-|$)")
 _PHENYL = re.compile(r"^(?P<prefix>.+)C6H(?P<h>[1-4])$")
+#: the names a group may be written with, longest first (``CF3`` before ``C``-anything, ``MeO`` before ``Me``)
+_NAMES_LONGEST_FIRST = sorted({*ABBREVIATIONS, *_PREFIX_ALIASES}, key=len, reverse=True)
 
 
 def aryl_formula(text: str) -> str | None:
@@ -118,13 +120,11 @@ def _split_groups(names: str) -> list[str] | None:
         if bracketed:
             name, count, rest = bracketed[1], bracketed[2], rest[bracketed.end():]
         else:
-            name = next((n for n in sorted({*ABBREVIATIONS, *_PREFIX_ALIASES}, key=len, reverse=True)
-                         if rest.startswith(n)), None)
+            name = next((n for n in _NAMES_LONGEST_FIRST if rest.startswith(n)), None)
             if name is None:
                 return None
-            rest = rest[len(name):]
-            count = rest[:1] if rest[:1] in "2345" and rest[:1] else ""
-            rest = rest[len(count):]
+            count = re.match(r"[2-5]?", rest[len(name):])[0]  # type: ignore[index]  # always matches
+            rest = rest[len(name) + len(count):]
         fragment = ABBREVIATIONS.get(_PREFIX_ALIASES.get(name, name))
         # Ar is a variable (any aryl), not a group; H is no substituent
         if fragment is None or fragment.count("*") != 1 or name in ("Ar", "H"):

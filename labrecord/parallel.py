@@ -41,6 +41,18 @@ def usable_cpus() -> int:
         return max(1, os.cpu_count() or 1)
 
 
+#: below this many items a local process pool costs more than it saves (its start is ~1 s)
+POOL_THRESHOLD = 200
+
+
+def pool_workers(count: int, jobs: int | None) -> int:
+    """Processes for a local map of ``count`` independent items: ``jobs`` (default: every
+    usable CPU, as DuckDB's own readers use them), or 1 below :data:`POOL_THRESHOLD` items."""
+    if count < POOL_THRESHOLD:
+        return 1
+    return jobs if jobs is not None else usable_cpus()
+
+
 def map(fn: Callable[[T], R], items: Iterable[T], *, workers: int = 1, executor: str = "local",
         address: str | None = None, chunksize: int = 1) -> Iterator[R]:
     """``fn(item)`` for each item, in order, on ``workers`` processes of ``executor``.

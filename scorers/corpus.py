@@ -766,10 +766,6 @@ def audit_verdict(run_id: str, digest: str, audit: Any) -> dict[str, Any]:
             "scope": audit.scope if audit.audited else None}
 
 
-#: below this many runs the corpus audit stays in this process (a pool's start costs ~1 s)
-AUDIT_POOL_THRESHOLD = 200
-
-
 def _audit_one(item: tuple[str, str, str]) -> dict[str, Any]:
     """The ``audits`` row of one (run_id, run_dir, content hash): a module-level function,
     so a process pool can run it."""
@@ -785,16 +781,15 @@ def audit_corpus(con: DuckDBPyConnection, advance: Any = None, *, jobs: int | No
     unresolved member with the first disagreement as its reason.
 
     The runs are audited on ``jobs`` processes (default: every usable CPU) when there are
-    at least :data:`AUDIT_POOL_THRESHOLD`; each run's audit is independent of the others and
-    the verdicts come back in the same order, so the result is the same for any ``jobs``."""
+    at least :data:`labrecord.parallel.POOL_THRESHOLD`; each run's audit is independent of
+    the others and the verdicts come back in the same order, so the result is the same for
+    any ``jobs``."""
     from labrecord import parallel
     from labrecord.store import record_audits, runs_to_audit
 
     todo = runs_to_audit(con)
-    workers = jobs if jobs is not None else parallel.usable_cpus()
-    workers = workers if len(todo) >= AUDIT_POOL_THRESHOLD else 1
     verdicts = []
-    for verdict in parallel.map(_audit_one, todo, workers=workers, chunksize=16):
+    for verdict in parallel.map(_audit_one, todo, workers=parallel.pool_workers(len(todo), jobs), chunksize=16):
         verdicts.append(verdict)
         if advance:
             advance(1)

@@ -38,7 +38,7 @@ repaired value is a known abbreviation.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from typing import Any
 
 from labrecord.chemdata.abbreviations import ABBREVIATIONS
@@ -152,7 +152,7 @@ def table_value(token: str) -> str:
     return repair_value(text)
 
 
-def ordinal_labels(words: Sequence[str], variables: Sequence[str]) -> list[str] | None:
+def ordinal_labels(words: Sequence[str], variables: Collection[str]) -> list[str] | None:
     """The template's variables ``R1 … Rn`` in ascending order for a header's variable
     columns read left to right, or None.
 
@@ -165,8 +165,7 @@ def ordinal_labels(words: Sequence[str], variables: Sequence[str]) -> list[str] 
     a template with R1–R4 normalizes to R1, R, R, R1 (R1 twice): the columns become R1, R2,
     R3, R4.  ``R1 R3`` under R1, R2 is refused (R3 was read plainly and is no template
     variable)."""
-    numbered = sorted(v for v in set(variables) if re.fullmatch(r"R\d+", v))
-    numbered.sort(key=lambda v: int(v[1:]))
+    numbered = sorted((v for v in set(variables) if re.fullmatch(r"R\d+", v)), key=lambda v: int(v[1:]))
     cleaned = [w.rstrip(",=:").replace(" ", "") for w in words]
     normalized = [normalize_variable(w) for w in cleaned]
     if len(numbered) < 2 or len(numbered) != len(set(variables)) or len(cleaned) != len(numbered):
@@ -180,7 +179,7 @@ def ordinal_labels(words: Sequence[str], variables: Sequence[str]) -> list[str] 
 
 
 def table_entries(lines: list[TextLine], below: float = 0.0,
-                  variables: Sequence[str] = ()) -> list[tuple[str, dict[str, str], TextLine]]:
+                  variables: Collection[str] = ()) -> list[tuple[str, dict[str, str], TextLine]]:
     """Entries of a substrate table under ``below`` (y): a header line naming variables
     (``entry R1 R2 conv. yield``), then rows that start with an entry id; each variable's
     cell is the row's word nearest its header's column.  ``variables``: the template's, for
@@ -371,7 +370,7 @@ def _scope(band: int, stages: list[list[Reading]], segments: list[Segment], assi
     else:
         if not any(entry for entry, _, _ in bound):
             row_bottom = max(segments[i].box[3] for i in assigned if segments[i].band == band) if assigned else 0
-            variables = sorted({v for r in ends for v in re.findall(r"\[(R\d+)\]", r.smiles or "")})
+            variables = {v for r in ends for v in re.findall(r"\[(R\d+)\]", r.smiles or "")}
             bound = [(entry, {**figure_level, **pairs}, line)
                      for entry, pairs, line in table_entries(lines, row_bottom, variables)] or bound
         seen: set[tuple[Any, ...]] = set()

@@ -482,15 +482,11 @@ def ingest_populations(con: DuckDBPyConnection, root: Path, summary: IngestSumma
         summary.populations.append(name)
 
 
-#: below this many runs to validate, a process pool costs more than it saves
-POOL_THRESHOLD = 200
-
-
-def _validate_all(run_dirs: list[Path], jobs: int) -> Iterator[Validated]:
-    """Validation results in order; spread over ``jobs`` processes for large ingests
-    (validation decodes every line in Python and dominates the ingest time; the loads into
-    DuckDB run in this process meanwhile)."""
-    workers = jobs if len(run_dirs) >= POOL_THRESHOLD else 1
+def _validate_all(run_dirs: list[Path], jobs: int | None) -> Iterator[Validated]:
+    """Validation results in order; spread over processes for large ingests
+    (:func:`labrecord.parallel.pool_workers`: validation decodes every line in Python and
+    dominates the ingest time; the loads into DuckDB run in this process meanwhile)."""
+    workers = parallel.pool_workers(len(run_dirs), jobs)
     return parallel.map(validate_for_load, run_dirs, workers=workers, chunksize=64)
 
 
@@ -500,8 +496,8 @@ def ingest_runs(runs_dir: str | os.PathLike[str], db: Any = None, *, batch_size:
 
     ``db`` is a path to a DuckDB file (created if needed), ``None`` for the default
     ``corpus.duckdb``, or an open connection.  ``jobs`` validation processes (default:
-    every usable CPU, as DuckDB's own readers use them; a pool starts only for
-    :data:`POOL_THRESHOLD` runs or more, and the result is the same for any ``jobs``).
+    every usable CPU; a pool starts only for :data:`labrecord.parallel.POOL_THRESHOLD`
+    runs or more, and the result is the same for any ``jobs``).
     Returns an :class:`IngestSummary`.  A full disk
     (or another failure of the machine) raises one :class:`LabrecordError`; what was
     committed before it stays, nothing half-written does.
@@ -529,7 +525,7 @@ def ingest_runs(runs_dir: str | os.PathLike[str], db: Any = None, *, batch_size:
             candidates.append((run_dir, run_id))
     pending: list[_Pending] = []
     seen: dict[str, Path] = {}
-    results = _validate_all([d for d, _ in candidates], jobs if jobs is not None else parallel.usable_cpus())
+    results = _validate_all([d for d, _ in candidates], jobs)
     for (run_dir, run_id), validated in zip(candidates, results):
         errors = validated.errors
         if run_dir in problems:

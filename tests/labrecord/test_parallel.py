@@ -84,3 +84,11 @@ def test_usable_cpus_without_affinity_masks_falls_back_to_the_cpu_count(monkeypa
     assert parallel.usable_cpus() == 4
     monkeypatch.setattr(parallel.os, "cpu_count", lambda: None)
     assert parallel.usable_cpus() == 1
+
+
+def test_pool_workers_start_a_pool_only_for_many_items(monkeypatch: pytest.MonkeyPatch) -> None:
+    """199 items: one process whatever ``jobs`` says; 200: ``jobs``, by default every usable CPU."""
+    monkeypatch.setattr(parallel, "usable_cpus", lambda: 6)
+    assert parallel.pool_workers(parallel.POOL_THRESHOLD - 1, 4) == 1
+    assert parallel.pool_workers(parallel.POOL_THRESHOLD, 4) == 4
+    assert parallel.pool_workers(parallel.POOL_THRESHOLD, None) == 6

@@ -17,6 +17,7 @@ from labrecord.rundir import RunWriter
 from labrecord.scorers.synthetic import DecisionSpec, RolloutSpec, write_population, write_rollout
 from labrecord.store import connect, ingest_runs, schema_rows, write_snapshot, open_snapshot
 import labrecord.store.ingest as ingest_module
+from labrecord import parallel
 
 
 def _count(con, sql: str) -> int:
@@ -325,7 +326,7 @@ def test_validation_on_worker_processes_loads_the_same_corpus(tmp_path, monkeypa
     for index, outcome in enumerate(["correct", "wrong", "none"]):
         write_rollout(root, RolloutSpec(f"r{index}", decisions=[DecisionSpec(outcome=outcome)]))
     (root / "r1" / "run.json").write_text("{")                 # one invalid run, skipped with findings
-    monkeypatch.setattr(ingest_module, "POOL_THRESHOLD", 1)
+    monkeypatch.setattr(parallel, "POOL_THRESHOLD", 1)
     one, many = connect(None), connect(None)
     first, second = ingest_runs(root, one, jobs=1), ingest_runs(root, many, jobs=2)
     assert (first.added, list(first.skipped)) == (second.added, list(second.skipped)) == (["r0", "r2"], [str(root / "r1")])

@@ -378,11 +378,12 @@ def test_the_corpus_audit_on_worker_processes_gives_the_same_verdicts(tmp_path, 
     nothing (no stream), r1 lacks its declared measurements (refused)."""
     import duckdb
 
+    from labrecord import parallel
     from labrecord.scorers import corpus as corpus_module
     from labrecord.store import open_source
 
     _write(tmp_path, RolloutSpec("r0", physical=True, measurements="none"), RolloutSpec("r1", physical=True))
-    monkeypatch.setattr(corpus_module, "AUDIT_POOL_THRESHOLD", 1)
+    monkeypatch.setattr(parallel, "POOL_THRESHOLD", 1)
     verdicts = []
     for jobs in (1, 2):
         con, _, _ = open_source(tmp_path)

@@ -13,25 +13,21 @@ from labrecord.sim.weighing.scene import WeighingScene
 CAMERAS = ("front", "wrist", "display")
 
 
-class _Probe(BenchScene):
-    """A camera at the origin looking along -z (fovy 90°, square image) and three unit spheres:
-    the bare geometry of :meth:`BenchScene.outside_view`."""
+def _probe_scene(model):
+    """A camera at the origin looking along -z (fovy 90°, square image) and a sphere: the
+    bare geometry :meth:`BenchScene.outside_view` reads (model, data, image size)."""
+    import types
 
-    def __init__(self, model):
-        import mujoco
+    import mujoco
 
-        self.mujoco, self.model, self.data = mujoco, model, mujoco.MjData(model)
-        self.width = self.height = 32
-        mujoco.mj_forward(model, self.data)
-
-    def reset(self, instance):  # pragma: no cover - not used
-        raise NotImplementedError
-
-    def object_poses(self):  # pragma: no cover - not used
-        raise NotImplementedError
+    data = mujoco.MjData(model)
+    mujoco.mj_forward(model, data)
+    scene = types.SimpleNamespace(model=model, data=data, width=32, height=32)
+    scene.outside_view = lambda camera: BenchScene.outside_view(scene, camera)  # type: ignore[arg-type]
+    return scene
 
 
-def probe(x: float, y: float, z: float, radius: float = 1.0) -> _Probe:
+def probe(x: float, y: float, z: float, radius: float = 1.0):
     import mujoco
 
     xml = f"""<mujoco><worldbody>
@@ -39,7 +35,7 @@ def probe(x: float, y: float, z: float, radius: float = 1.0) -> _Probe:
       <geom name="ball" type="sphere" size="{radius}" pos="{x} {y} {z}"/>
       <geom name="floor" type="plane" size="1 1 0.1" pos="100 0 0"/>
     </worldbody></mujoco>"""
-    return _Probe(mujoco.MjModel.from_xml_string(xml))
+    return _probe_scene(mujoco.MjModel.from_xml_string(xml))
 
 
 def test_outside_view_by_hand():
