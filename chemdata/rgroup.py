@@ -390,6 +390,64 @@ def _fits_label(label: str, value: str) -> bool:
     return any(a.GetAtomicNum() == 0 and any(n.GetIsAromatic() for n in a.GetNeighbors()) for a in mol.GetAtoms())
 
 
+def drawn_substituent(smiles: str) -> str | None:
+    """A substituent drawn on its own (``R =`` followed by drawings whose attachment bond
+    ends in a wavy line), as a fragment SMILES with one ``*``; None when the attachment
+    point cannot be told.
+
+    osra reads the wavy end of such a drawing either as an attachment point or, more
+    often, as the far end of the attachment bond: a methyl.  So a reading with exactly
+    one ``*``, bonded once, is a fragment already; one without ``*`` whose only methyl on
+    a ring carbon or an alkene carbon (where a wavy bond is drawn: aryl, heteroaryl,
+    ring, vinyl) is that bond's end gets the ``*`` there; anything else (no such methyl, or
+    two of them, as in a drawn tolyl group) is refused rather than guessed.  A methyl on
+    an open-chain sp³ carbon is never taken: it ends an alkyl chain of the drawing.
+
+    >>> drawn_substituent("COc1cc(C)cc(Br)c1O")   # the ring methyl is the wavy bond
+    '*c1cc(Br)c(O)c(OC)c1'
+    >>> drawn_substituent("Cc1ccc(C)cc1") is None  # two ring methyls: which one?
+    True
+    """
+    Chem = _chem()
+    mol = Chem.MolFromSmiles(smiles) if smiles else None
+    if mol is None or len(Chem.GetMolFrags(mol)) != 1:
+        return None
+    dummies = [a for a in mol.GetAtoms() if a.GetAtomicNum() == 0]
+    if dummies:
+        if len(dummies) == 1 and dummies[0].GetDegree() == 1 and mol.GetNumAtoms() > 1:
+            editable = Chem.RWMol(mol)
+            dummy = editable.GetAtomWithIdx(dummies[0].GetIdx())
+            dummy.SetIsotope(0)
+            dummy.SetAtomMapNum(0)
+            return Chem.MolToSmiles(editable)
+        return None
+    stubs = [a.GetIdx() for a in mol.GetAtoms()
+             if a.GetAtomicNum() == 6 and a.GetDegree() == 1 and a.GetTotalNumHs() == 3 and a.GetFormalCharge() == 0
+             and _stub_anchor(a.GetNeighbors()[0])]
+    if len(stubs) != 1:
+        return None
+    editable = Chem.RWMol(mol)
+    stub = editable.GetAtomWithIdx(stubs[0])
+    stub.SetAtomicNum(0)
+    stub.SetNoImplicit(True)
+    stub.SetNumExplicitHs(0)
+    try:
+        Chem.SanitizeMol(editable)
+    except Exception:
+        return None
+    return Chem.MolToSmiles(editable)
+
+
+def _stub_anchor(atom: Any) -> bool:
+    """Can a wavy attachment bond be drawn from this atom (see :func:`drawn_substituent`)?"""
+    Chem = _chem()
+    if atom.GetAtomicNum() != 6:
+        return False  # a methyl on O, N or S is a methoxy, N-methyl or SMe of the drawing
+    return atom.GetIsAromatic() or atom.IsInRing() or any(
+        bond.GetBondType() == Chem.BondType.DOUBLE and bond.GetOtherAtom(atom).GetAtomicNum() == 6
+        for bond in atom.GetBonds())
+
+
 def derive_bindings(product_template: str, product: str, explicit: Mapping[str, str] | None = None,
                     names: Collection[str] = ()) -> dict[str, str] | Failure:
     """Recover ``{label: fragment SMILES}`` by matching ``product`` to ``product_template``.

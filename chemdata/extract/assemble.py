@@ -179,6 +179,7 @@ def _expand_scope(scope: Any, by_id: dict[str, Reading]) -> tuple[list[Any], Any
         outcomes = [_try_entry(entry, reactant_templates, product_template, by_id, sources, settled)
                     if isinstance(built, rgroup.Failure) and built.kind == "ambiguous_match" else built
                     for entry, built in zip(entries, outcomes)]
+    outcomes = _as_substituents(entries, outcomes, reactant_templates, product_template, by_id, sources)
     for entry, built in zip(entries, outcomes):
         if isinstance(built, rgroup.Failure):
             failures.append({"stage": "rgroup", "kind": built.kind,
@@ -189,6 +190,42 @@ def _expand_scope(scope: Any, by_id: dict[str, Reading]) -> tuple[list[Any], Any
                                   products=products, identifiers=[str(entry.get("id"))],
                                   yield_=_text_or_none(entry.get("yield"))))
     return reactions, template, failures
+
+
+def _as_substituents(entries: list[Any], outcomes: list[Any], reactant_templates: list[str],
+                     product_template: str | None, by_id: dict[str, Reading],
+                     sources: dict[str, Reading]) -> list[Any]:
+    """A grid of drawn substituents (``R =`` and drawings ending in a wavy bond) read as
+    the entries' bindings: when the product template has one variable and not one drawn
+    entry fits it as a product, each drawing that is a substituent on its own
+    (:func:`labrecord.chemdata.rgroup.drawn_substituent`) binds that variable and the
+    entry instantiates every template.  While any drawn product fits, the grid holds
+    products and a misfit is a misreading, so nothing is reinterpreted."""
+    drawn = [i for i, entry in enumerate(entries) if isinstance(entry, dict) and entry.get("product") in by_id]
+    if product_template is None or not drawn or any(not isinstance(outcomes[i], rgroup.Failure) for i in drawn):
+        return outcomes
+    try:
+        labels = rgroup.template_labels(product_template)
+        named = {label for t in reactant_templates for label in rgroup.template_labels(t)} - {"*"}
+    except rgroup.RGroupError:
+        return outcomes
+    if len(labels) != 1 or (labels[0] != "*" and named - set(labels)):
+        return outcomes
+    if labels[0] == "*":  # osra/DECIMER wrote the product's R bare: the reactants name it
+        if len(named) > 1:
+            return outcomes
+        labels = [*labels, *named]
+    revised = list(outcomes)
+    for i in drawn:
+        entry = entries[i]
+        fragment = rgroup.drawn_substituent(by_id[entry["product"]].smiles)
+        if fragment is None:
+            continue
+        bindings = {**{str(k): str(v) for k, v in (entry.get("bindings") or {}).items()},
+                    **{label: fragment for label in labels}}
+        revised[i] = _try_entry({"id": entry.get("id"), "bindings": bindings}, reactant_templates, product_template,
+                                by_id, sources, ())
+    return revised
 
 
 def _try_entry(entry: Any, reactant_templates: list[str], product_template: str | None, by_id: dict[str, Reading],

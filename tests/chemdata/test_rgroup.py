@@ -11,7 +11,8 @@ from rdkit import Chem
 
 from labrecord.chemdata.abbreviations import ABBREVIATIONS
 from labrecord.chemdata.rgroup import (
-    DerivedSmiles, Failure, RGroupError, derive_bindings, derive_reactants, instantiate, normalize_label,
+    DerivedSmiles, Failure, RGroupError, derive_bindings, derive_reactants, drawn_substituent, instantiate,
+    normalize_label,
     template_labels,
 )
 
@@ -246,3 +247,33 @@ def test_a_created_centre_never_reaches_the_reactant(value: str, tag: str) -> No
     product = instantiate(f"C[C{tag}H](C#N)/C=C/[*:1]", {"R1": value})
     diene, _ = derive_reactants(["[*:1]/C=C/C=C", "C#N"], f"C[C{tag}H](C#N)/C=C/[*:1]", product)
     assert diene == canon(instantiate("[*:1]/C=C/C=C", {"R1": value}))
+
+
+@pytest.mark.parametrize(("read", "fragment"), [
+    # the wavy bond's end read as the one ring methyl (4-hydroxy-3-bromo-5-methoxyphenyl)
+    ("COc1cc(C)cc(Br)c1O", "*c1cc(Br)c(O)c(OC)c1"),
+    # on an indole C3, on a saturated ring (tetrahydrofuran-2-yl), on an alkene (E-styryl)
+    ("Cc1c[nH]c2ccccc12", "*c1c[nH]c2ccccc12"),
+    ("CC1CCCO1", "*C1CCCO1"),
+    ("C/C=C/c1ccccc1", "*/C=C/c1ccccc1"),
+    # read as an attachment point already, once bonded (any label spelling)
+    ("[1*]c1ccccc1", "*c1ccccc1"),
+    # no methyl where a wavy bond could start: OMe, NMe, acetyl, isopropyl are the drawing's
+    ("COc1ccccc1", None), ("CN1CCCC1=O", None), ("CC(=O)Oc1ccccc1", None), ("CC(C)C", None),
+    # two candidates (a drawn tolyl beside the stub), two attachment points, a ring `*`
+    ("Cc1ccc(C)cc1", None), ("*c1cc(*)ccc1", None), ("C1c*ccc1", None),
+])
+def test_drawn_substituent_finds_the_one_attachment_or_refuses(read: str, fragment: str | None) -> None:
+    assert drawn_substituent(read) == (canon(fragment) if fragment else None)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.sampled_from(["", "Cl", "F", "OC", "O", "Br", "C(F)(F)F", "OC(C)=O"]), min_size=5, max_size=5))
+def test_a_fragment_drawn_with_a_methyl_stub_comes_back(groups: list[str]) -> None:
+    """A phenyl fragment with any of these groups (none a ring methyl) at positions 2–6,
+    its ``*`` replaced by a methyl (what osra reads for a wavy bond), reads back as the
+    fragment."""
+    atoms = [f"c({g})" if g else "c" for g in groups[:4]] + ["c1" + (f"({groups[4]})" if groups[4] else "")]
+    fragment = "*c1" + "".join(atoms)
+    stub = canon(fragment.replace("*", "C", 1))
+    assert drawn_substituent(stub) == canon(fragment)

@@ -110,3 +110,38 @@ def test_a_symmetric_core_entry_takes_the_assignment_the_other_entries_confirm()
     assert failures == [] and len(reactions) == 3
     assert sorted(m.smiles for m in reactions[2].reactants) == ["CCSc1ccc(I)cc1", "CSSC"]
     assert [m.provenance.reader for m in reactions[2].reactants] == ["osra", "decimer"]
+
+
+def test_a_grid_of_drawn_substituents_binds_the_templates_variable() -> None:
+    """Template RCHO + MeNHC(S)NH2 + methyl acetoacetate -> the thione, R drawn below as
+    substituents whose wavy attachment bond osra reads as a methyl: 'COc1cc(C)ccc1O'
+    (4-hydroxy-3-methoxyphenyl with its stub) gives R = *c1ccc(O)c(OC)c1, so the aldehyde
+    is vanillin, O=Cc1ccc(O)c(OC)c1, and the product carries that aryl at C4.  The
+    product template writes R bare (*), the aldehyde names it: one variable, both bound."""
+    readings = [Reading("t1", "O=C[R]", 0.9, (0, 0, 9, 9), "crop", "decimer"),
+                Reading("t2", "CNC(N)=S", 0.9, (10, 0, 19, 9), "crop"),
+                Reading("t3", "COC(=O)CC(C)=O", 0.9, (20, 0, 29, 9), "crop"),
+                Reading("t4", "*C1NC(=S)N(C)C(C)=C1C(=O)OC", 0.9, (40, 0, 49, 9), "crop", "decimer"),
+                Reading("p1", "COc1cc(C)ccc1O", 0.9, (0, 50, 9, 59), "crop"),
+                Reading("p2", "Cc1ccc(C)cc1", 0.9, (10, 50, 19, 59), "crop")]
+    plan = {"scopes": [{"id": "t", "reactant_templates": ["t1", "t2", "t3"], "product_template": "t4",
+                        "entries": [{"id": "a", "product": "p1"}, {"id": "b", "product": "p2"}]}]}
+    (reaction,), _, failures = assemble(plan, readings)
+    assert reaction.identifiers == ["a"]
+    assert sorted(m.smiles for m in reaction.reactants) == sorted(
+        canonical(s) for s in ("O=Cc1ccc(O)c(OC)c1", "CNC(N)=S", "COC(=O)CC(C)=O"))
+    assert reaction.products[0].smiles == canonical("COC(=O)C1=C(C)N(C)C(=S)NC1c1ccc(O)c(OC)c1")
+    assert reaction.products[0].provenance.origin == "template_derived"
+    # entry b (two ring methyls: which one is the stub?) stays refused as before
+    assert [f["message"].split(":")[0] for f in failures] == ["entry b"]
+
+
+def test_a_misfit_among_fitting_products_is_not_read_as_a_substituent() -> None:
+    """One drawn product fits the template, so the grid holds products; the misfit
+    'Cc1ccccc1' is a misreading and is refused, not turned into R = phenyl."""
+    plan = {"scopes": [{"reactant_templates": ["t1"], "product_template": "t2",
+                        "entries": [{"id": "3a", "product": "p1"}, {"id": "3b", "product": "m3"}]}]}
+    readings = [*READINGS, Reading("m3", "Cc1ccccc1", 0.9, (0, 200, 9, 290), "crop")]
+    reactions, _, failures = assemble(plan, readings)
+    assert [r.identifiers for r in reactions] == [["3a"]]
+    assert [f["kind"] for f in failures] == ["no_match"]
