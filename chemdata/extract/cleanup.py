@@ -19,7 +19,10 @@ belongs to, what the figure drew, what the reader writes instead, a worked examp
 * Compound numbers printed under a drawing (``4a``, ``12``) read as stray atoms
   (``.[Si]``, ``.[Ba]``, ``.CC``): a disconnected piece of at most two heavy atoms beside
   a drawing of at least four is dropped (a piece holding an attachment point is a drawn
-  variable position and stays).
+  variable position and stays, and an ion is left to the next row).
+* A label or number read as a lone monatomic ion (``O=C[R].[I-]``) that leaves the
+  reading charged: the ion is dropped when its charge is the reading's whole net charge,
+  so a drawn salt (``C[N+](C)(C)C.[I-]``, charges balanced) keeps its counter-ion.
 
 :func:`clean` applies a reader's rows in table order and returns the cleaned SMILES and
 the names of the rows that changed it (kept in the trajectory).
@@ -137,10 +140,28 @@ def _drop_stray_pieces(mol: Any, limit: int | None = None) -> bool:
     def labelled(piece: tuple[int, ...]) -> bool:  # a drawn variable attachment, not a number
         return any(mol.GetAtomWithIdx(i).GetAtomicNum() == 0 for i in piece)
 
-    stray = sorted((i for p in pieces if heavy(p) <= 2 and not labelled(p) for i in p), reverse=True)
+    def charged(piece: tuple[int, ...]) -> bool:  # an ion: the unbalanced-ion row judges it
+        return any(mol.GetAtomWithIdx(i).GetFormalCharge() != 0 for i in piece)
+
+    stray = sorted((i for p in pieces if heavy(p) <= 2 and not labelled(p) and not charged(p) for i in p),
+                   reverse=True)
     for index in stray:
         mol.RemoveAtom(index)
     return bool(stray)
+
+
+def _drop_unbalanced_ion(mol: Any, limit: int | None = None) -> bool:
+    from rdkit import Chem
+
+    pieces = Chem.GetMolFrags(mol, asMols=False, sanitizeFrags=False)
+    if len(pieces) < 2 or max(len(p) for p in pieces) < 2:
+        return False
+    total = sum(a.GetFormalCharge() for a in mol.GetAtoms())
+    for piece in pieces:
+        if len(piece) == 1 and total != 0 and mol.GetAtomWithIdx(piece[0]).GetFormalCharge() == total:
+            mol.RemoveAtom(piece[0])  # the only ion whose removal leaves the reading neutral
+            return True
+    return False
 
 
 DECIMER = frozenset({"decimer"})
@@ -165,6 +186,8 @@ FIXES: tuple[Fix, ...] = (
     Fix("number-as-atoms", BOTH, "a compound number printed under the drawing",
         "a disconnected piece of one or two heavy atoms", ("CCOC(=O)c1ccccc1.[Si]", "CCOC(=O)c1ccccc1"),
         _drop_stray_pieces),
+    Fix("unbalanced-ion", BOTH, "a label or number beside the drawing",
+        "a lone monatomic ion whose charge nothing balances", ("O=C*.[I-]", "O=C*"), _drop_unbalanced_ion),
 )
 
 

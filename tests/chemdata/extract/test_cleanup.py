@@ -49,6 +49,17 @@ def test_a_drawn_variable_attachment_is_not_a_stray_number() -> None:
     assert applied == ["label-glued-to-number"] and canon(cleaned) == canon("O=C1NC(=O)c2ccccc21.C*")
 
 
+def test_a_salt_keeps_its_counter_ion_and_a_lone_ion_is_dropped() -> None:
+    """Charges that balance are a drawn salt (tetramethylammonium iodide, sodium acetate,
+    calcium acetate): kept whole.  An iodide beside a neutral aldehyde template leaves the
+    reading at charge -1, the iodide's own charge: it is a misread label, dropped.  Of
+    two bromides beside a neutral arene (net -2) neither alone is the net charge: kept."""
+    for salt in ("C[N+](C)(C)C.[I-]", "CC(=O)[O-].[Na+]", "CC(=O)[O-].CC(=O)[O-].[Ca+2]"):
+        assert clean(salt, "decimer") == (salt, [])
+    assert clean("O=C[R].[I-]", "osra") == ("O=C[R]", ["unbalanced-ion"])
+    assert clean("c1ccccc1.[Br-].[Br-]", "decimer") == ("c1ccccc1.[Br-].[Br-]", [])
+
+
 def test_unparseable_or_unfixable_readings_are_returned_as_read() -> None:
     assert clean("C1CC(", "decimer") == ("C1CC(", [])
     assert clean("", "osra") == ("", [])
@@ -56,7 +67,7 @@ def test_unparseable_or_unfixable_readings_are_returned_as_read() -> None:
 
 @settings(max_examples=40, deadline=None)
 @given(st.lists(st.sampled_from(["c1ccccc1", "CCO", "N#CN", "O=C(O)c1ccccc1", "CC(C)(C)O", "[R1]c1ccccc1", "Cl",
-                                 "[Si]", "C", "OB(O)c1ccccc1"]), min_size=1, max_size=3))
+                                 "[Si]", "C", "OB(O)c1ccccc1", "[I-]", "[Na+]"]), min_size=1, max_size=3))
 def test_cleaning_is_idempotent(parts: list[str]) -> None:
     """Cleaning a cleaned reading changes nothing more."""
     once, _ = clean(".".join(parts), "decimer")
