@@ -5,14 +5,16 @@ Plan shape (the rule-based default and the model endpoint both produce it)::
     {"reactions": [{"id", "step", "identifiers"?, "yield"?, "conditions"?: [text | {role, smiles?, text?}],
                     "reactants": [REF], "products": [REF]}],
      "scopes":    [{"id", "reactant_templates": [reading id], "product_template": reading id,
-                    "entries": [{"id", "bindings"?: {VAR: value}, "product"?: reading id, "yield"?}]}]}
+                    "entries": [{"id", "bindings"?: {VAR: value}, "product"?: reading id, "yield"?}],
+                    "co_products"?: [reading id]}]}
     REF = {"reading": id} | {"smiles": "…"}            # the latter is model-written
 
 A reading becomes a ``tool_read`` molecule with its region; a scope entry with bindings
 only instantiates every template (``template_derived``); an entry with a drawn product
 keeps the product as read and derives the reactants with
 :func:`labrecord.chemdata.rgroup.derive_reactants`, its printed bindings taking
-precedence.  Templates read without label numbers (osra writes ``*`` for ``R1``) accept
+precedence; a scope's co-products (a concrete species drawn beside the product template,
+``+ NH3``) join every entry's products as read.  Templates read without label numbers (osra writes ``*`` for ``R1``) accept
 an entry's single variable.  Every failure is returned with its stage, never hidden.
 """
 from __future__ import annotations
@@ -169,6 +171,7 @@ def _expand_scope(scope: Any, by_id: dict[str, Reading]) -> tuple[list[Any], Any
 
     template = Template(id=str(scope.get("id") or "t"), reactants=[read_template(t) for t in reactant_templates],
                         products=[read_template(product_template)] if product_template else [])
+    co_products = [_resolve({"reading": i}, by_id) for i in scope.get("co_products") or []]
     reactions, failures = [], []
     entries = list(scope.get("entries") or [])
     outcomes = [_try_entry(entry, reactant_templates, product_template, by_id, sources, ()) for entry in entries]
@@ -187,7 +190,7 @@ def _expand_scope(scope: Any, by_id: dict[str, Reading]) -> tuple[list[Any], Any
             continue
         reactants, products = built
         reactions.append(Reaction(id=f"{template.id}-{entry.get('id')}", step=1, reactants=reactants,
-                                  products=products, identifiers=[str(entry.get("id"))],
+                                  products=[*products, *co_products], identifiers=[str(entry.get("id"))],
                                   yield_=_text_or_none(entry.get("yield"))))
     return reactions, template, failures
 

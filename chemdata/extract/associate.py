@@ -350,6 +350,11 @@ def _scope(band: int, stages: list[list[Reading]], segments: list[Segment], assi
                              "entries": []}
     if len(stages) > 2:
         scope["intermediates"] = [r.id for stage in stages[1:-1] for r in stage if r.smiles]
+    if len(stages) > 1 and scope["product_template"] is not None:
+        # a concrete species drawn beside the product template (``+ NH3``) forms in every entry
+        others = [r.id for r in stages[-1] if r.smiles and r.id != scope["product_template"] and not r.is_template]
+        if others:
+            scope["co_products"] = others
     ends = stages[0] + (stages[-1] if len(stages) > 1 else [])
     if len(stages) < 2:
         failures.append({"kind": "template_steps", "message": f"template row {band} has no arrow"})

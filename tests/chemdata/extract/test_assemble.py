@@ -145,3 +145,17 @@ def test_a_misfit_among_fitting_products_is_not_read_as_a_substituent() -> None:
     reactions, _, failures = assemble(plan, readings)
     assert [r.identifiers for r in reactions] == [["3a"]]
     assert [f["kind"] for f in failures] == ["no_match"]
+
+
+def test_co_products_join_every_entry_as_read() -> None:
+    """Scope amide + phenol -> phenyl ester + NH3 with R = Me: reactants acetamide and
+    phenol, products phenyl acetate and ammonia, the ammonia tool_read with its region."""
+    readings = [Reading("t1", "*C(N)=O", 0.9, (0, 0, 9, 9), "crop"), Reading("t2", "Oc1ccccc1", 0.9, (10, 0, 19, 9), "crop"),
+                Reading("t3", "*C(=O)Oc1ccccc1", 0.9, (30, 0, 39, 9), "crop"), Reading("n", "N", 0.9, (40, 0, 45, 9), "formula")]
+    plan = {"scopes": [{"reactant_templates": ["t1", "t2"], "product_template": "t3", "co_products": ["n"],
+                        "entries": [{"id": "3a", "bindings": {"R": "Me"}}]}]}
+    (reaction,), _, failures = assemble(plan, readings)
+    assert failures == []
+    assert sorted(m.smiles for m in reaction.reactants) == sorted([canonical("CC(N)=O"), canonical("Oc1ccccc1")])
+    assert [m.smiles for m in reaction.products] == [canonical("CC(=O)Oc1ccccc1"), "N"]
+    assert reaction.products[1].provenance.origin == "tool_read" and reaction.products[1].provenance.region == "40,0,45,9"

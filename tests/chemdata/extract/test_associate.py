@@ -218,6 +218,21 @@ def test_a_two_arrow_template_row_expands_its_net_transformation() -> None:
     assert scope["entries"] == [{"id": "1", "bindings": {"R": "Me"}}]
 
 
+def test_a_concrete_species_beside_the_product_template_is_every_entrys_co_product() -> None:
+    """RC(O)NH2 + PhOH -> RCO2Ph + NH3: ammonia (m4) is drawn right of the product
+    template with a plus; it is the scope's co-product, not a template and not an entry."""
+    segments = [seg("structure", 0), seg("structure", 120), seg("arrow", 250, h=10), seg("structure", 400),
+                seg("structure", 560, w=40, h=30)]
+    readings = [read("m1", "*C(N)=O", 0), read("m2", "Oc1ccccc1", 120), read("m3", "*C(=O)Oc1ccccc1", 400),
+                Reading("m4", "N", 0.0, (565, 5, 595, 25), "formula", "tesseract")]
+    lines = [TextLine("3a R = Me", (0, 200, 100, 220), 90)]
+    plan, failures = plan_from_rules(segments, readings, lines)
+    assert failures == []
+    (scope,) = plan["scopes"]
+    assert (scope["product_template"], scope["co_products"]) == ("m3", ["m4"])
+    assert scope["entries"] == [{"id": "3a", "bindings": {"R": "Me"}}]
+
+
 def test_template_first_adds_a_fitting_product_outside_the_grid() -> None:
     """Template row iodide -> biaryl; one product drawn under the row (m3,
     4-methylbiphenyl) and one in the row's band but high above its arrow axis, so in no
