@@ -81,8 +81,12 @@ def _resolve(ref: Any, readings: dict[str, Reading]) -> Any:
     raise PlanError(f"a participant must be {{'reading': id}} or {{'smiles': …}}, got {str(ref)[:80]!r}")
 
 
-def assemble(plan: Any, readings: list[Reading]) -> tuple[list[Any], list[Any], list[dict[str, str]]]:
-    """(reactions, templates, failures) for one figure; failures carry ``stage``."""
+def assemble(plan: Any, readings: list[Reading],
+             drawn_substituents: bool = True) -> tuple[list[Any], list[Any], list[dict[str, str]]]:
+    """(reactions, templates, failures) for one figure; failures carry ``stage``.
+    ``drawn_substituents=False`` leaves out the reading of a grid as drawn substituents
+    (:func:`_as_substituents`): arbitration judges template readings by the drawn
+    products they relate, and any one-variable template "relates" a substituent grid."""
     from labrecord.models.rxn import Reaction
 
     if not isinstance(plan, dict):
@@ -100,7 +104,7 @@ def assemble(plan: Any, readings: list[Reading]) -> tuple[list[Any], list[Any], 
                                   identifiers=[str(i) for i in item.get("identifiers") or []],
                                   yield_=_text_or_none(item.get("yield"))))
     for scope in plan.get("scopes") or []:
-        built, template, problems = _expand_scope(scope, by_id)
+        built, template, problems = _expand_scope(scope, by_id, drawn_substituents)
         reactions.extend(built)
         templates.append(template)
         failures.extend(problems)
@@ -153,7 +157,8 @@ def _fit_labels(templates: list[str], bindings: dict[str, str]) -> dict[str, str
     return dict(bindings)
 
 
-def _expand_scope(scope: Any, by_id: dict[str, Reading]) -> tuple[list[Any], Any, list[dict[str, str]]]:
+def _expand_scope(scope: Any, by_id: dict[str, Reading],
+                  drawn_substituents: bool = True) -> tuple[list[Any], Any, list[dict[str, str]]]:
     from labrecord.chemdata.extract.readers import provenance_confidence
     from labrecord.models.rxn import Molecule, Provenance, Reaction, Template
 
@@ -182,7 +187,8 @@ def _expand_scope(scope: Any, by_id: dict[str, Reading]) -> tuple[list[Any], Any
         outcomes = [_try_entry(entry, reactant_templates, product_template, by_id, sources, settled)
                     if isinstance(built, rgroup.Failure) and built.kind == "ambiguous_match" else built
                     for entry, built in zip(entries, outcomes)]
-    outcomes = _as_substituents(entries, outcomes, reactant_templates, product_template, by_id, sources)
+    if drawn_substituents:
+        outcomes = _as_substituents(entries, outcomes, reactant_templates, product_template, by_id, sources)
     for entry, built in zip(entries, outcomes):
         if isinstance(built, rgroup.Failure):
             failures.append({"stage": "rgroup", "kind": built.kind,

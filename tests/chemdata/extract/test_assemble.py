@@ -159,3 +159,16 @@ def test_co_products_join_every_entry_as_read() -> None:
     assert sorted(m.smiles for m in reaction.reactants) == sorted([canonical("CC(N)=O"), canonical("Oc1ccccc1")])
     assert [m.smiles for m in reaction.products] == [canonical("CC(=O)Oc1ccccc1"), "N"]
     assert reaction.products[1].provenance.origin == "tool_read" and reaction.products[1].provenance.region == "40,0,45,9"
+
+
+def test_arbitration_can_leave_the_substituent_reading_out() -> None:
+    """The same substituent grid assembled with drawn_substituents=False: the drawing
+    stays a product that does not fit, so no reaction (the engine relates nothing)."""
+    readings = [Reading("t1", "O=C[R]", 0.9, (0, 0, 9, 9), "crop"),
+                Reading("t2", "*C(C)(C)C", 0.9, (40, 0, 49, 9), "crop"),
+                Reading("p1", "Cc1ccc(Cl)cc1", 0.9, (0, 50, 9, 59), "crop")]
+    plan = {"scopes": [{"reactant_templates": ["t1"], "product_template": "t2", "entries": [{"id": "a", "product": "p1"}]}]}
+    (reaction,), _, _ = assemble(plan, readings)
+    assert reaction.products[0].smiles == canonical("CC(C)(C)c1ccc(Cl)cc1")
+    reactions, _, failures = assemble(plan, readings, drawn_substituents=False)
+    assert reactions == [] and [f["kind"] for f in failures] == ["no_match"]
