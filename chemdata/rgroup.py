@@ -438,6 +438,28 @@ def drawn_substituent(smiles: str) -> str | None:
     return Chem.MolToSmiles(editable)
 
 
+def core_share(template_smiles: str, smiles: str, timeout_s: int = 2) -> float:
+    """The fraction of the template's heavy atoms (labels left out) that a molecule shares
+    with it: the maximum common substructure, elements and bond orders compared, rings
+    matched whole (RDKit ``FindMCS``).  1.0 when the template lies inside the molecule.
+    A search cut short by ``timeout_s`` counts as sharing everything (the cautious answer
+    where this tells a drawn product from a drawn substituent).
+
+    Hand check: the template ``*C1NC(=S)N(C)C(C)=C1C(=O)OC`` has 13 heavy atoms; the
+    substituent ``COc1cc(C)cc(Br)c1O`` shares only a methoxy-like C–O pair with it: 2/13."""
+    from rdkit.Chem import rdFMCS
+
+    Chem = _chem()
+    template, _ = _parse_template(template_smiles)
+    mol = Chem.MolFromSmiles(smiles) if smiles else None
+    heavy = sum(1 for a in template.GetAtoms() if a.GetAtomicNum() > 1)
+    if mol is None or heavy == 0:
+        return 0.0
+    # the label atoms stay in the template: an element-compared search matches them to nothing
+    found = rdFMCS.FindMCS([mol, template], ringMatchesRingOnly=True, completeRingsOnly=True, timeout=timeout_s)
+    return 1.0 if found.canceled else found.numAtoms / heavy
+
+
 def _stub_anchor(atom: Any) -> bool:
     """Can a wavy attachment bond be drawn from this atom (see :func:`drawn_substituent`)?"""
     Chem = _chem()

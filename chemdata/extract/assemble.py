@@ -208,7 +208,9 @@ def _as_substituents(entries: list[Any], outcomes: list[Any], reactant_templates
     the entries' bindings: when the product template has one variable and not one drawn
     entry fits it as a product, each drawing that is a substituent on its own
     (:func:`labrecord.chemdata.rgroup.drawn_substituent`) binds that variable and the
-    entry instantiates every template.  While any drawn product fits, the grid holds
+    entry instantiates every template.  A drawing that shares more than half of the
+    product template's atoms (:func:`labrecord.chemdata.rgroup.core_share`) is a product,
+    however misread, and is never taken for a substituent.  While any drawn product fits, the grid holds
     products and a misfit is a misreading, so nothing is reinterpreted."""
     drawn = [i for i, entry in enumerate(entries) if isinstance(entry, dict) and entry.get("product") in by_id]
     if product_template is None or not drawn or any(not isinstance(outcomes[i], rgroup.Failure) for i in drawn):
@@ -227,7 +229,10 @@ def _as_substituents(entries: list[Any], outcomes: list[Any], reactant_templates
     revised = list(outcomes)
     for i in drawn:
         entry = entries[i]
-        fragment = rgroup.drawn_substituent(by_id[entry["product"]].smiles)
+        drawn = by_id[entry["product"]].smiles
+        if rgroup.core_share(product_template, drawn) > 0.5:
+            continue  # it holds most of the product template: a drawn product, however misread
+        fragment = rgroup.drawn_substituent(drawn)
         if fragment is None:
             continue
         bindings = {**{str(k): str(v) for k, v in (entry.get("bindings") or {}).items()},

@@ -11,7 +11,7 @@ from rdkit import Chem
 
 from labrecord.chemdata.abbreviations import ABBREVIATIONS
 from labrecord.chemdata.rgroup import (
-    DerivedSmiles, Failure, RGroupError, derive_bindings, derive_reactants, drawn_substituent, instantiate,
+    DerivedSmiles, Failure, RGroupError, core_share, derive_bindings, derive_reactants, drawn_substituent, instantiate,
     normalize_label,
     template_labels,
 )
@@ -277,3 +277,22 @@ def test_a_fragment_drawn_with_a_methyl_stub_comes_back(groups: list[str]) -> No
     fragment = "*c1" + "".join(atoms)
     stub = canon(fragment.replace("*", "C", 1))
     assert drawn_substituent(stub) == canon(fragment)
+
+
+def test_core_share_tells_a_drawn_product_from_a_drawn_substituent() -> None:
+    """Thione template (13 heavy atoms) against a drawn aryl substituent: they share the
+    C–O pair of an ester/ether only, 2/13.  A biaryl template *c1ccccc1 lies whole inside
+    toluene: 6/6.  A quinazolinone misread with a non-aromatic benzo ring still shares its
+    triazolone and CF3 part with a drawn product: 14 of its 20 atoms, 0.7."""
+    assert core_share("*C1NC(=S)N(C)C(C)=C1C(=O)OC", "COc1cc(C)cc(Br)c1O") == pytest.approx(2 / 13)
+    assert core_share("[R]c1ccccc1", "Cc1ccccc1") == 1.0
+    assert core_share("O=c1c2C=CC(C=Cc2[nH]c2n1nc(n2)C(F)(F)F)(*)C",
+                      "Fc1ccc2c(c1)c(=O)n1c([nH]2)nc(n1)C(F)(F)F") == pytest.approx(0.7)
+    assert core_share("*c1ccccc1", "not a smiles") == 0.0
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.sampled_from(["Cl", "OC", "C(F)(F)F", "N", "C#N"]), st.sampled_from(["*c1ccccc1", "*C1CCCCC1", "*c1ccncc1"]))
+def test_a_filled_template_shares_all_of_it(group: str, template: str) -> None:
+    """The template instantiated with any substituent contains the whole template."""
+    assert core_share(template, instantiate(template, {"*": group})) == 1.0

@@ -172,3 +172,15 @@ def test_arbitration_can_leave_the_substituent_reading_out() -> None:
     assert reaction.products[0].smiles == canonical("CC(C)(C)c1ccc(Cl)cc1")
     reactions, _, failures = assemble(plan, readings, drawn_substituents=False)
     assert reactions == [] and [f["kind"] for f in failures] == ["no_match"]
+
+
+def test_a_misread_template_does_not_turn_drawn_products_into_substituents() -> None:
+    """The template's benzo ring read non-aromatic, so no drawn quinazolinone fits it;
+    the drawing 8-methyl-…quinazolinone has one ring methyl, but it shares 14 of the
+    template's 20 atoms: a product, refused as no_match, not read as R = the drawing."""
+    readings = [Reading("t1", "O=C(NN=CC(F)(F)F)c1ccccc1[X]", 0.9, (0, 0, 9, 9), "crop"),
+                Reading("t2", "O=c1c2C=CC(C=Cc2[nH]c2n1nc(n2)C(F)(F)F)(*)C", 0.9, (40, 0, 49, 9), "crop"),
+                Reading("p1", "Cc1cccc2c(=O)n3nc(C(F)(F)F)nc3[nH]c12", 0.9, (0, 50, 9, 59), "crop")]
+    plan = {"scopes": [{"reactant_templates": ["t1"], "product_template": "t2", "entries": [{"id": "4b", "product": "p1"}]}]}
+    reactions, _, failures = assemble(plan, readings)
+    assert reactions == [] and [f["kind"] for f in failures] == ["no_match"]
