@@ -229,10 +229,10 @@ def _as_substituents(entries: list[Any], outcomes: list[Any], reactant_templates
     revised = list(outcomes)
     for i in drawn:
         entry = entries[i]
-        drawn = by_id[entry["product"]].smiles
-        if rgroup.core_share(product_template, drawn) > 0.5:
+        smiles = by_id[entry["product"]].smiles
+        if rgroup.core_share(product_template, smiles) > 0.5:
             continue  # it holds most of the product template: a drawn product, however misread
-        fragment = rgroup.drawn_substituent(drawn)
+        fragment = rgroup.drawn_substituent(smiles)
         if fragment is None:
             continue
         bindings = {**{str(k): str(v) for k, v in (entry.get("bindings") or {}).items()},
