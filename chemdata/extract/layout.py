@@ -521,12 +521,18 @@ def _word_far(box: Box, lines: list[TextLine], skeletons: list[_Comp], near: lis
 
 
 def _merge_text(items: list[tuple[Any, ...]], lines: list[TextLine]) -> list[tuple[Any, ...]]:
-    """Character-level text components become one ``text`` item per printed line."""
+    """Character-level text components become one ``text`` item per printed line.  A line
+    that straddles a drawing (:func:`straddles`: OCR read a ring beside ``+ NH3`` as part
+    of the line) gives the union of its own text components instead of its box."""
     text_boxes = [item[1] for item in items if item[0] in ("text", "peeled")]
     others = [item for item in items if item[0] not in ("text", "peeled")]
+    drawn = [item[1] for item in others if item[0] == "structure"]
     merged: list[Box] = []
     for line in lines:
-        if any(contains(line.box, box, slack=2) for box in text_boxes):
+        inside = [box for box in text_boxes if contains(line.box, box, slack=2)]
+        if inside and straddles(line.box, drawn):
+            merged.extend(b for b in _text_runs(inside) if not any(contains(m, b, slack=2) for m in merged))
+        elif inside:
             merged.append(line.box)
     for box in text_boxes:
         if not any(contains(m, box, slack=2) for m in merged):
@@ -557,6 +563,32 @@ def rows(items: list[tuple[Any, ...]], bond: float) -> list[Segment]:
             band = next((i for i, (top, bottom) in enumerate(bands) if top <= centre <= bottom), -1)
         segments.append(Segment(kind, box, band, tuple(item[2]) if len(item) > 2 else ()))
     return sorted(segments, key=lambda s: (s.band if s.band >= 0 else 10**6, s.box[0], s.box[1]))
+
+
+def straddles(line: Box, structures: list[Box], share: float = 0.25) -> bool:
+    """True when a text line's box covers a drawing: some structure box takes ≥ ``share``
+    of the line's area.  Such a line's text mixes the drawing's ink with the printed words
+    (a product ring beside ``+ NH3`` read as ``LD + vi``)."""
+    area = max(1, (line[2] - line[0] + 1) * (line[3] - line[1] + 1))
+    for box in structures:
+        w = min(line[2], box[2]) - max(line[0], box[0]) + 1
+        h = min(line[3], box[3]) - max(line[1], box[1]) + 1
+        if w > 0 and h > 0 and w * h >= share * area:
+            return True
+    return False
+
+
+def _text_runs(boxes: list[Box]) -> list[Box]:
+    """Character boxes of one line grouped into words: boxes whose horizontal gap is at
+    most their height join (the ``N``, ``H`` and ``3`` of ``NH3``)."""
+    runs: list[Box] = []
+    for box in sorted(boxes):
+        if runs and box[0] - runs[-1][2] <= max(box[3] - box[1], runs[-1][3] - runs[-1][1]) \
+                and box[1] <= runs[-1][3] and runs[-1][1] <= box[3]:
+            runs[-1] = _union(runs[-1], box)
+        else:
+            runs.append(box)
+    return runs
 
 
 def overlaps(a: Box, b: Box) -> bool:

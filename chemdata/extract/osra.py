@@ -208,7 +208,10 @@ def restore_prefixed_alkyls(smiles: str, words: list[str]) -> str:
 
 
 _VALENCE = {"B": 3, "C": 4, "N": 3, "O": 2, "S": 2, "P": 3, "F": 1, "Cl": 1, "Br": 1, "I": 1, "Si": 4}
-_GROUP = re.compile(r"^(?:H([0-9.,]?))?(B|Br|Cl|C|N|O|S|P|F|I|Si)(?:H([0-9.,]?))?$")
+#: a trailing hydrogen subscript OCR read as a letter (``NH₃`` as ``NHg``, ``C₆H₄`` as ``C.Hy``):
+#: the count is left open, as for ``.`` and ``,``
+_SUBSCRIPT_AS_LETTER = "gy"
+_GROUP = re.compile(r"^(?:H([0-9.,]?))?(B|Br|Cl|C|N|O|S|P|F|I|Si)(?:H([0-9.," + _SUBSCRIPT_AS_LETTER + r"]?))?$")
 
 
 def linear_formula(text: str) -> str | None:
@@ -216,7 +219,7 @@ def linear_formula(text: str) -> str | None:
     ``H2C=CH2``), or None when ``text`` is not one.
 
     Groups are an element with its printed hydrogens (``H2N``, ``NH2``, ``C``; a subscript
-    OCR read as ``.`` or ``,`` leaves the count open) joined by ``-``, ``=`` or ``≡``.  A
+    OCR read as ``.`` or ``,``, or a trailing one read as ``g`` or ``y``, leaves the count open) joined by ``-``, ``=`` or ``≡``.  A
     group printed without hydrogens has none; an open count is what the valence leaves;
     a group short of its valence upgrades a double bond to a neighbour that is short too
     (OCR reads ``≡`` as ``=``).  Anything else — a valence still short or exceeded, an
@@ -235,7 +238,7 @@ def linear_formula(text: str) -> str | None:
         if not match or (match.group(1) is not None and match.group(3) is not None):
             return None
         digits = match.group(1) if match.group(1) is not None else match.group(3)
-        hydrogens = 0 if digits is None else (1 if digits == "" else (None if digits in ".," else int(digits)))
+        hydrogens = 0 if digits is None else (1 if digits == "" else (None if digits in ".," + _SUBSCRIPT_AS_LETTER else int(digits)))
         atoms.append((match.group(2), hydrogens))
     orders = [{"-": 1, "=": 2, "#": 3}[b] for b in parts[1::2]]
 

@@ -339,6 +339,10 @@ def _read_crops(trajectory: Trajectory, image: Any, segments: list[layout.Segmen
     entry labels under drawn products (line mode).  A blob read as text becomes text."""
     ink = layout.ink_mask(image)
     segments, lines = list(segments), list(lines)
+    drawn = [seg.box for seg in segments if seg.kind == "structure"]
+    # a line over a drawing's ink (a ring beside "+ NH3" read "LD + vi") does not cover the
+    # blobs in it: they are read alone, and the line gives way to what they read
+    straddling = {id(line) for line in lines if layout.straddles(line.box, drawn)}
     with tempfile.TemporaryDirectory(prefix="labrecord-ocr-") as scratch:
         for index, seg in enumerate(list(segments)):
             if seg.kind == "arrow":
@@ -351,13 +355,14 @@ def _read_crops(trajectory: Trajectory, image: Any, segments: list[layout.Segmen
                                                  limit_s=config.tool_timeout_s, psm=6, offset=offset,
                                                  region=f"{x0},{top},{x1},{bottom}")
             elif seg.box[3] - seg.box[1] <= 40 and seg.box[2] - seg.box[0] <= 200 and seg.kind != "plus" \
-                    and not any(layout.overlaps(seg.box, line.box) for line in lines):
+                    and not any(layout.overlaps(seg.box, line.box) for line in lines if id(line) not in straddling):
                 path, offset = _crop_file(image, seg.box, scratch, f"blob{index}.png")
                 found = tesseract.read_text(trajectory, path, command=list(config.tesseract_command),
                                             limit_s=config.tool_timeout_s, psm=7, offset=offset,
                                             region=",".join(map(str, seg.box)))
                 found = [line for line in found if line.confidence >= 50]
                 if found:
+                    lines = [line for line in lines if not (id(line) in straddling and layout.overlaps(seg.box, line.box))]
                     lines += found
                     segments[index] = layout.Segment("text", seg.box, seg.band)
         table = _table_region(segments, ink.shape, bond)

@@ -4,7 +4,7 @@ from __future__ import annotations
 from hypothesis import given, settings, strategies as st
 from PIL import Image, ImageDraw
 
-from labrecord.chemdata.extract.layout import arrow_shape, bond_length, contains, ink_mask, overlaps, segment
+from labrecord.chemdata.extract.layout import arrow_shape, bond_length, contains, ink_mask, overlaps, segment, straddles
 from labrecord.chemdata.extract.tesseract import TextLine
 
 
@@ -170,6 +170,31 @@ def test_a_drawing_ocr_read_as_a_confident_non_word_stays_a_structure() -> None:
     words = (("O}-", (50, 30, 150, 130)),)                          # tesseract "reads" the ring
     segments = segment(image, [TextLine("O}-", (50, 30, 150, 130), 40.0, words, (81.0,))], bond=30)
     assert [s.kind for s in segments] == ["structure"]
+
+
+def test_a_line_over_a_drawing_gives_its_own_glyphs_not_its_box() -> None:
+    """A product ring at x 60–140 and, 60 px to its right, three glyphs ``N``, ``H``, ``3``
+    (x 200–238, y 70–84).  OCR read one line over both, box (60, 40, 240, 120): the ring
+    box (60, 40, 140, 120) takes 81 × 81 = 6561 px² of the line's 181 × 81 = 14661 px²
+    (45 % ≥ 25 %), so the line straddles the drawing, and the text item is the glyphs'
+    union (200, 70, 238, 84), not the line box that would swallow the ring."""
+    image, pen = canvas(700, 300)
+    pen.polygon([(60, 60), (100, 40), (140, 60), (140, 100), (100, 120), (60, 100)], outline=0, width=2)
+    for x0 in (200, 214, 228):
+        pen.rectangle((x0, 70, x0 + 10, 84), outline=0, width=2)
+    line = TextLine("LD vi", (60, 40, 240, 120), 45.0, (("LD", (60, 40, 140, 120)), ("vi", (200, 70, 238, 84))), (40.0, 50.0))
+    segments = segment(image, [line], bond=30)
+    assert [(s.kind, s.box) for s in segments] == [("structure", (60, 40, 140, 120)), ("text", (200, 70, 238, 84))]
+
+
+@given(st.integers(0, 400), st.integers(0, 200), st.integers(1, 300), st.integers(1, 100))
+def test_a_line_straddles_exactly_the_drawings_that_take_a_quarter_of_it(x: int, y: int, w: int, h: int) -> None:
+    line = (100, 100, 299, 149)                                     # 200 × 50 = 10000 px²
+    drawing = (x, y, x + w - 1, y + h - 1)
+    ow = max(0, min(299, drawing[2]) - max(100, x) + 1)
+    oh = max(0, min(149, drawing[3]) - max(100, y) + 1)
+    assert straddles(line, [drawing]) == (ow * oh >= 2500)
+    assert not straddles(line, [])
 
 
 def dashed_arrow(pen: ImageDraw.ImageDraw, x0: int, x1: int, y: int, dash: int = 12, gap: int = 7,

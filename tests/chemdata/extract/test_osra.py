@@ -137,6 +137,8 @@ def test_chains_are_rebranched_only_when_the_printed_count_matches(chains: int, 
     ("H.N-C=N", "NC#N"),            # as OCR reads it: the subscript 2 a ".", the "≡" a "="
     ("H,N–C=N", "NC#N"),
     ("HBr", "Br"), ("H2O", "O"), ("H2C=CH2", "C=C"), ("H3C-OH", "CO"),
+    ("NH3", "N"), ("NHg", "N"),     # ammonia, its subscript 3 read as "g": the valence fills the count
+    ("gHN", None), ("NHgg", None),  # a letter stands for a subscript only after the hydrogen, once
     ("HN-C=N", None),               # the first N is short of its valence: no guess
     ("toluene", None), ("NBS.", None), ("C", None), ("rt", None), ("2 h", None),
 ])
