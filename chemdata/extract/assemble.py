@@ -82,11 +82,12 @@ def _resolve(ref: Any, readings: dict[str, Reading]) -> Any:
 
 
 def assemble(plan: Any, readings: list[Reading],
-             drawn_substituents: bool = True) -> tuple[list[Any], list[Any], list[dict[str, str]]]:
+             reread_grids: bool = True) -> tuple[list[Any], list[Any], list[dict[str, str]]]:
     """(reactions, templates, failures) for one figure; failures carry ``stage``.
-    ``drawn_substituents=False`` leaves out the reading of a grid as drawn substituents
-    (:func:`_as_substituents`): arbitration judges template readings by the drawn
-    products they relate, and any one-variable template "relates" a substituent grid."""
+    ``reread_grids=False`` leaves out the reading of a grid as drawn substituents
+    (:func:`_as_substituents`) or drawn reactants (:func:`_as_reactants`): arbitration
+    judges template readings by the drawn products they relate, and a one-variable
+    template "relates" almost any grid read that way."""
     from labrecord.models.rxn import Reaction
 
     if not isinstance(plan, dict):
@@ -104,7 +105,7 @@ def assemble(plan: Any, readings: list[Reading],
                                   identifiers=[str(i) for i in item.get("identifiers") or []],
                                   yield_=_text_or_none(item.get("yield"))))
     for scope in plan.get("scopes") or []:
-        built, template, problems = _expand_scope(scope, by_id, drawn_substituents)
+        built, template, problems = _expand_scope(scope, by_id, reread_grids)
         reactions.extend(built)
         templates.append(template)
         failures.extend(problems)
@@ -158,7 +159,7 @@ def _fit_labels(templates: list[str], bindings: dict[str, str]) -> dict[str, str
 
 
 def _expand_scope(scope: Any, by_id: dict[str, Reading],
-                  drawn_substituents: bool = True) -> tuple[list[Any], Any, list[dict[str, str]]]:
+                  reread_grids: bool = True) -> tuple[list[Any], Any, list[dict[str, str]]]:
     from labrecord.chemdata.extract.readers import provenance_confidence
     from labrecord.models.rxn import Molecule, Provenance, Reaction, Template
 
@@ -187,8 +188,9 @@ def _expand_scope(scope: Any, by_id: dict[str, Reading],
         outcomes = [_try_entry(entry, reactant_templates, product_template, by_id, sources, settled)
                     if isinstance(built, rgroup.Failure) and built.kind == "ambiguous_match" else built
                     for entry, built in zip(entries, outcomes)]
-    if drawn_substituents:
+    if reread_grids:
         outcomes = _as_substituents(entries, outcomes, reactant_templates, product_template, by_id, sources)
+        outcomes = _as_reactants(entries, outcomes, reactant_templates, product_template, by_id, sources)
     for entry, built in zip(entries, outcomes):
         if isinstance(built, rgroup.Failure):
             failures.append({"stage": "rgroup", "kind": built.kind,
@@ -239,6 +241,48 @@ def _as_substituents(entries: list[Any], outcomes: list[Any], reactant_templates
                     **{label: fragment for label in labels}}
         revised[i] = _try_entry({"id": entry.get("id"), "bindings": bindings}, reactant_templates, product_template,
                                 by_id, sources, ())
+    return revised
+
+
+def _as_reactants(entries: list[Any], outcomes: list[Any], reactant_templates: list[str],
+                  product_template: str | None, by_id: dict[str, Reading],
+                  sources: dict[str, Reading]) -> list[Any]:
+    """A grid of drawn reactants (the amines of an amine scope) read as the entries'
+    bindings: when not one drawn entry fits the product template, a drawing that fits
+    exactly one reactant template (:func:`labrecord.chemdata.rgroup.derive_bindings`, one
+    binding set) gives those bindings; with the entry's own (``R = Me`` beside it) they
+    must fix every label of the product template, and the entry instantiates every template (the drawn reactant comes back
+    as drawn).  As for substituents, a drawing that shares more than half of the product
+    template (:func:`labrecord.chemdata.rgroup.core_share`) is a misread product and is
+    left as it is; so is a drawing an earlier rule already settled."""
+    drawn = [i for i, entry in enumerate(entries) if isinstance(entry, dict) and entry.get("product") in by_id]
+    if product_template is None or not drawn or any(not isinstance(outcomes[i], rgroup.Failure) for i in drawn):
+        return outcomes
+    try:
+        needed = set(rgroup.template_labels(product_template))
+        labelled = [(t, set(rgroup.template_labels(t))) for t in reactant_templates]
+    except rgroup.RGroupError:
+        return outcomes
+    if not needed or "*" in needed:
+        return outcomes  # a bare attachment point cannot be told from one reactant's to another's
+    candidates = [t for t, labels in labelled if labels]
+    if not candidates:
+        return outcomes
+    revised = list(outcomes)
+    for i in drawn:
+        entry = entries[i]
+        smiles = by_id[entry["product"]].smiles
+        if rgroup.core_share(product_template, smiles) > 0.5:
+            continue
+        fits = [found for found in (rgroup.derive_bindings(t, smiles) for t in candidates)
+                if not isinstance(found, rgroup.Failure)]
+        if len(fits) != 1:
+            continue
+        bindings = {**{str(k): str(v) for k, v in (entry.get("bindings") or {}).items()}, **fits[0]}
+        if not needed <= {rgroup.normalize_label(k) for k in bindings}:
+            continue  # a product label neither the drawing nor the entry fixes
+        revised[i] = _try_entry({"id": entry.get("id"), "bindings": bindings, "yield": entry.get("yield")},
+                                reactant_templates, product_template, by_id, sources, ())
     return revised
 
 

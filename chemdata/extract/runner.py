@@ -568,7 +568,7 @@ def _second_reading(trajectory: Trajectory, image: Any, segments: list[layout.Se
             if not plan.get("scopes"):
                 return 0
             try:
-                built, _, _ = assemble.assemble({"scopes": plan["scopes"]}, candidate, drawn_substituents=False)
+                built, _, _ = assemble.assemble({"scopes": plan["scopes"]}, candidate, reread_grids=False)
             except assemble.PlanError:
                 return 0
             return arbitrate.related_reactants(built)

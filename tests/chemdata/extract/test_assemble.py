@@ -162,7 +162,7 @@ def test_co_products_join_every_entry_as_read() -> None:
 
 
 def test_arbitration_can_leave_the_substituent_reading_out() -> None:
-    """The same substituent grid assembled with drawn_substituents=False: the drawing
+    """The same substituent grid assembled with reread_grids=False: the drawing
     stays a product that does not fit, so no reaction (the engine relates nothing)."""
     readings = [Reading("t1", "O=C[R]", 0.9, (0, 0, 9, 9), "crop"),
                 Reading("t2", "*C(C)(C)C", 0.9, (40, 0, 49, 9), "crop"),
@@ -170,7 +170,7 @@ def test_arbitration_can_leave_the_substituent_reading_out() -> None:
     plan = {"scopes": [{"reactant_templates": ["t1"], "product_template": "t2", "entries": [{"id": "a", "product": "p1"}]}]}
     (reaction,), _, _ = assemble(plan, readings)
     assert reaction.products[0].smiles == canonical("CC(C)(C)c1ccc(Cl)cc1")
-    reactions, _, failures = assemble(plan, readings, drawn_substituents=False)
+    reactions, _, failures = assemble(plan, readings, reread_grids=False)
     assert reactions == [] and [f["kind"] for f in failures] == ["no_match"]
 
 
@@ -184,3 +184,60 @@ def test_a_misread_template_does_not_turn_drawn_products_into_substituents() -> 
     plan = {"scopes": [{"reactant_templates": ["t1"], "product_template": "t2", "entries": [{"id": "4b", "product": "p1"}]}]}
     reactions, _, failures = assemble(plan, readings)
     assert reactions == [] and [f["kind"] for f in failures] == ["no_match"]
+
+
+AMINE_ROW = [Reading("t1", "O=C(c1ccccc1)[R]", 0.9, (0, 0, 9, 9), "crop"),       # a ketone R-CO-Ph
+             Reading("t2", "NC[R2]", 0.9, (10, 0, 19, 9), "crop"),               # a primary amine H2N-CH2-R2
+             Reading("t3", "[R2]CN=C([R])c1ccccc1", 0.9, (30, 0, 39, 9), "crop")]  # the imine
+
+
+def test_a_grid_of_drawn_reactants_binds_the_labels_of_the_reactant_it_fits() -> None:
+    """Template R-CO-Ph (R = Me, given) + H2N-CH2-R2 -> the imine; the grid draws the
+    amines.  n-Butylamine 'CCCCN' fits no product but fits the amine template with
+    R2 = n-propyl (it shares only 2 of the imine template's 9 atoms, C-N: no misread
+    product); with the entry's R = Me the imine is nBuN=C(Me)Ph and the amine comes back
+    as drawn.  Piperidine fits neither template and is refused as before."""
+    readings = [*AMINE_ROW, Reading("p1", "CCCCN", 0.9, (0, 50, 9, 59), "crop"),
+                Reading("p2", "C1CCNCC1", 0.9, (10, 50, 19, 59), "crop")]
+    plan = {"scopes": [{"id": "t", "reactant_templates": ["t1", "t2"], "product_template": "t3",
+                        "entries": [{"id": "a", "product": "p1", "bindings": {"R": "Me"}, "yield": "90%"},
+                                    {"id": "b", "product": "p2", "bindings": {"R": "Me"}}]}]}
+    (reaction,), _, failures = assemble(plan, readings)
+    assert reaction.identifiers == ["a"] and reaction.yield_ == "90%"
+    assert sorted(m.smiles for m in reaction.reactants) == sorted([canonical("CC(=O)c1ccccc1"), canonical("CCCCN")])
+    assert reaction.products[0].smiles == canonical("CCCCN=C(C)c1ccccc1")
+    assert [f["message"].split(":")[0] for f in failures] == ["entry b"]
+    # arbitration leaves the reading out: both drawings stay misfit products
+    reactions, _, failures = assemble(plan, readings, reread_grids=False)
+    assert reactions == [] and len(failures) == 2
+
+
+def test_a_drawn_reactant_that_leaves_a_product_label_open_is_not_reread() -> None:
+    """Without the entry's R the amine fixes R2 only; the imine's R stays open, so the
+    drawing is not turned into an entry (a guess at R would be needed).  A drawing that
+    holds most of the product template (benzylamine against this imine: N, C and the
+    phenyl, 7 of 9 atoms) is a misread product and is not reread either."""
+    readings = [*AMINE_ROW, Reading("p1", "CCCCN", 0.9, (0, 50, 9, 59), "crop")]
+    plan = {"scopes": [{"reactant_templates": ["t1", "t2"], "product_template": "t3",
+                        "entries": [{"id": "a", "product": "p1"}]}]}
+    reactions, _, failures = assemble(plan, readings)
+    assert reactions == [] and len(failures) == 1
+    readings = [*AMINE_ROW, Reading("p1", "NCc1ccccc1", 0.9, (0, 50, 9, 59), "crop")]
+    plan["scopes"][0]["entries"] = [{"id": "a", "product": "p1", "bindings": {"R": "Me"}}]
+    reactions, _, failures = assemble(plan, readings)
+    assert reactions == [] and [f["kind"] for f in failures] == ["no_match"]
+
+
+@settings(max_examples=15, deadline=None)
+@given(st.integers(1, 6))
+def test_any_drawn_primary_amine_comes_back_as_drawn_and_forms_its_imine(chain: int) -> None:
+    """H2N-CH2-(CH2)n-1-CH3 drawn in the grid: R2 is the n-carbon chain, the amine is
+    re-instantiated exactly as drawn and the imine carries the whole chain on N."""
+    amine = "NC" + "C" * chain
+    readings = [*AMINE_ROW, Reading("p1", amine, 0.9, (0, 50, 9, 59), "crop")]
+    plan = {"scopes": [{"reactant_templates": ["t1", "t2"], "product_template": "t3",
+                        "entries": [{"id": "a", "product": "p1", "bindings": {"R": "Me"}}]}]}
+    (reaction,), _, failures = assemble(plan, readings)
+    assert failures == []
+    assert canonical(amine) in [m.smiles for m in reaction.reactants]
+    assert reaction.products[0].smiles == canonical("C" * chain + "CN=C(C)c1ccccc1")
