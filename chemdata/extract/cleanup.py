@@ -13,6 +13,8 @@ belongs to, what the figure drew, what the reader writes instead, a worked examp
   a PH₂ group that the figures never draw): the atom becomes a phenyl ring — only where
   ``Ph`` is printed in the drawing, when its words are known (DECIMER writes ``[Pb]``
   for a printed ``Bpin`` as well).
+* ``Ts`` (tosyl) read as a numbered label ``[Y8]``: the label becomes the tosyl group,
+  only where ``Ts`` is printed in the drawing.
 * Drawn hydrogens (``H–N–H``) read as deuterium or tritium: the isotope is dropped.
 * A label run together with a compound number (``[R19a]`` for an ``R`` printed beside
   ``9a``): the label becomes a bare attachment point.
@@ -33,6 +35,8 @@ import re
 from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from typing import Any
+
+from labrecord.chemdata.abbreviations import ABBREVIATIONS
 
 
 @dataclass(frozen=True)
@@ -101,10 +105,39 @@ def _to_phenyl(symbol: str) -> Callable[[Any, int | None], bool]:
     return apply
 
 
-#: labels as :mod:`labrecord.chemdata.rgroup` spells them, and a label glued to a number
+#: labels as :mod:`labrecord.chemdata.rgroup` spells them, a label glued to a number, and
+#: the numbered ``Y`` DECIMER writes for a printed ``Ts`` (not a SMILES atom: kept as a label)
 _GLUED = re.compile(r"^R\d*[a-z]+$")
-_LABEL_TOKEN = re.compile(r"\[(R\d*[a-z]+)\]")
+_LABEL_TOKEN = re.compile(r"\[(R\d*[a-z]+|Y\d+)\]")
 LABEL_PROP = "label"
+
+
+def _label_to_group(label: str, fragment: str) -> Callable[[Any, int | None], bool]:
+    """Replace each one-bonded label atom whose label matches ``label`` (a pattern) by the
+    ``fragment`` (a SMILES with one ``*``, from the abbreviation table)."""
+    pattern = re.compile(label)
+
+    def apply(mol: Any, limit: int | None = None) -> bool:
+        from rdkit import Chem
+
+        targets = [a.GetIdx() for a in mol.GetAtoms() if a.GetAtomicNum() == 0 and a.HasProp(LABEL_PROP)
+                   and pattern.match(a.GetProp(LABEL_PROP)) and a.GetDegree() == 1]
+        targets = targets if limit is None else targets[:limit]
+        group = Chem.MolFromSmiles(fragment)
+        doomed = []
+        for index in targets:
+            (bond,) = mol.GetAtomWithIdx(index).GetBonds()
+            anchor = bond.GetOtherAtomIdx(index)
+            offset = mol.GetNumAtoms()
+            mol.InsertMol(group)
+            star = next(a for a in group.GetAtoms() if a.GetAtomicNum() == 0)
+            (inner,) = [n.GetIdx() for n in star.GetNeighbors()]
+            mol.AddBond(anchor, offset + inner, Chem.BondType.SINGLE)
+            doomed += [index, offset + star.GetIdx()]
+        for index in sorted(doomed, reverse=True):
+            mol.RemoveAtom(index)
+        return bool(targets)
+    return apply
 
 
 def _unglue_labels(mol: Any, limit: int | None = None) -> bool:
@@ -181,6 +214,8 @@ FIXES: tuple[Fix, ...] = (
         ("PC#C", "C#Cc1ccccc1"), _to_phenyl("P"), printed_as="Ph"),
     Fix("label-glued-to-number", DECIMER, "an R label beside a compound number", "[R19a]",
         ("[R19a]c1ccccc1", "*c1ccccc1"), _unglue_labels),
+    Fix("tosyl-as-label", DECIMER, "Ts", "a numbered label [Y8] bonded once",
+        ("CN(C)[Y8]", "CN(C)S(=O)(=O)c1ccc(C)cc1"), _label_to_group(r"^Y\d+$", ABBREVIATIONS["Ts"]), printed_as="Ts"),
     Fix("hydrogen-as-isotope", DECIMER, "a drawn H", "[2H] or [3H]",
         ("N#CN([2H])[3H]", "N#CN"), _drop_hydrogen_isotopes),
     Fix("number-as-atoms", BOTH, "a compound number printed under the drawing",

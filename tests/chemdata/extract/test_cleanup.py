@@ -60,6 +60,19 @@ def test_a_salt_keeps_its_counter_ion_and_a_lone_ion_is_dropped() -> None:
     assert clean("c1ccccc1.[Br-].[Br-]", "decimer") == ("c1ccccc1.[Br-].[Br-]", [])
 
 
+def test_tosyl_read_as_a_label_comes_back_only_where_ts_is_printed() -> None:
+    """The N-tosyl oxazolidine template as DECIMER read it, ``[Y9]`` for the printed
+    ``Ts``: with ``Ts`` among the drawing's words the label becomes
+    S(=O)(=O)-C6H4-CH3 on that N and the R labels stay; with words known but no ``Ts``
+    the reading is left as read (a ``[Y9]`` the figure did not print as Ts is not guessed)."""
+    read = "C1(C(=O)[R1])N(C(C(O1)[R3])[R2])[Y9]"
+    cleaned, applied = clean(read, "decimer", ["Ts", "R2", "R3"])
+    assert applied == ["tosyl-as-label"]
+    assert cleaned == "Cc1ccc(S(=O)(=O)N2C(C(=O)[R1])OC([R3])C2[R2])cc1"
+    assert clean(read, "decimer", ["R1", "R2"]) == (read, [])
+    assert clean(read, "osra", ["Ts"]) == (read, [])
+
+
 def test_unparseable_or_unfixable_readings_are_returned_as_read() -> None:
     assert clean("C1CC(", "decimer") == ("C1CC(", [])
     assert clean("", "osra") == ("", [])
