@@ -188,9 +188,11 @@ def _expand_scope(scope: Any, by_id: dict[str, Reading],
         outcomes = [_try_entry(entry, reactant_templates, product_template, by_id, sources, settled)
                     if isinstance(built, rgroup.Failure) and built.kind == "ambiguous_match" else built
                     for entry, built in zip(entries, outcomes)]
-    if reread_grids:
-        outcomes = _as_substituents(entries, outcomes, reactant_templates, product_template, by_id, sources)
-        outcomes = _as_reactants(entries, outcomes, reactant_templates, product_template, by_id, sources)
+    grid = _grid_drawings(entries, outcomes, product_template, by_id) if reread_grids else []
+    if grid and product_template is not None:
+        outcomes = _as_substituents(grid, entries, outcomes, reactant_templates, product_template, by_id, sources)
+        if all(isinstance(outcomes[i], rgroup.Failure) for i, _, _ in grid):  # a substituent grid is no reactant grid
+            outcomes = _as_reactants(grid, entries, outcomes, reactant_templates, product_template, by_id, sources)
     for entry, built in zip(entries, outcomes):
         if isinstance(built, rgroup.Failure):
             failures.append({"stage": "rgroup", "kind": built.kind,
@@ -203,20 +205,39 @@ def _expand_scope(scope: Any, by_id: dict[str, Reading],
     return reactions, template, failures
 
 
-def _as_substituents(entries: list[Any], outcomes: list[Any], reactant_templates: list[str],
-                     product_template: str | None, by_id: dict[str, Reading],
+def _grid_drawings(entries: list[Any], outcomes: list[Any], product_template: str | None,
+                   by_id: dict[str, Reading]) -> list[tuple[int, str, dict[str, str]]]:
+    """The drawn entries a grid rule may read again, as (index, SMILES, printed bindings):
+    none while any drawn entry fits the product template (the grid holds products, and a
+    misfit is a misreading), and never a drawing that shares more than half of the product
+    template (:func:`labrecord.chemdata.rgroup.core_share`): a product, however misread."""
+    drawn = [i for i, entry in enumerate(entries) if isinstance(entry, dict) and entry.get("product") in by_id]
+    if product_template is None or any(not isinstance(outcomes[i], rgroup.Failure) for i in drawn):
+        return []
+    found = []
+    for i in drawn:
+        smiles = by_id[entries[i]["product"]].smiles
+        if rgroup.core_share(product_template, smiles) <= 0.5:
+            found.append((i, smiles, {str(k): str(v) for k, v in (entries[i].get("bindings") or {}).items()}))
+    return found
+
+
+def _reread(entry: Any, bindings: dict[str, str], reactant_templates: list[str], product_template: str,
+            by_id: dict[str, Reading], sources: dict[str, Reading]) -> Any:
+    """The entry expanded from bindings alone (its drawing now read as a value; the
+    reaction takes id and yield from the entry itself)."""
+    return _try_entry({"id": entry.get("id"), "bindings": bindings},
+                      reactant_templates, product_template, by_id, sources, ())
+
+
+def _as_substituents(grid: list[tuple[int, str, dict[str, str]]], entries: list[Any], outcomes: list[Any],
+                     reactant_templates: list[str], product_template: str, by_id: dict[str, Reading],
                      sources: dict[str, Reading]) -> list[Any]:
     """A grid of drawn substituents (``R =`` and drawings ending in a wavy bond) read as
-    the entries' bindings: when the product template has one variable and not one drawn
-    entry fits it as a product, each drawing that is a substituent on its own
+    the entries' bindings: when the product template has one variable, each drawing of
+    the grid (:func:`_grid_drawings`) that is a substituent on its own
     (:func:`labrecord.chemdata.rgroup.drawn_substituent`) binds that variable and the
-    entry instantiates every template.  A drawing that shares more than half of the
-    product template's atoms (:func:`labrecord.chemdata.rgroup.core_share`) is a product,
-    however misread, and is never taken for a substituent.  While any drawn product fits, the grid holds
-    products and a misfit is a misreading, so nothing is reinterpreted."""
-    drawn = [i for i, entry in enumerate(entries) if isinstance(entry, dict) and entry.get("product") in by_id]
-    if product_template is None or not drawn or any(not isinstance(outcomes[i], rgroup.Failure) for i in drawn):
-        return outcomes
+    entry instantiates every template."""
     try:
         labels = rgroup.template_labels(product_template)
         named = {label for t in reactant_templates for label in rgroup.template_labels(t)} - {"*"}
@@ -229,60 +250,39 @@ def _as_substituents(entries: list[Any], outcomes: list[Any], reactant_templates
             return outcomes
         labels = [*labels, *named]
     revised = list(outcomes)
-    for i in drawn:
-        entry = entries[i]
-        smiles = by_id[entry["product"]].smiles
-        if rgroup.core_share(product_template, smiles) > 0.5:
-            continue  # it holds most of the product template: a drawn product, however misread
+    for i, smiles, printed in grid:
         fragment = rgroup.drawn_substituent(smiles)
-        if fragment is None:
-            continue
-        bindings = {**{str(k): str(v) for k, v in (entry.get("bindings") or {}).items()},
-                    **{label: fragment for label in labels}}
-        revised[i] = _try_entry({"id": entry.get("id"), "bindings": bindings}, reactant_templates, product_template,
-                                by_id, sources, ())
+        if fragment is not None:
+            revised[i] = _reread(entries[i], {**printed, **{label: fragment for label in labels}},
+                                 reactant_templates, product_template, by_id, sources)
     return revised
 
 
-def _as_reactants(entries: list[Any], outcomes: list[Any], reactant_templates: list[str],
-                  product_template: str | None, by_id: dict[str, Reading],
+def _as_reactants(grid: list[tuple[int, str, dict[str, str]]], entries: list[Any], outcomes: list[Any],
+                  reactant_templates: list[str], product_template: str, by_id: dict[str, Reading],
                   sources: dict[str, Reading]) -> list[Any]:
     """A grid of drawn reactants (the amines of an amine scope) read as the entries'
-    bindings: when not one drawn entry fits the product template, a drawing that fits
-    exactly one reactant template (:func:`labrecord.chemdata.rgroup.derive_bindings`, one
-    binding set) gives those bindings; with the entry's own (``R = Me`` beside it) they
-    must fix every label of the product template, and the entry instantiates every template (the drawn reactant comes back
-    as drawn).  As for substituents, a drawing that shares more than half of the product
-    template (:func:`labrecord.chemdata.rgroup.core_share`) is a misread product and is
-    left as it is; so is a drawing an earlier rule already settled."""
-    drawn = [i for i, entry in enumerate(entries) if isinstance(entry, dict) and entry.get("product") in by_id]
-    if product_template is None or not drawn or any(not isinstance(outcomes[i], rgroup.Failure) for i in drawn):
-        return outcomes
+    bindings: a drawing of the grid (:func:`_grid_drawings`) that fits exactly one
+    reactant template (:func:`labrecord.chemdata.rgroup.derive_bindings`, one binding
+    set) gives those bindings; with the entry's own (``R = Me`` beside it) they must fix
+    every label of the product template, and the entry instantiates every template (the
+    drawn reactant comes back as drawn)."""
     try:
         needed = set(rgroup.template_labels(product_template))
-        labelled = [(t, set(rgroup.template_labels(t))) for t in reactant_templates]
+        candidates = [t for t in reactant_templates if rgroup.template_labels(t)]
     except rgroup.RGroupError:
         return outcomes
-    if not needed or "*" in needed:
+    if not needed or "*" in needed or not candidates:
         return outcomes  # a bare attachment point cannot be told from one reactant's to another's
-    candidates = [t for t, labels in labelled if labels]
-    if not candidates:
-        return outcomes
     revised = list(outcomes)
-    for i in drawn:
-        entry = entries[i]
-        smiles = by_id[entry["product"]].smiles
-        if rgroup.core_share(product_template, smiles) > 0.5:
-            continue
+    for i, smiles, printed in grid:
         fits = [found for found in (rgroup.derive_bindings(t, smiles) for t in candidates)
                 if not isinstance(found, rgroup.Failure)]
         if len(fits) != 1:
             continue
-        bindings = {**{str(k): str(v) for k, v in (entry.get("bindings") or {}).items()}, **fits[0]}
-        if not needed <= {rgroup.normalize_label(k) for k in bindings}:
-            continue  # a product label neither the drawing nor the entry fixes
-        revised[i] = _try_entry({"id": entry.get("id"), "bindings": bindings, "yield": entry.get("yield")},
-                                reactant_templates, product_template, by_id, sources, ())
+        bindings = {**printed, **fits[0]}
+        if needed <= {rgroup.normalize_label(k) for k in bindings}:  # else a product label nothing fixes
+            revised[i] = _reread(entries[i], bindings, reactant_templates, product_template, by_id, sources)
     return revised
 
 

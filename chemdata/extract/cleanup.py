@@ -124,14 +124,14 @@ def _label_to_group(label: str, fragment: str) -> Callable[[Any, int | None], bo
                    and pattern.match(a.GetProp(LABEL_PROP)) and a.GetDegree() == 1]
         targets = targets if limit is None else targets[:limit]
         group = Chem.MolFromSmiles(fragment)
+        star = next(a for a in group.GetAtoms() if a.GetAtomicNum() == 0)
+        (inner,) = [n.GetIdx() for n in star.GetNeighbors()]
         doomed = []
         for index in targets:
             (bond,) = mol.GetAtomWithIdx(index).GetBonds()
             anchor = bond.GetOtherAtomIdx(index)
             offset = mol.GetNumAtoms()
             mol.InsertMol(group)
-            star = next(a for a in group.GetAtoms() if a.GetAtomicNum() == 0)
-            (inner,) = [n.GetIdx() for n in star.GetNeighbors()]
             mol.AddBond(anchor, offset + inner, Chem.BondType.SINGLE)
             doomed += [index, offset + star.GetIdx()]
         for index in sorted(doomed, reverse=True):

@@ -241,3 +241,15 @@ def test_any_drawn_primary_amine_comes_back_as_drawn_and_forms_its_imine(chain: 
     assert failures == []
     assert canonical(amine) in [m.smiles for m in reaction.reactants]
     assert reaction.products[0].smiles == canonical("C" * chain + "CN=C(C)c1ccccc1")
+
+
+def test_an_entry_read_again_from_its_drawing_keeps_its_printed_yield() -> None:
+    """The substituent grid of the thione test, entry a printed with 85 %: its reaction,
+    built from R = the drawn aryl, carries 85 %."""
+    readings = [Reading("t1", "O=C[R]", 0.9, (0, 0, 9, 9), "crop"),
+                Reading("t2", "*C(C)(C)C", 0.9, (40, 0, 49, 9), "crop"),
+                Reading("p1", "Cc1ccc(Cl)cc1", 0.9, (0, 50, 9, 59), "crop")]
+    plan = {"scopes": [{"reactant_templates": ["t1"], "product_template": "t2",
+                        "entries": [{"id": "a", "product": "p1", "yield": "85%"}]}]}
+    (reaction,), _, _ = assemble(plan, readings)
+    assert reaction.yield_ == "85%"
