@@ -16,6 +16,10 @@ keep, not the readers' confidences:
    :data:`TRUSTED` confident wins the tie, and loses it below (:func:`tie_score`).
    DECIMER read 12 of 14 hand-cut template-row crops right where osra read 4, and the
    two read drawn products about equally often (58 and 59 of 90).
+4. **Stereo.**  Where the other reader's reading of the kept region has the same
+   constitution and specifies more stereo elements (DECIMER often leaves the geometry of
+   a drawn C=N or C=C open; osra computes it from the drawn coordinates), the region
+   keeps the constitution and takes the fuller stereo (:func:`fuller_stereo`).
 
 :func:`choose` searches the combinations (every one when there are at most
 ``exhaustive`` of them, else one region at a time from the soundest, most confident
@@ -88,6 +92,12 @@ def choose(options: Mapping[int, Sequence[Reading]], evaluate: Callable[[dict[in
         return list(seen.values())
 
     alternatives = {region: distinct(region) for region in regions}
+    return {region: fuller_stereo(reading, alternatives.get(region, ()))
+            for region, reading in _best(regions, alternatives, key, exhaustive).items()}
+
+
+def _best(regions: list[int], alternatives: dict[int, list[Reading]],
+          key: Callable[[dict[int, Reading]], tuple[int, int, float]], exhaustive: int) -> dict[int, Reading]:
     count = 1
     for region in regions:
         count *= len(alternatives[region])
@@ -105,6 +115,34 @@ def choose(options: Mapping[int, Sequence[Reading]], evaluate: Callable[[dict[in
                 trial_key = key(trial)
                 if trial_key > best_key:
                     best, best_key, improved = trial, trial_key, True
+    return best
+
+
+def _stereo_form(smiles: str) -> tuple[str, int] | None:
+    """(stereo-blind canonical SMILES, number of specified stereo elements), or None when
+    RDKit cannot parse the reading (labels are read as attachment points)."""
+    from rdkit import Chem, rdBase
+
+    rdBase.DisableLog("rdApp.*")
+    mol = Chem.MolFromSmiles(rgroup.BRACKET_LABEL.sub("*", smiles)) if smiles else None
+    if mol is None:
+        return None
+    count = sum(1 for a in mol.GetAtoms() if a.GetChiralTag() != Chem.ChiralType.CHI_UNSPECIFIED) + \
+        sum(1 for b in mol.GetBonds() if b.GetStereo() != Chem.BondStereo.STEREONONE)
+    return Chem.MolToSmiles(mol, isomericSmiles=False), count
+
+
+def fuller_stereo(kept: Reading, others: Sequence[Reading]) -> Reading:
+    """``kept``, or the reading of ``others`` with the same constitution and the most
+    specified stereo elements when that is more than ``kept`` has."""
+    form = _stereo_form(kept.smiles)
+    if form is None:
+        return kept
+    best, most = kept, form[1]
+    for other in others:
+        other_form = _stereo_form(other.smiles)
+        if other_form is not None and other_form[0] == form[0] and other_form[1] > most:
+            best, most = other, other_form[1]
     return best
 
 

@@ -25,6 +25,10 @@ belongs to, what the figure drew, what the reader writes instead, a worked examp
 * A label or number read as a lone monatomic ion (``O=C[R].[I-]``) that leaves the
   reading charged: the ion is dropped when its charge is the reading's whole net charge,
   so a drawn salt (``C[N+](C)(C)C.[I-]``, charges balanced) keeps its counter-ion.
+* A printed hydrogen count read as a charge or a radical (``[NH-]``, ``C[O-]``, ``C[N]``
+  for ``NH2`` and ``CH2OH``): an anion that nothing in the reading balances gets its
+  hydrogen back, and so does a bracketed nitrogen short of its valence (DECIMER).  Charges
+  that balance (nitro, salts) and oxygen radicals (a drawn nitroxyl) are left.
 
 :func:`clean` applies a reader's rows in table order and returns the cleaned SMILES and
 the names of the rows that changed it (kept in the trajectory).
@@ -197,6 +201,36 @@ def _drop_unbalanced_ion(mol: Any, limit: int | None = None) -> bool:
     return False
 
 
+def _charge_to_hydrogen(mol: Any, limit: int | None = None) -> bool:
+    """An anionic N, O or S left over in a reading nothing balances becomes neutral with
+    one more hydrogen (osra's ``[NH-]`` for a printed ``NH2``, DECIMER's ``C[O-]`` for
+    ``CH2OH``).  A balanced charge pair (a nitro group, a salt) is not touched."""
+    total = sum(a.GetFormalCharge() for a in mol.GetAtoms())
+    if total >= 0:
+        return False
+    targets = [a for a in mol.GetAtoms() if a.GetFormalCharge() == -1 and a.GetSymbol() in ("N", "O", "S")
+               and not any(n.GetFormalCharge() > 0 for n in a.GetNeighbors())][:-total]
+    for atom in targets:
+        atom.SetFormalCharge(0)
+        atom.SetNumExplicitHs(atom.GetNumExplicitHs() + 1)
+    return bool(targets)
+
+
+def _nitrogen_radical_to_hydrogen(mol: Any, limit: int | None = None) -> bool:
+    """A neutral nitrogen written in brackets short of its valence (DECIMER's ``C[N]`` for
+    a printed ``NH2``) gets the hydrogens it lacks.  Oxygen is left: a drawn nitroxyl
+    (TEMPO's N–O•) is a real radical."""
+    changed = False
+    for atom in mol.GetAtoms():
+        if atom.GetSymbol() != "N" or atom.GetFormalCharge() != 0 or not atom.GetNoImplicit() or atom.GetIsAromatic():
+            continue
+        order = sum(b.GetBondTypeAsDouble() for b in atom.GetBonds()) + atom.GetNumExplicitHs()
+        if order < 3:
+            atom.SetNumExplicitHs(atom.GetNumExplicitHs() + int(3 - order))
+            changed = True
+    return changed
+
+
 DECIMER = frozenset({"decimer"})
 BOTH = frozenset({"osra", "decimer"})
 
@@ -223,6 +257,10 @@ FIXES: tuple[Fix, ...] = (
         _drop_stray_pieces),
     Fix("unbalanced-ion", BOTH, "a label or number beside the drawing",
         "a lone monatomic ion whose charge nothing balances", ("O=C*.[I-]", "O=C*"), _drop_unbalanced_ion),
+    Fix("hydrogen-as-charge", BOTH, "a printed NH2, OH or SH", "an anion nothing balances ([NH-], [O-])",
+        ("[NH-]Cc1ccccc1", "NCc1ccccc1"), _charge_to_hydrogen),
+    Fix("hydrogen-as-radical", DECIMER, "a printed NH2 or NH", "a bracketed nitrogen short of its valence ([N])",
+        ("c1ccccc1C[N]", "NCc1ccccc1"), _nitrogen_radical_to_hydrogen),
 )
 
 

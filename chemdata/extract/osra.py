@@ -219,7 +219,8 @@ def linear_formula(text: str) -> str | None:
     ``H2C=CH2``), or None when ``text`` is not one.
 
     Groups are an element with its printed hydrogens (``H2N``, ``NH2``, ``C``; a subscript
-    OCR read as ``.`` or ``,``, or a trailing one read as ``g`` or ``y``, leaves the count open) joined by ``-``, ``=`` or ``≡``.  A
+    OCR read as ``.`` or ``,``, or a trailing one read as ``g`` or ``y``, leaves the count open) joined by ``-``, ``=`` or ``≡``.
+    A ``0`` is read as the letter O (no formula prints a zero count).  A
     group printed without hydrogens has none; an open count is what the valence leaves;
     a group short of its valence upgrades a double bond to a neighbour that is short too
     (OCR reads ``≡`` as ``=``).  Anything else — a valence still short or exceeded, an
@@ -228,7 +229,8 @@ def linear_formula(text: str) -> str | None:
     from rdkit import Chem, rdBase
 
     rdBase.DisableLog("rdApp.*")
-    cleaned = re.sub(r"[—–−]", "-", text.replace("≡", "#").replace(" ", ""))
+    # no formula prints a zero count: a "0" is OCR's reading of an O (``H,0`` for H₂O)
+    cleaned = re.sub(r"[—–−]", "-", text.replace("≡", "#").replace(" ", "").replace("0", "O"))
     parts = re.split(r"([-=#])", cleaned)
     if len(parts) % 2 == 0 or any(not p for p in parts):
         return None

@@ -251,7 +251,8 @@ def _stages(trajectory: Trajectory, path: Path, data: bytes, config: ExtractConf
     image = layout.grey(opened)
     lines = _timed(timing, state, "text", lambda: tesseract.read_text(
         trajectory, str(path), command=list(config.tesseract_command), limit_s=config.tool_timeout_s))
-    measured = layout.bond_length(lines, default=None)  # None: too little text to tell
+    # None: too little text to tell, and lines too thin to measure
+    measured = layout.bond_length(lines, default=None) or layout.stroke_bond(layout.ink_mask(image))
     bond = measured or layout.DEFAULT_BOND
     stages = config.model_stages if config.model_endpoint else ()
     text_json = [{"text": ln.text, "box": list(ln.box)} for ln in lines]
@@ -468,7 +469,7 @@ def _recognize(trajectory: Trajectory, path: Path, image: Any, segments: list[la
                 if best is not None:
                     tries.append((crop_path, (cleanup.clean(best[0], "osra")[0], best[1], best[2])))
             chosen = tries[sound_first([(smiles, confidence) for _, (smiles, confidence, _) in tries])] if tries else None
-            if (chosen is None or not _sanitizes(chosen[1][0])) and seg.box[3] - seg.box[1] + 1 <= 1.2 * bond:
+            if (chosen is None or not _sanitizes(chosen[1][0])) and seg.box[3] - seg.box[1] + 1 <= 1.2 * (bond or layout.DEFAULT_BOND):
                 formula = _printed_formula(seg.box, lines or [])
                 if formula:  # a small molecule printed as text (H2N–C≡N) osra cannot read
                     found.append((formula, 0.0, seg.box, "formula"))

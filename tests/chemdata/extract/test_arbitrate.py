@@ -6,7 +6,7 @@ from tests.support import require_module
 require_module("rdkit", 'pip install "labrecord[chem]"')
 
 from labrecord.chemdata.extract.arbitrate import (  # noqa: E402
-    choose, fits_template, pick_product, related_reactants, sound,
+    choose, fits_template, fuller_stereo, pick_product, related_reactants, sound,
 )
 from labrecord.chemdata.extract.osra import Reading  # noqa: E402
 
@@ -61,6 +61,21 @@ def test_greedy_search_past_the_exhaustive_limit() -> None:
     """With the exhaustive limit at 1 the one-region-at-a-time search finds the same choice."""
     kept = choose({0: [IODIDE_OSRA, IODIDE_BAD], 1: [PRODUCT_OSRA, PRODUCT_DECIMER]}, related, exhaustive=1)
     assert kept == {0: IODIDE_OSRA, 1: PRODUCT_DECIMER}
+
+
+def test_the_same_constitution_takes_the_fuller_stereo() -> None:
+    """DECIMER's imine ``PhCH=NCH2Ph`` (0.94, wins the tie) leaves the C=N geometry open;
+    osra's reading of the same drawing gives it (E, one stereo element): the region keeps
+    that reading.  A reading of another constitution (an amine) never lends its stereo,
+    and neither does one with less (the kept E alkene over the open one)."""
+    open_imine = reading("d", "C1=CC=C(C=C1)C=NCC2=CC=CC=C2", 0.94, "decimer")
+    e_imine = reading("o", "c1ccc(cc1)C/N=C/c1ccccc1", 0.37, "osra")
+    assert choose({0: [e_imine, open_imine]}, lambda _: 0) == {0: e_imine}
+    chiral_amine = reading("a", "C[C@H](N)c1ccccc1", 1.0, "osra")
+    assert fuller_stereo(open_imine, [chiral_amine]) is open_imine
+    e_alkene, open_alkene = reading("e", "C/C=C/C", 1.0, "osra"), reading("f", "CC=CC", 0.99, "decimer")
+    assert fuller_stereo(e_alkene, [open_alkene]) is e_alkene
+    assert fuller_stereo(open_alkene, [e_alkene]) is e_alkene
 
 
 def test_pick_product_keeps_the_reading_that_fits() -> None:

@@ -60,6 +60,20 @@ def test_a_salt_keeps_its_counter_ion_and_a_lone_ion_is_dropped() -> None:
     assert clean("c1ccccc1.[Br-].[Br-]", "decimer") == ("c1ccccc1.[Br-].[Br-]", [])
 
 
+def test_a_hydrogen_count_read_as_a_charge_or_radical_comes_back() -> None:
+    """``[NH-]CH2Ph`` (net charge -1, nothing balances it) is benzylamine; DECIMER's
+    ``CH2[O-]`` in a diol is the alcohol, and its ``C[N]`` (N with one bond, no H) is the
+    amine NH2.  Balanced charges (nitro, pyridine N-oxide, sodium acetate) stay, as does a
+    nitroxyl radical (TEMPO) and a nitrogen osra wrote (the radical row is DECIMER's)."""
+    assert clean("[NH-]Cc1ccccc1", "osra") == ("NCc1ccccc1", ["hydrogen-as-charge"])
+    cleaned, applied = clean("N[C@@H]1C[C@@H](C[O-])[C@@H](O)[C@@H]1Br", "decimer")
+    assert applied == ["hydrogen-as-charge"] and canon(cleaned) == canon("N[C@@H]1C[C@@H](CO)[C@@H](O)[C@@H]1Br")
+    assert clean("CC[N]", "decimer") == ("CCN", ["hydrogen-as-radical"])
+    for kept in ("C[N+](=O)[O-]", "[O-][n+]1ccccc1", "CC(=O)[O-].[Na+]", "CC1(C)CCCC(C)(C)N1[O]"):
+        assert clean(kept, "decimer") == (kept, [])
+    assert clean("CC[N]", "osra") == ("CC[N]", [])
+
+
 def test_tosyl_read_as_a_label_comes_back_only_where_ts_is_printed() -> None:
     """The N-tosyl oxazolidine template as DECIMER read it, ``[Y9]`` for the printed
     ``Ts``: with ``Ts`` among the drawing's words the label becomes

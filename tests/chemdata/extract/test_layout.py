@@ -4,7 +4,9 @@ from __future__ import annotations
 from hypothesis import given, settings, strategies as st
 from PIL import Image, ImageDraw
 
-from labrecord.chemdata.extract.layout import arrow_shape, bond_length, contains, ink_mask, overlaps, segment, straddles
+from labrecord.chemdata.extract.layout import (
+    arrow_shape, bond_length, contains, ink_mask, overlaps, segment, straddles, stroke_bond, stroke_width,
+)
 from labrecord.chemdata.extract.tesseract import TextLine
 
 
@@ -187,6 +189,21 @@ def test_a_line_over_a_drawing_gives_its_own_glyphs_not_its_box() -> None:
     assert [(s.kind, s.box) for s in segments] == [("structure", (60, 40, 140, 120)), ("text", (200, 70, 238, 84))]
 
 
+def test_glyphs_no_line_covers_become_one_item_per_word() -> None:
+    """``H``, ``2``, ``O`` (x 300–314, 318–324, 328–342; gaps 3 px, under the 14 px glyph
+    height) and, 40 px further, ``N``, ``H`` (x 382–396, 400–414), with no OCR line over
+    them: two text items, (300, 70, 342, 84) and (382, 70, 414, 84), so each word is read
+    whole and not glyph by glyph.  A glyph on another line (y 150) stays apart."""
+    image, pen = canvas(700, 300)
+    pen.polygon([(60, 60), (100, 40), (140, 60), (140, 100), (100, 120), (60, 100)], outline=0, width=2)
+    for x0, x1 in ((300, 314), (318, 324), (328, 342), (382, 396), (400, 414)):
+        pen.rectangle((x0, 70, x1, 84), outline=0, width=2)
+    pen.rectangle((320, 150, 334, 164), outline=0, width=2)
+    segments = segment(image, [], bond=30)
+    assert sorted(s.box for s in segments if s.kind == "text") == [(300, 70, 342, 84), (320, 150, 334, 164),
+                                                                    (382, 70, 414, 84)]
+
+
 @given(st.integers(0, 400), st.integers(0, 200), st.integers(1, 300), st.integers(1, 100))
 def test_a_line_straddles_exactly_the_drawings_that_take_a_quarter_of_it(x: int, y: int, w: int, h: int) -> None:
     line = (100, 100, 299, 149)                                     # 200 × 50 = 10000 px²
@@ -343,3 +360,30 @@ def test_any_bold_arrow_is_found_once_in_a_figure(shaft: int, ratio: float, leng
         pixels = pixels[:, ::-1].copy()
     segments = segment(Image.fromarray(pixels, "L"), [], 30)
     assert [s.kind for s in segments] == ["arrow"]
+
+
+def test_a_bold_plus_larger_than_a_bond_is_a_plus_and_a_drawn_cross_is_not() -> None:
+    """A bold "+" 80 × 66 px with 20 px bars (bars ≥ 80 / 6 ≈ 13 px: heavy) between two
+    hexagons is a plus although it is wider than 0.9 b = 27 px (b = 30); a cross of 2 px
+    bonds of the same size (a drawn neopentane) is a structure."""
+    image, pen = canvas(900, 300)
+    pen.polygon([(60, 110), (100, 90), (140, 110), (140, 150), (100, 170), (60, 150)], outline=0, width=2)
+    pen.rectangle((200, 120, 279, 139), fill=0)
+    pen.rectangle((230, 97, 249, 162), fill=0)
+    pen.line((400, 130, 480, 130), fill=0, width=2)
+    pen.line((440, 90, 440, 170), fill=0, width=2)
+    kinds = [(s.kind, s.box[0]) for s in segment(image, [], bond=30)]
+    assert ("plus", 200) in kinds and ("structure", 400) in kinds
+
+
+def test_the_line_width_gives_a_bond_where_the_text_cannot() -> None:
+    """Lines drawn 3 px wide measure 3 px (ridge distance 2: 2 × 2 − 1), so the bond is
+    14.5 × 3 = 43.5 px; 7 px lines give 101.5; 1 px lines are too thin to tell (None)."""
+    for width, expected in ((3, 43.5), (7, 101.5)):
+        image, pen = canvas()
+        pen.polygon([(60, 60), (100, 40), (140, 60), (140, 100), (100, 120), (60, 100)], outline=0, width=width)
+        pen.line((200, 80, 400, 80), fill=0, width=width)
+        assert stroke_width(ink_mask(image)) == width and stroke_bond(ink_mask(image)) == expected
+    image, pen = canvas()
+    pen.line((200, 80, 400, 80), fill=0, width=1)
+    assert stroke_bond(ink_mask(image)) is None and stroke_width(ink_mask(canvas()[0])) == 0.0

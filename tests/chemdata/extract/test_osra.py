@@ -139,6 +139,8 @@ def test_chains_are_rebranched_only_when_the_printed_count_matches(chains: int, 
     ("HBr", "Br"), ("H2O", "O"), ("H2C=CH2", "C=C"), ("H3C-OH", "CO"),
     ("NH3", "N"), ("NHg", "N"),     # ammonia, its subscript 3 read as "g": the valence fills the count
     ("gHN", None), ("NHgg", None),  # a letter stands for a subscript only after the hydrogen, once
+    ("H,0", "O"), ("H20", "O"),     # water with its O read as a zero
+    ("0", None), ("10", None),      # a compound number is no formula
     ("HN-C=N", None),               # the first N is short of its valence: no guess
     ("toluene", None), ("NBS.", None), ("C", None), ("rt", None), ("2 h", None),
 ])
