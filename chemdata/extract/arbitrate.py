@@ -30,6 +30,7 @@ it fits (:func:`pick_product`).
 from __future__ import annotations
 
 import itertools
+import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -75,14 +76,17 @@ def tie_score(reading: Reading) -> float:
 
 
 def choose(options: Mapping[int, Sequence[Reading]], evaluate: Callable[[dict[int, Reading]], int],
-           *, exhaustive: int = 64) -> dict[int, Reading]:
+           *, exhaustive: int = 64, judge: Callable[[Reading], bool] | None = None) -> dict[int, Reading]:
     """One reading per region (key: the region's segment index), maximizing
     ``(evaluate(choice), number of sound readings, summed tie scores)``.  Regions whose
-    options all agree (same SMILES) are not varied."""
+    options all agree (same SMILES) are not varied.  ``judge`` tells a sound reading
+    (default: :func:`sound` of its SMILES; the runner also asks that its attachment
+    points be printed, :func:`labels_printed`)."""
     regions = sorted(k for k, v in options.items() if v)
+    judged = judge or (lambda r: sound(r.smiles))
 
     def key(choice: dict[int, Reading]) -> tuple[int, int, float]:
-        return (evaluate(choice), sum(sound(r.smiles) for r in choice.values()),
+        return (evaluate(choice), sum(judged(r) for r in choice.values()),
                 round(sum(tie_score(r) for r in choice.values()), 6))
 
     def distinct(region: int) -> list[Reading]:
@@ -93,18 +97,19 @@ def choose(options: Mapping[int, Sequence[Reading]], evaluate: Callable[[dict[in
 
     alternatives = {region: distinct(region) for region in regions}
     return {region: fuller_stereo(reading, alternatives.get(region, ()))
-            for region, reading in _best(regions, alternatives, key, exhaustive).items()}
+            for region, reading in _best(regions, alternatives, key, exhaustive, judged).items()}
 
 
 def _best(regions: list[int], alternatives: dict[int, list[Reading]],
-          key: Callable[[dict[int, Reading]], tuple[int, int, float]], exhaustive: int) -> dict[int, Reading]:
+          key: Callable[[dict[int, Reading]], tuple[int, int, float]], exhaustive: int,
+          judged: Callable[[Reading], bool]) -> dict[int, Reading]:
     count = 1
     for region in regions:
         count *= len(alternatives[region])
     if count <= exhaustive:
         combos = (dict(zip(regions, picked)) for picked in itertools.product(*(alternatives[r] for r in regions)))
         return max(combos, key=key, default={})
-    best = {r: max(alternatives[r], key=lambda x: (sound(x.smiles), tie_score(x))) for r in regions}
+    best = {r: max(alternatives[r], key=lambda x: (judged(x), tie_score(x))) for r in regions}
     best_key = key(best)
     improved = True
     while improved:
@@ -119,17 +124,30 @@ def _best(regions: list[int], alternatives: dict[int, list[Reading]],
 
 
 def _stereo_form(smiles: str) -> tuple[str, int] | None:
-    """(stereo-blind canonical SMILES, number of specified stereo elements), or None when
-    RDKit cannot parse the reading (labels are read as attachment points)."""
+    """(stereo-blind canonical SMILES with the printed labels in it, number of specified
+    stereo elements), or None when RDKit cannot parse the reading.  Each distinct label
+    becomes an attachment point of its own number, so ``[R3]`` and a bare ``*`` differ."""
     from rdkit import Chem, rdBase
 
     rdBase.DisableLog("rdApp.*")
-    mol = Chem.MolFromSmiles(rgroup.BRACKET_LABEL.sub("*", smiles)) if smiles else None
+    # numbered in sorted order, so the canonical form does not depend on where a label is written
+    names = {name: number for number, name in enumerate(sorted(set(rgroup.BRACKET_LABEL.findall(smiles or ""))), 1)}
+
+    def numbered(found: Any) -> str:
+        return f"[*:{names[found.group(1)]}]"
+
+    mol = Chem.MolFromSmiles(rgroup.BRACKET_LABEL.sub(numbered, smiles)) if smiles else None
     if mol is None:
         return None
     count = sum(1 for a in mol.GetAtoms() if a.GetChiralTag() != Chem.ChiralType.CHI_UNSPECIFIED) + \
         sum(1 for b in mol.GetBonds() if b.GetStereo() != Chem.BondStereo.STEREONONE)
-    return Chem.MolToSmiles(mol, isomericSmiles=False), count
+    for atom in mol.GetAtoms():
+        if atom.GetAtomMapNum():
+            atom.SetIsotope(0)
+    key = Chem.MolToSmiles(mol, isomericSmiles=False)
+    for name, number in names.items():
+        key = key.replace(f"[*:{number}]", f"[{name}]")
+    return key, count
 
 
 def fuller_stereo(kept: Reading, others: Sequence[Reading]) -> Reading:
@@ -144,6 +162,20 @@ def fuller_stereo(kept: Reading, others: Sequence[Reading]) -> Reading:
         if other_form is not None and other_form[0] == form[0] and other_form[1] > most:
             best, most = other, other_form[1]
     return best
+
+
+#: a printed word that names a variable position: R, R1, R', Ar, Ar1, X, Y, Z, G, Q, L
+_PRINTED_LABEL = re.compile(r"^(?:R\d*'*|Ar\d*|[XYZGQL]\d*)$")
+
+
+def labels_printed(smiles: str, words: Sequence[str] | None) -> bool:
+    """False when the reading has an attachment point (``*`` or a label) but none of the
+    ``words`` printed in its drawing names a variable (osra writes ``*`` for a stray mark
+    of a drawing that prints only ``OH``); True when it has none, or the words are not
+    known."""
+    if words is None or ("*" not in smiles and not rgroup.BRACKET_LABEL.search(smiles)):
+        return True
+    return any(_PRINTED_LABEL.match(part.strip(",.;:()[]")) for word in words for part in word.split("="))
 
 
 def related_reactants(reactions: Sequence[Any]) -> int:

@@ -13,8 +13,9 @@ belongs to, what the figure drew, what the reader writes instead, a worked examp
   a PH₂ group that the figures never draw): the atom becomes a phenyl ring — only where
   ``Ph`` is printed in the drawing, when its words are known (DECIMER writes ``[Pb]``
   for a printed ``Bpin`` as well).
-* ``Ts`` (tosyl) read as a numbered label ``[Y8]``: the label becomes the tosyl group,
-  only where ``Ts`` is printed in the drawing.
+* ``Ts`` (tosyl) read as a numbered label ``[Y8]`` or as a sulfur isotope ``[35S]``: the
+  atom becomes the tosyl group, only where ``Ts`` is printed in the drawing (a word
+  joined by a dash, ``N–Ts``, counts).
 * Drawn hydrogens (``H–N–H``) read as deuterium or tritium: the isotope is dropped.
 * A label run together with a compound number (``[R19a]`` for an ``R`` printed beside
   ``9a``): the label becomes a bare attachment point.
@@ -144,6 +145,25 @@ def _label_to_group(label: str, fragment: str) -> Callable[[Any, int | None], bo
     return apply
 
 
+def _isotope_to_group(symbol: str, fragment: str) -> Callable[[Any, int | None], bool]:
+    """Replace each one-bonded ``symbol`` atom carrying an isotope number (no figure of a
+    scope draws a radiolabel; DECIMER writes ``[35S]`` for a printed ``Ts``) by
+    ``fragment``, through the label route of :func:`_label_to_group`."""
+    swap = _label_to_group(r"^isotope$", fragment)
+
+    def apply(mol: Any, limit: int | None = None) -> bool:
+        targets = [a for a in mol.GetAtoms() if a.GetSymbol() == symbol and a.GetIsotope() and a.GetDegree() == 1]
+        targets = targets if limit is None else targets[:limit]
+        for atom in targets:
+            atom.SetAtomicNum(0)
+            atom.SetIsotope(0)
+            atom.SetNoImplicit(True)
+            atom.SetNumExplicitHs(0)
+            atom.SetProp(LABEL_PROP, "isotope")
+        return bool(targets) and swap(mol, None)
+    return apply
+
+
 def _unglue_labels(mol: Any, limit: int | None = None) -> bool:
     changed = False
     for atom in mol.GetAtoms():
@@ -250,6 +270,8 @@ FIXES: tuple[Fix, ...] = (
         ("[R19a]c1ccccc1", "*c1ccccc1"), _unglue_labels),
     Fix("tosyl-as-label", DECIMER, "Ts", "a numbered label [Y8] bonded once",
         ("CN(C)[Y8]", "CN(C)S(=O)(=O)c1ccc(C)cc1"), _label_to_group(r"^Y\d+$", ABBREVIATIONS["Ts"]), printed_as="Ts"),
+    Fix("tosyl-as-sulfur-isotope", DECIMER, "Ts", "a sulfur isotope ([35S]) bonded once",
+        ("O=C1CN1[35S]", "O=C1CN1S(=O)(=O)c1ccc(C)cc1"), _isotope_to_group("S", ABBREVIATIONS["Ts"]), printed_as="Ts"),
     Fix("hydrogen-as-isotope", DECIMER, "a drawn H", "[2H] or [3H]",
         ("N#CN([2H])[3H]", "N#CN"), _drop_hydrogen_isotopes),
     Fix("number-as-atoms", BOTH, "a compound number printed under the drawing",
@@ -290,7 +312,8 @@ def clean(smiles: str, reader: str, printed: Collection[str] | None = None) -> t
         if atom.GetAtomicNum() == 0 and 0 < atom.GetAtomMapNum() <= len(names):
             atom.SetProp(LABEL_PROP, names[atom.GetAtomMapNum() - 1])
         atom.SetAtomMapNum(0)
-    words = None if printed is None else [w.strip(",.;:()") for w in printed]
+    # a printed word joined to its atom by a dash (``N–Ts``, ``Ph-N``) counts as printed
+    words = None if printed is None else [part.strip(",.;:()") for w in printed for part in re.split(r"[-–—]", w)]
     applied = []
     for fix in FIXES:
         limit = None if fix.printed_as is None or words is None else words.count(fix.printed_as)

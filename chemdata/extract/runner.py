@@ -574,7 +574,11 @@ def _second_reading(trajectory: Trajectory, image: Any, segments: list[layout.Se
                 return 0
             return arbitrate.related_reactants(built)
 
-        choice = arbitrate.choose(options, related)
+        def judge(reading: osra.Reading) -> bool:
+            return arbitrate.sound(reading.smiles) and arbitrate.labels_printed(reading.smiles,
+                                                                                 _words_in(reading.box, lines))
+
+        choice = arbitrate.choose(options, related, judge=judge)
         readings = replaced(choice)
         trajectory.add("arbitration", row={",".join(map(str, segments[i].box)): {"reader": r.reader, "smiles": r.smiles}
                                            for i, r in choice.items()})

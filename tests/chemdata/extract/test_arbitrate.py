@@ -6,7 +6,7 @@ from tests.support import require_module
 require_module("rdkit", 'pip install "labrecord[chem]"')
 
 from labrecord.chemdata.extract.arbitrate import (  # noqa: E402
-    choose, fits_template, fuller_stereo, pick_product, related_reactants, sound,
+    choose, fits_template, fuller_stereo, labels_printed, pick_product, related_reactants, sound,
 )
 from labrecord.chemdata.extract.osra import Reading  # noqa: E402
 
@@ -76,6 +76,29 @@ def test_the_same_constitution_takes_the_fuller_stereo() -> None:
     e_alkene, open_alkene = reading("e", "C/C=C/C", 1.0, "osra"), reading("f", "CC=CC", 0.99, "decimer")
     assert fuller_stereo(e_alkene, [open_alkene]) is e_alkene
     assert fuller_stereo(open_alkene, [e_alkene]) is e_alkene
+    # the labels are part of the constitution: osra's E enone with bare "*" does not
+    # replace DECIMER's template with R3/R4 printed, nor one with the labels swapped
+    labelled = reading("t", "C(#N)C(=C[R4])C(=O)[R3]", 0.95, "decimer")
+    assert fuller_stereo(labelled, [reading("s", r"*/C=C(/C(=O)*)\C#N", 1.0, "osra")]) is labelled
+    assert fuller_stereo(labelled, [reading("w", r"[R4]C(=O)/C(C#N)=C/[R3]", 1.0, "osra")]) is labelled
+    same = reading("u", r"[R3]C(=O)/C(C#N)=C/[R4]", 1.0, "osra")
+    assert fuller_stereo(labelled, [same]) is same
+
+
+def test_an_attachment_point_needs_a_printed_label() -> None:
+    """A cyclohexenol drawing prints only ``OH``: osra's ``C1CCC(C=C1)C1CCC2C1C*2`` has a
+    ``*`` no printed word names, so it is not sound there, and DECIMER's ``OC1CCCC=C1``
+    wins although it is below the trusted confidence (0.88 < 0.9).  Printed ``R1``,
+    ``Ar``, ``X=`` name variables; a reading without attachment points needs none, and
+    unknown words (None) decide nothing."""
+    assert not labels_printed("C1CCC(C=C1)C1CCC2C1C*2", ["OH"]) and not labels_printed("*C", [])
+    assert labels_printed("*c1ccccc1", ["R1"]) and labels_printed("[Ar]C#C", ["Ar"]) and labels_printed("*Br", ["X="])
+    assert labels_printed("OC1CCCC=C1", ["OH"]) and labels_printed("*C", None)
+    garbled = reading("o", "C1CCC(C=C1)C1CCC2C1C*2", 0.2, "osra")
+    right = reading("d", "OC1CCCC=C1", 0.88, "decimer")
+    assert choose({0: [garbled, right]}, lambda _: 0) == {0: garbled}
+    kept = choose({0: [garbled, right]}, lambda _: 0, judge=lambda r: sound(r.smiles) and labels_printed(r.smiles, ["OH"]))
+    assert kept == {0: right}
 
 
 def test_pick_product_keeps_the_reading_that_fits() -> None:

@@ -85,6 +85,12 @@ def test_tosyl_read_as_a_label_comes_back_only_where_ts_is_printed() -> None:
     assert cleaned == "Cc1ccc(S(=O)(=O)N2C(C(=O)[R1])OC([R3])C2[R2])cc1"
     assert clean(read, "decimer", ["R1", "R2"]) == (read, [])
     assert clean(read, "osra", ["Ts"]) == (read, [])
+    # printed joined to its atom, "N–Ts", the word still counts; so does DECIMER's [35S]
+    assert clean(read, "decimer", ["N–Ts", "R2"])[1] == ["tosyl-as-label"]
+    cleaned, applied = clean("*C1([R])OC(c2ccccc2Cl)N([35S])C1=O", "decimer", ["N-Ts"])
+    assert applied == ["tosyl-as-sulfur-isotope"] and "[35S]" not in cleaned and canon(cleaned.replace("[R]", "*")) == \
+        canon("*C1(*)OC(c2ccccc2Cl)N(S(=O)(=O)c2ccc(C)cc2)C1=O")
+    assert clean("*C1([R])OC(c2ccccc2Cl)N([35S])C1=O", "decimer", ["Ar"])[1] == []
 
 
 def test_unparseable_or_unfixable_readings_are_returned_as_read() -> None:
