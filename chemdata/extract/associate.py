@@ -285,9 +285,13 @@ def _stages(segments: list[Segment], assigned: dict[int, Reading], band: int,
     row = sorted((i for i, s in enumerate(segments) if s.band == band), key=lambda i: segments[i].box[0])
     arrows = [segments[i] for i in row if segments[i].kind == "arrow"]
     axis = sum((a.box[1] + a.box[3]) / 2 for a in arrows) / len(arrows) if arrows else None
+    on_axis = [segments[i] for i in row if segments[i].kind == "structure" and axis is not None
+               and _on_axis(segments[i], axis, arrows)]
+    pluses = [segments[i] for i in row if segments[i].kind == "plus"]
     for index in row:
         seg = segments[index]
-        if seg.kind == "structure" and axis is not None and not _on_axis(seg, axis, arrows):
+        if seg.kind == "structure" and axis is not None and seg not in on_axis and \
+                not any(_stacked(seg, other, pluses) for other in on_axis):
             continue  # drawn above or below the row's arrows (a catalyst, a footnote drawing)
         if seg.kind == "arrow":
             stages.append([])
@@ -298,6 +302,20 @@ def _stages(segments: list[Segment], assigned: dict[int, Reading], band: int,
                 failures.append({"kind": "unread_structure", "message": f"structure at {list(seg.box)} in row {band} was not read"})
                 stages[-1].append(Reading(f"unread@{seg.box[0]},{seg.box[1]}", "", 0.0, seg.box, "none"))
     return stages
+
+
+def _stacked(seg: Segment, other: Segment, pluses: list[Segment]) -> bool:
+    """``seg`` is drawn above or below ``other`` with a "+" between them (reactants
+    stacked in one column before an arrow): some plus sign lies in the vertical gap
+    between the two boxes, its centre over both boxes' horizontal spans."""
+    upper, lower = sorted((seg.box, other.box), key=lambda b: b[1])
+    for plus in pluses:
+        x0, y0, x1, y1 = plus.box
+        centre = (x0 + x1) / 2
+        if upper[0] <= centre <= upper[2] and lower[0] <= centre <= lower[2] and \
+                upper[3] - (y1 - y0) <= y0 and y1 <= lower[1] + (y1 - y0):
+            return True
+    return False
 
 
 def _on_axis(seg: Segment, axis: float, arrows: list[Segment]) -> bool:

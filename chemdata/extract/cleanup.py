@@ -13,9 +13,10 @@ belongs to, what the figure drew, what the reader writes instead, a worked examp
   a PH₂ group that the figures never draw): the atom becomes a phenyl ring — only where
   ``Ph`` is printed in the drawing, when its words are known (DECIMER writes ``[Pb]``
   for a printed ``Bpin`` as well).
-* ``Ts`` (tosyl) read as a numbered label ``[Y8]`` or as a sulfur isotope ``[35S]``: the
-  atom becomes the tosyl group, only where ``Ts`` is printed in the drawing (a word
-  joined by a dash, ``N–Ts``, counts).
+* ``Ts`` (tosyl) read as a numbered label ``[Y8]``, a sulfur isotope ``[35S]``, a lone
+  silicon ``[Si]`` or a triflyl ``S(=O)(=O)CF3``: the atom becomes the tosyl group (the
+  CF3 a p-tolyl), only where ``Ts`` is printed in the drawing (a word joined to its
+  atom, ``N–Ts`` or ``NTs``, counts) and, for the triflyl, no ``Tf`` or ``CF3`` is.
 * Drawn hydrogens (``H–N–H``) read as deuterium or tritium: the isotope is dropped.
 * A label run together with a compound number (``[R19a]`` for an ``R`` printed beside
   ``9a``): the label becomes a bare attachment point.
@@ -60,6 +61,9 @@ class Fix:
     #: words are known, and then to as many atoms as it is printed (``Ph``: DECIMER
     #: writes ``[Pb]`` for a printed ``Bpin`` too)
     printed_as: str | None = None
+    #: words whose printing in the drawing keeps the row from applying (a printed ``Tf``
+    #: makes a triflyl real)
+    unless_printed: tuple[str, ...] = ()
 
 
 def _one_bond(atom: Any) -> bool:
@@ -162,6 +166,50 @@ def _isotope_to_group(symbol: str, fragment: str) -> Callable[[Any, int | None],
             atom.SetProp(LABEL_PROP, "isotope")
         return bool(targets) and swap(mol, None)
     return apply
+
+
+def _element_to_group(symbol: str, fragment: str) -> Callable[[Any, int | None], bool]:
+    """Replace each ``symbol`` atom bonded once and carrying no hydrogen (a radical no
+    figure draws: DECIMER's ``[Si]`` for a printed ``Ts``) by ``fragment``."""
+    swap = _label_to_group(r"^element$", fragment)
+
+    def apply(mol: Any, limit: int | None = None) -> bool:
+        targets = [a for a in mol.GetAtoms() if a.GetSymbol() == symbol and a.GetDegree() == 1
+                   and a.GetTotalNumHs() == 0 and a.GetFormalCharge() == 0]
+        targets = targets if limit is None else targets[:limit]
+        for atom in targets:
+            atom.SetAtomicNum(0)
+            atom.SetNoImplicit(True)
+            atom.SetProp(LABEL_PROP, "element")
+        return bool(targets) and swap(mol, None)
+    return apply
+
+
+def _triflyl_to_tosyl(mol: Any, limit: int | None = None) -> bool:
+    """The CF3 of each S(=O)(=O)CF3 becomes a p-tolyl (DECIMER writes a printed ``Ts`` as
+    triflyl)."""
+    from rdkit import Chem
+
+    pattern = Chem.MolFromSmarts("S(=O)(=O)[CX4](F)(F)F")
+    mol.UpdatePropertyCache(strict=False)
+    found = list(mol.GetSubstructMatches(pattern))
+    found = found if limit is None else found[:limit]
+    doomed: list[int] = []
+    for match in found:
+        carbon, fluorines = match[3], match[4:]
+        atom = mol.GetAtomWithIdx(carbon)
+        atom.SetIsAromatic(True)
+        ring = [carbon] + [mol.AddAtom(Chem.Atom(6)) for _ in range(5)]
+        for index in ring:
+            mol.GetAtomWithIdx(index).SetIsAromatic(True)
+        for a, b in zip(ring, ring[1:] + ring[:1]):
+            mol.AddBond(a, b, Chem.BondType.AROMATIC)
+        methyl = mol.AddAtom(Chem.Atom(6))
+        mol.AddBond(ring[3], methyl, Chem.BondType.SINGLE)
+        doomed += list(fluorines)
+    for index in sorted(doomed, reverse=True):
+        mol.RemoveAtom(index)
+    return bool(found)
 
 
 def _unglue_labels(mol: Any, limit: int | None = None) -> bool:
@@ -270,6 +318,12 @@ FIXES: tuple[Fix, ...] = (
         ("[R19a]c1ccccc1", "*c1ccccc1"), _unglue_labels),
     Fix("tosyl-as-label", DECIMER, "Ts", "a numbered label [Y8] bonded once",
         ("CN(C)[Y8]", "CN(C)S(=O)(=O)c1ccc(C)cc1"), _label_to_group(r"^Y\d+$", ABBREVIATIONS["Ts"]), printed_as="Ts"),
+    Fix("tosyl-as-silicon", DECIMER, "Ts", "a lone [Si] bonded once, no hydrogen",
+        ("OC1CCN([Si])CC1", "Cc1ccc(S(=O)(=O)N2CCC(O)CC2)cc1"), _element_to_group("Si", ABBREVIATIONS["Ts"]),
+        printed_as="Ts"),
+    Fix("tosyl-as-triflyl", DECIMER, "Ts", "a triflyl S(=O)(=O)CF3 where no Tf or CF3 is printed",
+        ("CN(C)S(=O)(=O)C(F)(F)F", "CN(C)S(=O)(=O)c1ccc(C)cc1"), _triflyl_to_tosyl, printed_as="Ts",
+        unless_printed=("Tf", "OTf", "NTf", "CF3", "F3C", "NTf2")),
     Fix("tosyl-as-sulfur-isotope", DECIMER, "Ts", "a sulfur isotope ([35S]) bonded once",
         ("O=C1CN1[35S]", "O=C1CN1S(=O)(=O)c1ccc(C)cc1"), _isotope_to_group("S", ABBREVIATIONS["Ts"]), printed_as="Ts"),
     Fix("hydrogen-as-isotope", DECIMER, "a drawn H", "[2H] or [3H]",
@@ -284,6 +338,23 @@ FIXES: tuple[Fix, ...] = (
     Fix("hydrogen-as-radical", DECIMER, "a printed NH2 or NH", "a bracketed nitrogen short of its valence ([N])",
         ("c1ccccc1C[N]", "NCc1ccccc1"), _nitrogen_radical_to_hydrogen),
 )
+
+
+def _printed_words(printed: Collection[str]) -> list[str]:
+    """The words printed in a drawing, with the parts of a label joined to its atom: by a
+    dash (``N–Ts``) or directly (``NTs``, ``TsN``: an N, O or S before or after an
+    abbreviation of :data:`ABBREVIATIONS`)."""
+    words: list[str] = []
+    for word in printed:
+        for part in re.split(r"[-–—]", word):
+            part = part.strip(",.;:()")
+            words.append(part)
+            joined = re.fullmatch(r"([NOS])(\w+)|(\w+?)([NOS])", part)
+            if joined:
+                rest = joined.group(2) or joined.group(3)
+                if rest in ABBREVIATIONS:
+                    words.append(rest)
+    return words
 
 
 def clean(smiles: str, reader: str, printed: Collection[str] | None = None) -> tuple[str, list[str]]:
@@ -313,10 +384,12 @@ def clean(smiles: str, reader: str, printed: Collection[str] | None = None) -> t
             atom.SetProp(LABEL_PROP, names[atom.GetAtomMapNum() - 1])
         atom.SetAtomMapNum(0)
     # a printed word joined to its atom by a dash (``N–Ts``, ``Ph-N``) counts as printed
-    words = None if printed is None else [part.strip(",.;:()") for w in printed for part in re.split(r"[-–—]", w)]
+    words = None if printed is None else _printed_words(printed)
     applied = []
     for fix in FIXES:
         limit = None if fix.printed_as is None or words is None else words.count(fix.printed_as)
+        if fix.unless_printed and words is not None and any(w in fix.unless_printed for w in words):
+            continue
         if reader in fix.readers and limit != 0 and fix.apply(mol, limit):
             applied.append(fix.name)
     if not applied:

@@ -132,6 +132,18 @@ def test_a_structure_drawn_under_the_arrow_row_is_not_a_participant() -> None:
         == [(["m1"], ["m2"])]
 
 
+def test_a_reactant_stacked_under_another_with_a_plus_joins_its_step() -> None:
+    """Reactant m1 (0–100, y 0–100) straddles the arrow axis (y 50); m3 is drawn under it
+    (y 150–250) with a "+" at (40–55, y 120–135) in the gap, centre x 47.5 over both: it
+    joins m1 as a reactant.  Without the plus it is a drawing beside the row, left out."""
+    row = [seg("structure", 0), seg("arrow", 150, y=45, h=10), seg("structure", 300), seg("structure", 0, y=150)]
+    readings = [read("m1", "CCO", 0), read("m2", "CCOC(C)=O", 300), read("m3", "CC(=O)O", 0, 150)]
+    plus = Segment("plus", (40, 120, 55, 135), 0)
+    for segments, reactants in ((row + [plus], ["m1", "m3"]), (row, ["m1"])):
+        plan, _ = plan_from_rules(segments, readings, [])
+        assert [[r["reading"] for r in x["reactants"]] for x in plan["reactions"]] == [reactants]
+
+
 def words(*cells: tuple[str, int]) -> tuple[tuple[str, tuple[int, int, int, int]], ...]:
     return tuple((text, (x, 0, x + 20, 10)) for text, x in cells)
 

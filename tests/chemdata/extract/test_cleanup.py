@@ -93,6 +93,19 @@ def test_tosyl_read_as_a_label_comes_back_only_where_ts_is_printed() -> None:
     assert clean("*C1([R])OC(c2ccccc2Cl)N([35S])C1=O", "decimer", ["Ar"])[1] == []
 
 
+def test_tosyl_read_as_silicon_or_triflyl_needs_ts_printed_and_no_tf() -> None:
+    """``TsN`` printed on a piperidinol read ``N–[Si]`` is the N-tosyl piperidinol; an
+    N–SO2CF3 where ``NTs`` is printed is the tosyl amide.  Where ``OTf`` or ``CF3`` is
+    printed the triflyl is real and stays; a TMS silicon (three methyls) is no misreading."""
+    assert clean("C1CN(CCC1O)[Si]", "decimer", ["TsN", "OH"])[1] == ["tosyl-as-silicon"]
+    read = "CN1CCN(S(=O)(=O)C(F)(F)F)CC1"
+    cleaned, applied = clean(read, "decimer", ["NTs"])
+    assert applied == ["tosyl-as-triflyl"] and canon(cleaned) == canon("CN1CCN(S(=O)(=O)c2ccc(C)cc2)CC1")
+    for words in (["NTs", "OTf"], ["NTs", "CF3"], ["N"]):
+        assert clean(read, "decimer", words) == (read, [])
+    assert clean("C[Si](C)(C)OC", "decimer", ["TMS", "Ts"]) == ("C[Si](C)(C)OC", [])
+
+
 def test_unparseable_or_unfixable_readings_are_returned_as_read() -> None:
     assert clean("C1CC(", "decimer") == ("C1CC(", [])
     assert clean("", "osra") == ("", [])
