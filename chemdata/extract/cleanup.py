@@ -17,7 +17,9 @@ belongs to, what the figure drew, what the reader writes instead, a worked examp
   silicon ``[Si]`` or a triflyl ``S(=O)(=O)CF3``: the atom becomes the tosyl group (the
   CF3 a p-tolyl), only where ``Ts`` is printed in the drawing (a word joined to its
   atom, ``N–Ts`` or ``NTs``, counts) and, for the triflyl, no ``Tf`` or ``CF3`` is.
-* Drawn hydrogens (``H–N–H``) read as deuterium or tritium: the isotope is dropped.
+* Drawn hydrogens (``H–N–H``) read as deuterium or tritium: the isotope is dropped.  A
+  drawn H beside an R on one carbon read as a second R (``NC([R])[R]``) becomes the
+  hydrogen again where the drawing prints that R fewer times and an H for each extra one.
 * A label run together with a compound number (``[R19a]`` for an ``R`` printed beside
   ``9a``): the label becomes a bare attachment point.
 * Compound numbers printed under a drawing (``4a``, ``12``) read as stray atoms
@@ -64,6 +66,10 @@ class Fix:
     #: words whose printing in the drawing keeps the row from applying (a printed ``Tf``
     #: makes a triflyl real)
     unless_printed: tuple[str, ...] = ()
+    #: ``apply`` takes the printed words as a third argument (None when not known)
+    uses_words: bool = False
+    #: the words printed in the example's drawing, where the row needs them
+    example_words: tuple[str, ...] | None = None
 
 
 def _one_bond(atom: Any) -> bool:
@@ -212,6 +218,34 @@ def _triflyl_to_tosyl(mol: Any, limit: int | None = None) -> bool:
     return bool(found)
 
 
+def _surplus_labels_to_hydrogen(mol: Any, limit: int | None = None, words: list[str] | None = None) -> bool:
+    """Where a label sits on one atom more often than it is printed in the drawing and an
+    ``H`` is printed for each extra one (DECIMER's ``NC([R])[R]`` for a drawn H–C(–R)),
+    the extra label atoms are dropped, so the atom keeps its hydrogen.  Only when all of
+    that label's atoms hang on one atom, where the choice of which to drop is moot."""
+    if not words:
+        return False
+    printed: dict[str, int] = {}
+    for word in words:
+        for part in re.split(r"[+=]", word):
+            printed[part] = printed.get(part, 0) + 1
+    hydrogens = printed.get("H", 0)
+    by_label: dict[str, list[int]] = {}
+    for atom in mol.GetAtoms():
+        if atom.GetAtomicNum() == 0 and atom.HasProp(LABEL_PROP) and atom.GetDegree() == 1:
+            by_label.setdefault(atom.GetProp(LABEL_PROP), []).append(atom.GetIdx())
+    doomed: list[int] = []
+    for label, atoms in by_label.items():
+        extra = len(atoms) - printed.get(label, 0)
+        anchors = {mol.GetAtomWithIdx(i).GetNeighbors()[0].GetIdx() for i in atoms}
+        if printed.get(label, 0) and 0 < extra <= hydrogens and len(anchors) == 1:
+            doomed += atoms[:extra]
+            hydrogens -= extra
+    for index in sorted(doomed, reverse=True):
+        mol.RemoveAtom(index)
+    return bool(doomed)
+
+
 def _unglue_labels(mol: Any, limit: int | None = None) -> bool:
     changed = False
     for atom in mol.GetAtoms():
@@ -326,6 +360,8 @@ FIXES: tuple[Fix, ...] = (
         unless_printed=("Tf", "OTf", "NTf", "CF3", "F3C", "NTf2")),
     Fix("tosyl-as-sulfur-isotope", DECIMER, "Ts", "a sulfur isotope ([35S]) bonded once",
         ("O=C1CN1[35S]", "O=C1CN1S(=O)(=O)c1ccc(C)cc1"), _isotope_to_group("S", ABBREVIATIONS["Ts"]), printed_as="Ts"),
+    Fix("hydrogen-as-label", DECIMER, "a drawn H beside an R on one carbon", "a second label on that atom",
+        ("NC([R])[R]", "NC[R]"), _surplus_labels_to_hydrogen, uses_words=True, example_words=("H", "N", "H", "H", "R")),
     Fix("hydrogen-as-isotope", DECIMER, "a drawn H", "[2H] or [3H]",
         ("N#CN([2H])[3H]", "N#CN"), _drop_hydrogen_isotopes),
     Fix("number-as-atoms", BOTH, "a compound number printed under the drawing",
@@ -390,7 +426,9 @@ def clean(smiles: str, reader: str, printed: Collection[str] | None = None) -> t
         limit = None if fix.printed_as is None or words is None else words.count(fix.printed_as)
         if fix.unless_printed and words is not None and any(w in fix.unless_printed for w in words):
             continue
-        if reader in fix.readers and limit != 0 and fix.apply(mol, limit):
+        if reader not in fix.readers or limit == 0:
+            continue
+        if fix.apply(mol, limit, words) if fix.uses_words else fix.apply(mol, limit):
             applied.append(fix.name)
     if not applied:
         return smiles, []
