@@ -77,8 +77,9 @@ def normalize_variable(token: str) -> str:
 
 def repair_value(value: str) -> str:
     """An OCR'd substituent: itself if known, else the first single-swap repair that is,
-    else a phenyl formula with misread subscripts (:func:`repair_aryl_formula`)."""
-    text = value.strip().rstrip(".")
+    else a phenyl formula with misread subscripts (:func:`repair_aryl_formula`).  A
+    trailing ``.`` or ``_`` (a table rule or underline OCR ran into) is no part of it."""
+    text = value.strip().rstrip("._")
     if text in ABBREVIATIONS:
         return text
     for wrong, right in _OCR_SWAPS:

@@ -31,7 +31,8 @@ def test_variables(token: str, expected: str) -> None:
     assert normalize_variable(token) == expected
 
 
-@pytest.mark.parametrize(("value", "expected"), [("CI", "Cl"), ("0Me", "OMe"), ("OMe", "OMe"), ("C(C)C", "C(C)C")])
+@pytest.mark.parametrize(("value", "expected"), [("CI", "Cl"), ("0Me", "OMe"), ("OMe", "OMe"), ("C(C)C", "C(C)C"),
+                                                 ("Boc_", "Boc"), ("Me.", "Me")])
 def test_ocr_repairs_only_towards_known_abbreviations(value: str, expected: str) -> None:
     assert repair_value(value) == expected
 
