@@ -58,7 +58,8 @@ class Fix:
     read_as: str
     example: tuple[str, str]
     #: edits the molecule in place, at most ``limit`` atoms where a limit is given
-    apply: Callable[[Any, int | None], bool]
+    #: (mol, limit) -> changed; (mol, limit, words) for a row that ``uses_words``
+    apply: Callable[..., bool]
     #: a word that must be printed in the drawing for the row to apply, when the printed
     #: words are known, and then to as many atoms as it is printed (``Ph``: DECIMER
     #: writes ``[Pb]`` for a printed ``Bpin`` too)
