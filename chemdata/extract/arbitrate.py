@@ -83,7 +83,13 @@ def choose(options: Mapping[int, Sequence[Reading]], evaluate: Callable[[dict[in
     (default: :func:`sound` of its SMILES; the runner also asks that its attachment
     points be printed, :func:`labels_printed`)."""
     regions = sorted(k for k, v in options.items() if v)
-    judged = judge or (lambda r: sound(r.smiles))
+    judging = judge or (lambda r: sound(r.smiles))
+    verdicts: dict[int, bool] = {}  # each reading judged once, not once per combination
+
+    def judged(reading: Reading) -> bool:
+        if id(reading) not in verdicts:
+            verdicts[id(reading)] = judging(reading)
+        return verdicts[id(reading)]
 
     def key(choice: dict[int, Reading]) -> tuple[int, int, float]:
         return (evaluate(choice), sum(judged(r) for r in choice.values()),

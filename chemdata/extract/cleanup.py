@@ -99,8 +99,6 @@ def _single_bonded(atom: Any) -> bool:
 
 def _to_phenyl(symbol: str) -> Callable[[Any, int | None], bool]:
     def apply(mol: Any, limit: int | None = None) -> bool:
-        from rdkit import Chem
-
         targets = [a.GetIdx() for a in mol.GetAtoms()
                    if a.GetSymbol() == symbol and _one_bond(a) and _single_bonded(a) and a.GetIsotope() == 0]
         targets = targets if limit is None else targets[:limit]
@@ -109,16 +107,22 @@ def _to_phenyl(symbol: str) -> Callable[[Any, int | None], bool]:
             atom.SetAtomicNum(6)
             atom.SetNumExplicitHs(0)
             atom.SetNoImplicit(False)
-            atom.SetIsAromatic(True)
-            ring = [index]
-            for _ in range(5):
-                new = mol.AddAtom(Chem.Atom(6))
-                mol.GetAtomWithIdx(new).SetIsAromatic(True)
-                ring.append(new)
-            for a, b in zip(ring, ring[1:] + ring[:1]):
-                mol.AddBond(a, b, Chem.BondType.AROMATIC)
+            _benzene_from(mol, index)
         return bool(targets)
     return apply
+
+
+def _benzene_from(mol: Any, index: int) -> list[int]:
+    """Make carbon ``index`` the first atom of a new aromatic six-ring; its atoms in ring order."""
+    from rdkit import Chem
+
+    mol.GetAtomWithIdx(index).SetIsAromatic(True)
+    ring = [index] + [mol.AddAtom(Chem.Atom(6)) for _ in range(5)]
+    for atom in ring[1:]:
+        mol.GetAtomWithIdx(atom).SetIsAromatic(True)
+    for a, b in zip(ring, ring[1:] + ring[:1]):
+        mol.AddBond(a, b, Chem.BondType.AROMATIC)
+    return ring
 
 
 #: labels as :mod:`labrecord.chemdata.rgroup` spells them, a label glued to a number, and
@@ -156,38 +160,22 @@ def _label_to_group(label: str, fragment: str) -> Callable[[Any, int | None], bo
     return apply
 
 
-def _isotope_to_group(symbol: str, fragment: str) -> Callable[[Any, int | None], bool]:
-    """Replace each one-bonded ``symbol`` atom carrying an isotope number (no figure of a
-    scope draws a radiolabel; DECIMER writes ``[35S]`` for a printed ``Ts``) by
-    ``fragment``, through the label route of :func:`_label_to_group`."""
-    swap = _label_to_group(r"^isotope$", fragment)
+def _atom_to_group(symbol: str, fragment: str, misread: Callable[[Any], bool]) -> Callable[[Any, int | None], bool]:
+    """Replace each one-bonded ``symbol`` atom that ``misread`` picks by ``fragment``: the
+    atom becomes a label and goes the label route of :func:`_label_to_group`.  DECIMER
+    writes a printed ``Ts`` as a sulfur isotope ``[35S]`` (no scope figure draws a
+    radiolabel) and as a lone ``[Si]`` without hydrogen (a radical no figure draws)."""
+    swap = _label_to_group(r"^misread$", fragment)
 
     def apply(mol: Any, limit: int | None = None) -> bool:
-        targets = [a for a in mol.GetAtoms() if a.GetSymbol() == symbol and a.GetIsotope() and a.GetDegree() == 1]
+        targets = [a for a in mol.GetAtoms() if a.GetSymbol() == symbol and a.GetDegree() == 1 and misread(a)]
         targets = targets if limit is None else targets[:limit]
         for atom in targets:
             atom.SetAtomicNum(0)
             atom.SetIsotope(0)
             atom.SetNoImplicit(True)
             atom.SetNumExplicitHs(0)
-            atom.SetProp(LABEL_PROP, "isotope")
-        return bool(targets) and swap(mol, None)
-    return apply
-
-
-def _element_to_group(symbol: str, fragment: str) -> Callable[[Any, int | None], bool]:
-    """Replace each ``symbol`` atom bonded once and carrying no hydrogen (a radical no
-    figure draws: DECIMER's ``[Si]`` for a printed ``Ts``) by ``fragment``."""
-    swap = _label_to_group(r"^element$", fragment)
-
-    def apply(mol: Any, limit: int | None = None) -> bool:
-        targets = [a for a in mol.GetAtoms() if a.GetSymbol() == symbol and a.GetDegree() == 1
-                   and a.GetTotalNumHs() == 0 and a.GetFormalCharge() == 0]
-        targets = targets if limit is None else targets[:limit]
-        for atom in targets:
-            atom.SetAtomicNum(0)
-            atom.SetNoImplicit(True)
-            atom.SetProp(LABEL_PROP, "element")
+            atom.SetProp(LABEL_PROP, "misread")
         return bool(targets) and swap(mol, None)
     return apply
 
@@ -204,13 +192,7 @@ def _triflyl_to_tosyl(mol: Any, limit: int | None = None) -> bool:
     doomed: list[int] = []
     for match in found:
         carbon, fluorines = match[3], match[4:]
-        atom = mol.GetAtomWithIdx(carbon)
-        atom.SetIsAromatic(True)
-        ring = [carbon] + [mol.AddAtom(Chem.Atom(6)) for _ in range(5)]
-        for index in ring:
-            mol.GetAtomWithIdx(index).SetIsAromatic(True)
-        for a, b in zip(ring, ring[1:] + ring[:1]):
-            mol.AddBond(a, b, Chem.BondType.AROMATIC)
+        ring = _benzene_from(mol, carbon)
         methyl = mol.AddAtom(Chem.Atom(6))
         mol.AddBond(ring[3], methyl, Chem.BondType.SINGLE)
         doomed += list(fluorines)
@@ -354,13 +336,13 @@ FIXES: tuple[Fix, ...] = (
     Fix("tosyl-as-label", DECIMER, "Ts", "a numbered label [Y8] bonded once",
         ("CN(C)[Y8]", "CN(C)S(=O)(=O)c1ccc(C)cc1"), _label_to_group(r"^Y\d+$", ABBREVIATIONS["Ts"]), printed_as="Ts"),
     Fix("tosyl-as-silicon", DECIMER, "Ts", "a lone [Si] bonded once, no hydrogen",
-        ("OC1CCN([Si])CC1", "Cc1ccc(S(=O)(=O)N2CCC(O)CC2)cc1"), _element_to_group("Si", ABBREVIATIONS["Ts"]),
+        ("OC1CCN([Si])CC1", "Cc1ccc(S(=O)(=O)N2CCC(O)CC2)cc1"), _atom_to_group("Si", ABBREVIATIONS["Ts"], lambda a: a.GetTotalNumHs() == 0 and a.GetFormalCharge() == 0),
         printed_as="Ts"),
     Fix("tosyl-as-triflyl", DECIMER, "Ts", "a triflyl S(=O)(=O)CF3 where no Tf or CF3 is printed",
         ("CN(C)S(=O)(=O)C(F)(F)F", "CN(C)S(=O)(=O)c1ccc(C)cc1"), _triflyl_to_tosyl, printed_as="Ts",
         unless_printed=("Tf", "OTf", "NTf", "CF3", "F3C", "NTf2")),
     Fix("tosyl-as-sulfur-isotope", DECIMER, "Ts", "a sulfur isotope ([35S]) bonded once",
-        ("O=C1CN1[35S]", "O=C1CN1S(=O)(=O)c1ccc(C)cc1"), _isotope_to_group("S", ABBREVIATIONS["Ts"]), printed_as="Ts"),
+        ("O=C1CN1[35S]", "O=C1CN1S(=O)(=O)c1ccc(C)cc1"), _atom_to_group("S", ABBREVIATIONS["Ts"], lambda a: a.GetIsotope() != 0), printed_as="Ts"),
     Fix("hydrogen-as-label", DECIMER, "a drawn H beside an R on one carbon", "a second label on that atom",
         ("NC([R])[R]", "NC[R]"), _surplus_labels_to_hydrogen, uses_words=True, example_words=("H", "N", "H", "H", "R")),
     Fix("hydrogen-as-isotope", DECIMER, "a drawn H", "[2H] or [3H]",
