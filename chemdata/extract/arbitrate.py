@@ -186,11 +186,27 @@ def labels_printed(smiles: str, words: Sequence[str] | None) -> bool:
 
 def related_reactants(reactions: Sequence[Any]) -> int:
     """The engine's verdict on a choice of template readings: over the scope reactions it
-    assembled, the reactants it derived through a bound label.  A template row read with
-    a concrete molecule where a template was drawn still assembles, but that reactant is
-    copied, not related to the product, and does not count."""
-    return sum(1 for reaction in reactions for molecule in reaction.reactants
-               if molecule.provenance is not None and molecule.provenance.bindings)
+    assembled, the reactants it derived — through a bound label, or by carrying the
+    reaction centre back from a drawn product (:mod:`labrecord.chemdata.transfer`: the
+    reactant differs from its template).  A template row read with a concrete molecule
+    where a template was drawn still assembles, but that reactant is copied, not related
+    to the product, and does not count."""
+    return sum(1 for reaction in reactions for molecule in reaction.reactants if _derived(molecule))
+
+
+def _derived(molecule: Any) -> bool:
+    from rdkit import Chem
+
+    provenance = molecule.provenance
+    if provenance is None:
+        return False
+    if provenance.bindings:
+        return True
+    if provenance.origin != "template_derived":
+        return False
+    made = Chem.MolFromSmiles(molecule.smiles)
+    drawn = Chem.MolFromSmiles(provenance.template or "")
+    return made is not None and drawn is not None and Chem.MolToSmiles(made) != Chem.MolToSmiles(drawn)
 
 
 def fits_template(reactant_templates: Sequence[str], product_template: str, product: str) -> bool:

@@ -5,7 +5,8 @@ Plan shape (the rule-based default and the model endpoint both produce it)::
     {"reactions": [{"id", "step", "identifiers"?, "yield"?, "conditions"?: [text | {role, smiles?, text?}],
                     "reactants": [REF], "products": [REF]}],
      "scopes":    [{"id", "reactant_templates": [reading id], "product_template": reading id,
-                    "entries": [{"id", "bindings"?: {VAR: value}, "product"?: reading id, "yield"?}],
+                    "entries": [{"id", "bindings"?: {VAR: value}, "product"?: reading id, "yield"?,
+                                 "variant"?: text}],
                     "co_products"?: [reading id]}]}
     REF = {"reading": id} | {"smiles": "…"}            # the latter is model-written
 
@@ -193,13 +194,17 @@ def _expand_scope(scope: Any, by_id: dict[str, Reading],
         outcomes = _as_substituents(grid, entries, outcomes, reactant_templates, product_template, by_id, sources)
         if all(isinstance(outcomes[i], rgroup.Failure) for i, _, _ in grid):  # a substituent grid is no reactant grid
             outcomes = _as_reactants(grid, entries, outcomes, reactant_templates, product_template, by_id, sources)
+    if product_template is not None:
+        outcomes = _by_centre(entries, outcomes, reactant_templates, product_template, by_id, sources)
     for entry, built in zip(entries, outcomes):
         if isinstance(built, rgroup.Failure):
             failures.append({"stage": "rgroup", "kind": built.kind,
                              "message": f"entry {entry.get('id')}: {built.message}"})
             continue
         reactants, products = built
-        reactions.append(Reaction(id=f"{template.id}-{entry.get('id')}", step=1, reactants=reactants,
+        variant = entry.get("variant")  # one drawing made several ways (X = Cl, Br, I under it)
+        reactions.append(Reaction(id=f"{template.id}-{entry.get('id')}" + (f"-{variant}" if variant else ""),
+                                  step=1, reactants=reactants,
                                   products=[*products, *co_products], identifiers=[str(entry.get("id"))],
                                   yield_=_text_or_none(entry.get("yield"))))
     return reactions, template, failures
@@ -283,6 +288,38 @@ def _as_reactants(grid: list[tuple[int, str, dict[str, str]]], entries: list[Any
         bindings = {**printed, **fits[0]}
         if needed <= {rgroup.normalize_label(k) for k in bindings}:  # else a product label nothing fixes
             revised[i] = _reread(entries[i], bindings, reactant_templates, product_template, by_id, sources)
+    return revised
+
+
+def _by_centre(entries: list[Any], outcomes: list[Any], reactant_templates: list[str], product_template: str,
+               by_id: dict[str, Reading], sources: dict[str, Reading]) -> list[Any]:
+    """A drawn product that matches the product template nowhere (``no_match``) but shares
+    most of it (:func:`labrecord.chemdata.rgroup.core_share` above one half: a product
+    varied where no label stands, a substituent at a ring position drawn into the ring, a
+    thieno ring for a benzo ring) gets its reactants by carrying the template row's
+    reaction centre back (:func:`labrecord.chemdata.transfer.retro`); its printed bindings
+    name the labels left on the reactants (``X = Br``)."""
+    from labrecord.chemdata import transfer
+
+    revised = list(outcomes)
+    for i, (entry, built) in enumerate(zip(entries, outcomes)):
+        if not (isinstance(built, rgroup.Failure) and built.kind == "no_match" and isinstance(entry, dict)
+                and entry.get("product") in by_id):
+            continue
+        product = _resolve({"reading": entry["product"]}, by_id)
+        if rgroup.core_share(product_template, product.smiles) <= 0.5:
+            continue
+        bindings = {str(k): str(v) for k, v in (entry.get("bindings") or {}).items()}
+        explicit = _fit_labels(reactant_templates + [product_template], bindings) if bindings else {}
+        derived = transfer.retro(reactant_templates, product_template, product.smiles, explicit)
+        if isinstance(derived, rgroup.Failure):
+            continue
+        reactants = []
+        for template, smiles in zip(reactant_templates, derived):
+            labels = rgroup.template_labels(template)
+            used = {k: v for k, v in explicit.items() if rgroup.normalize_label(k) in labels}
+            reactants.append(_derived_molecule(smiles, template, used, sources.get(template)))
+        revised[i] = (reactants, [product])
     return revised
 
 

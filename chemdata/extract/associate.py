@@ -145,6 +145,13 @@ FORMULA_ALIASES = {"CH3": "Me", "CH3O": "OMe", "CH30": "OMe", "MeO": "OMe", "OCH
 def table_value(token: str) -> str:
     """A table cell as a substituent: a known formula alias, else an OCR repair."""
     text = token.strip().rstrip(",;")
+    parts = text.split("/")
+    if len(parts) > 1 and all(parts):  # ``I/Br``: the row run with each (:func:`alternatives`)
+        values = [table_value(part) for part in parts]
+        from labrecord.chemdata.abbreviations import lookup
+
+        if all(lookup(value) for value in values):
+            return "/".join(values)
     if text in FORMULA_ALIASES:
         return FORMULA_ALIASES[text]
     for wrong, right in _OCR_SWAPS:
@@ -385,12 +392,22 @@ def _scope(band: int, stages: list[list[Reading]], segments: list[Segment], assi
     bound = binding_lines(lines)
     figure_level = {k: v for entry, pairs, _ in bound if entry is None for k, v in pairs.items()}
     if below_readings:
+        product_smiles = next((r.smiles for r in stages[-1] if r.id == scope["product_template"]), "")
+        in_product = {normalize_variable(name) for name in re.findall(r"\[([^\]]+)\]", product_smiles or "")}
         for index, reading in sorted(below_readings, key=lambda item: (segments[item[0]].box[1], segments[item[0]].box[0])):
             used.add(reading.id)
-            entry: dict[str, Any] = {"id": _label_under(segments[index], lines) or reading.id, "product": reading.id}
-            if figure_level:
-                entry["bindings"] = dict(figure_level)
-            scope["entries"].append(entry)
+            label = _label_under(segments[index], lines) or reading.id
+            # the product fixes its own labels; what is printed under it binds the others
+            variants = [{k: v for k, v in pairs.items() if k not in in_product}
+                        for pairs in printed_under(segments[index], bound)]
+            variants = [dict(t) for t in dict.fromkeys(tuple(sorted(v.items())) for v in variants if v)] or [{}]
+            for variant in variants:
+                entry: dict[str, Any] = {"id": label, "product": reading.id}
+                if figure_level or variant:
+                    entry["bindings"] = {**figure_level, **variant}
+                if len(variants) > 1:
+                    entry["variant"] = ",".join(f"{k}={v}" for k, v in sorted(variant.items()))
+                scope["entries"].append(entry)
     else:
         if not any(entry for entry, _, _ in bound):
             row_bottom = max(segments[i].box[3] for i in assigned if segments[i].band == band) if assigned else 0
@@ -398,16 +415,20 @@ def _scope(band: int, stages: list[list[Reading]], segments: list[Segment], assi
             bound = [(entry, {**figure_level, **pairs}, line)
                      for entry, pairs, line in table_entries(lines, row_bottom, variables)] or bound
         seen: set[tuple[Any, ...]] = set()
-        for number, (entry_id, pairs, line) in enumerate(bound):
-            key = (entry_id, tuple(sorted(pairs.items())))
+        for number, (entry_id, printed, line) in enumerate(bound):
+            key = (entry_id, tuple(sorted(printed.items())))
             if key in seen:
                 continue  # the same printed line read twice (page pass and block pass)
             seen.add(key)
-            entry = {"id": entry_id or f"e{number + 1}", "bindings": pairs}
-            found_yield = _YIELD.search(line.text)
-            if found_yield:
-                entry["yield"] = found_yield.group(0).replace(" ", "")
-            scope["entries"].append(entry)
+            variants = alternatives(printed)
+            for pairs in variants:
+                entry = {"id": entry_id or f"e{number + 1}", "bindings": pairs}
+                if len(variants) > 1:
+                    entry["variant"] = ",".join(f"{k}={v}" for k, v in sorted(pairs.items()))
+                found_yield = _YIELD.search(line.text)
+                if found_yield:
+                    entry["yield"] = found_yield.group(0).replace(" ", "")
+                scope["entries"].append(entry)
     if not scope["entries"]:
         failures.append({"kind": "no_entries", "message": f"template row {band} has no binding lines and no drawn products"})
     return scope
@@ -479,6 +500,49 @@ def _drawn_value(seg: Segment, lines: list[TextLine]) -> bool:
                 and y0 <= (ly0 + ly1) / 2 <= y1:
             return True
     return False
+
+
+def alternatives(pairs: dict[str, str]) -> list[dict[str, str]]:
+    """One binding set per alternative a table cell prints: ``X = I/Br`` is the entry run
+    with iodide and with bromide.  A value splits only where every part is a group the
+    engine knows (:func:`labrecord.chemdata.abbreviations.lookup`), so ``CH2OH`` or a
+    ratio is left whole.
+
+    >>> alternatives({"R": "H", "X": "I/Br"})
+    [{'R': 'H', 'X': 'I'}, {'R': 'H', 'X': 'Br'}]
+    """
+    from labrecord.chemdata.abbreviations import lookup
+
+    out: list[dict[str, str]] = [{}]
+    for key, value in pairs.items():
+        parts = [part.strip() for part in value.split("/")]
+        if len(parts) < 2 or not all(part and lookup(part) for part in parts):
+            parts = [value]
+        out = [{**done, key: part} for done in out for part in parts]
+    return out
+
+
+def printed_under(seg: Segment, bound: list[tuple[str | None, dict[str, str], TextLine]],
+                  reach: int = 80) -> list[dict[str, str]]:
+    """The bindings printed under one drawing, a line each, top-down: its label line
+    (``4a, X = Cl``) and the lines stacked right under it that name no other entry
+    (``X = Br``, ``X = I``: the same product made from three reactants).  A line joins
+    the stack when it starts within one and a half line heights of the one above and
+    overlaps the drawing horizontally."""
+    x0, _, x1, y1 = seg.box
+    under = sorted(((line.box[1], entry, pairs, line) for entry, pairs, line in bound
+                    if line.box[1] >= y1 and overlaps((x0, 0, x1, 1), (line.box[0], 0, line.box[2], 1))),
+                   key=lambda item: (item[0], item[3].box[0]))
+    stack: list[dict[str, str]] = []
+    bottom = float(y1)
+    limit = float(reach)
+    for top, entry, pairs, line in under:
+        if top - bottom > limit or (stack and entry is not None):
+            break
+        stack.append(pairs)
+        height = max(1, line.box[3] - line.box[1])
+        bottom, limit = float(line.box[3]), 1.5 * height
+    return stack
 
 
 def _label_under(seg: Segment, lines: list[TextLine], reach: int = 80) -> str | None:

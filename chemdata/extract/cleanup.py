@@ -22,6 +22,10 @@ belongs to, what the figure drew, what the reader writes instead, a worked examp
   hydrogen again where the drawing prints that R fewer times and an H for each extra one.
 * A label run together with a compound number (``[R19a]`` for an ``R`` printed beside
   ``9a``): the label becomes a bare attachment point.
+* A substituent drawn into a ring at no fixed position (its bond crosses into the ring),
+  read apart from the ring (DECIMER's ``.C[R]``) or with the crossing point as a ring
+  atom (osra's seven-membered ``**1cccccc1``): the ring is kept whole and the substituent dropped; each
+  drawn product says where it stands (:mod:`labrecord.chemdata.transfer`).
 * Compound numbers printed under a drawing (``4a``, ``12``) read as stray atoms
   (``.[Si]``, ``.[Ba]``, ``.CC``): a disconnected piece of at most two heavy atoms beside
   a drawing of at least four is dropped (a piece holding an attachment point is a drawn
@@ -272,6 +276,68 @@ def _drop_stray_pieces(mol: Any, limit: int | None = None) -> bool:
     return bool(stray)
 
 
+def _drop_floating_substituent(mol: Any, limit: int | None = None) -> bool:
+    """A substituent drawn into a ring at no fixed position (its bond crosses into the
+    ring), read apart from the ring: a piece of one attachment point and at most one
+    carbon beside a drawing with a ring.  The piece is dropped; each drawn product says
+    where the substituent stands."""
+    from rdkit import Chem
+
+    pieces = Chem.GetMolFrags(mol, asMols=False, sanitizeFrags=False)
+    if len(pieces) < 2:
+        return False
+    Chem.FastFindRings(mol)
+
+    def floating(piece: tuple[int, ...]) -> bool:
+        atoms = [mol.GetAtomWithIdx(i) for i in piece]
+        dummies = [a for a in atoms if a.GetAtomicNum() == 0]
+        rest = [a for a in atoms if a.GetAtomicNum() != 0]
+        return len(dummies) == 1 and len(rest) <= 1 and all(a.GetAtomicNum() == 6 for a in rest)
+
+    ringed = any(mol.GetAtomWithIdx(i).IsInRing() for p in pieces if not floating(p) for i in p)
+    drop = sorted((i for p in pieces if floating(p) for i in p), reverse=True)
+    if not ringed or not drop or len(drop) == mol.GetNumAtoms():
+        return False
+    for index in drop:
+        mol.RemoveAtom(index)
+    return True
+
+
+def _drop_crossing(mol: Any, limit: int | None = None) -> bool:
+    """A substituent drawn into a ring at no fixed position, read with the crossing point
+    as one more ring atom: a ring ``*`` with two ring neighbours and a one-bonded ``*``
+    (osra's seven-membered ``**1ccc2c(cc1)…`` for a drawn benzo ring).  Both are dropped
+    and the two ring neighbours bonded again: aromatic when both are, else double where
+    either bond to the crossing was."""
+    from rdkit import Chem
+
+    Chem.FastFindRings(mol)
+    crossings = []
+    for atom in mol.GetAtoms():
+        if atom.GetAtomicNum() != 0 or not atom.IsInRing() or atom.HasProp(LABEL_PROP):
+            continue
+        dangling = [n for n in atom.GetNeighbors() if n.GetAtomicNum() == 0 and n.GetDegree() == 1]
+        ring = [b for b in atom.GetBonds() if b.IsInRing()]
+        if len(dangling) == 1 and len(ring) == 2 and atom.GetDegree() == 3:
+            crossings.append((atom.GetIdx(), dangling[0].GetIdx(), ring))
+    for crossing, _, ring in crossings:
+        a, b = (mol.GetAtomWithIdx(bond.GetOtherAtomIdx(crossing)) for bond in ring)
+        if mol.GetBondBetweenAtoms(a.GetIdx(), b.GetIdx()) is not None:
+            return False
+        if a.GetIsAromatic() and b.GetIsAromatic():
+            kind = Chem.BondType.AROMATIC
+        elif any(bond.GetBondType() == Chem.BondType.DOUBLE for bond in ring):
+            kind = Chem.BondType.DOUBLE
+        else:
+            kind = Chem.BondType.SINGLE
+        mol.AddBond(a.GetIdx(), b.GetIdx(), kind)
+        if kind == Chem.BondType.AROMATIC:
+            mol.GetBondBetweenAtoms(a.GetIdx(), b.GetIdx()).SetIsAromatic(True)
+    for index in sorted((i for c in crossings for i in c[:2]), reverse=True):
+        mol.RemoveAtom(index)
+    return bool(crossings)
+
+
 def _drop_unbalanced_ion(mol: Any, limit: int | None = None) -> bool:
     from rdkit import Chem
 
@@ -347,6 +413,13 @@ FIXES: tuple[Fix, ...] = (
         ("NC([R])[R]", "NC[R]"), _surplus_labels_to_hydrogen, uses_words=True, example_words=("H", "N", "H", "H", "R")),
     Fix("hydrogen-as-isotope", DECIMER, "a drawn H", "[2H] or [3H]",
         ("N#CN([2H])[3H]", "N#CN"), _drop_hydrogen_isotopes),
+    Fix("floating-substituent-apart", DECIMER, "a substituent drawn into a ring at no fixed position",
+        "a piece of one label and at most one carbon beside the ring", ("*C.O=c1[nH]c2ccccc2[nH]1",
+                                                                        "O=c1[nH]c2ccccc2[nH]1"),
+        _drop_floating_substituent),
+    Fix("floating-substituent-crossing", BOTH, "a substituent drawn into a ring at no fixed position",
+        "the crossing point as one more ring atom, a * with a dangling *",
+        ("**1ccc2[nH]c(=O)[nH]c2cc1", "O=c1[nH]c2ccccc2[nH]1"), _drop_crossing),
     Fix("number-as-atoms", BOTH, "a compound number printed under the drawing",
         "a disconnected piece of one or two heavy atoms", ("CCOC(=O)c1ccccc1.[Si]", "CCOC(=O)c1ccccc1"),
         _drop_stray_pieces),

@@ -136,6 +136,23 @@ def test_related_reactants_counts_only_reactants_derived_through_a_label() -> No
     assert built("[Ar]C=O") == 4 and built("CC(C)=C1CCCCC1") == 2
 
 
+def test_a_reactant_carried_back_from_the_centre_counts_as_related() -> None:
+    """Amide formation drawn with a label-free template row (benzoic acid + methylamine >>
+    N-methylbenzamide) and a drawn 4-chloro amide: the R-group engine finds no label to
+    bind, the centre transfer derives 4-chlorobenzoic acid, which differs from its
+    template and counts (1); the methylamine, copied as drawn, does not."""
+    from labrecord.chemdata.extract.assemble import assemble
+
+    readings = [reading("a", "OC(=O)c1ccccc1", 0.9, "decimer"), reading("b", "NC", 0.9, "decimer"),
+                reading("p", "CNC(=O)c1ccccc1", 0.9, "decimer"),
+                Reading("d", "CNC(=O)c1ccc(Cl)cc1", 1.0, (0, 50, 9, 59), "crop")]
+    plan = {"scopes": [{"id": "t", "reactant_templates": ["a", "b"], "product_template": "p",
+                        "entries": [{"id": "1", "product": "d"}]}]}
+    reactions, _, _ = assemble(plan, readings)
+    assert [m.smiles for m in reactions[0].reactants] == ["O=C(O)c1ccc(Cl)cc1", "CN"]
+    assert related_reactants(reactions) == 1
+
+
 def test_a_reading_in_many_pieces_is_not_sound() -> None:
     """Three pieces (a salt with two acetates) is a reading; four is a reader running on."""
     assert sound("CC(=O)O.CC(=O)O.CCOC(=CN1C=CC=CC1)OCC")

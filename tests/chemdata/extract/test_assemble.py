@@ -253,3 +253,39 @@ def test_an_entry_read_again_from_its_drawing_keeps_its_printed_yield() -> None:
                         "entries": [{"id": "a", "product": "p1", "yield": "85%"}]}]}
     (reaction,), _, _ = assemble(plan, readings)
     assert reaction.yield_ == "85%"
+
+
+def test_a_product_varied_where_no_label_stands_gets_its_reactants_from_the_centre() -> None:
+    """Products varied beyond the labels: a thieno ring where the template draws a benzo
+    ring (no label there, so the R-group engine finds no match) gets its reactants by
+    carrying the reaction centre back (chemdata/transfer.py); the printed ``X = Br`` binds
+    the hydrazide's leaving group, and the derived reactant is marked as derived from its
+    template with that binding.  A drawing that shares little with the product (a stray
+    benzene) stays refused."""
+    readings = [Reading("t1", "O=C(NN=CC(F)(F)F)c1ccccc1[X]", 0.9, (0, 0, 9, 9), "crop"),
+                Reading("t2", "NC#N", 0.9, (10, 0, 19, 9), "crop"),
+                Reading("t3", "O=c1c2ccccc2[nH]c2nc(C(F)(F)F)nn12", 0.9, (30, 0, 39, 9), "crop"),
+                Reading("p1", "O=c1c2sccc2[nH]c2nc(C(F)(F)F)nn12", 0.9, (0, 50, 9, 59), "crop"),
+                Reading("p2", "c1ccccc1", 0.9, (20, 50, 29, 59), "crop")]
+    plan = {"scopes": [{"id": "t", "reactant_templates": ["t1", "t2"], "product_template": "t3",
+                        "entries": [{"id": "4h", "product": "p1", "bindings": {"X": "Br"}},
+                                    {"id": "9", "product": "p2", "bindings": {"X": "Br"}}]}]}
+    reactions, _, failures = assemble(plan, readings)
+    (reaction,) = reactions
+    assert [m.smiles for m in reaction.reactants] == [canonical("O=C(NN=CC(F)(F)F)c1sccc1Br"), canonical("NC#N")]
+    assert reaction.reactants[0].provenance.bindings == {"X": "Br"}
+    assert [f["kind"] for f in failures] == ["no_match"] and "entry 9" in failures[0]["message"]
+
+
+def test_entries_of_one_drawing_made_several_ways_keep_distinct_reaction_ids() -> None:
+    """Two entries of one drawing (``variant`` X=Cl and X=Br) become two reactions with the
+    printed id 4a, told apart in their reaction ids."""
+    readings = [Reading("t1", "O=C(O)c1ccccc1[X]", 0.9, (0, 0, 9, 9), "crop"),
+                Reading("t2", "O=C(O)c1ccccc1N", 0.9, (10, 0, 19, 9), "crop")]
+    plan = {"scopes": [{"id": "t", "reactant_templates": ["t1"], "product_template": "t2",
+                        "entries": [{"id": "4a", "bindings": {"X": "Cl"}, "variant": "X=Cl"},
+                                    {"id": "4a", "bindings": {"X": "Br"}, "variant": "X=Br"}]}]}
+    reactions, _, _ = assemble(plan, readings)
+    assert [r.identifiers for r in reactions] == [["4a"], ["4a"]]
+    assert len({r.id for r in reactions}) == 2
+    assert [r.reactants[0].smiles for r in reactions] == [canonical("O=C(O)c1ccccc1Cl"), canonical("O=C(O)c1ccccc1Br")]

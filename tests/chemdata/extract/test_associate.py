@@ -5,8 +5,8 @@ import pytest
 from hypothesis import given, strategies as st
 
 from labrecord.chemdata.extract.associate import (
-    binding_lines, normalize_entry_id, normalize_variable, ordinal_labels, plan_from_rules, repair_aryl_formula,
-    repair_value, table_entries, table_value,
+    alternatives, binding_lines, normalize_entry_id, normalize_variable, ordinal_labels, plan_from_rules, repair_aryl_formula,
+    printed_under, repair_value, table_entries, table_value,
 )
 from labrecord.chemdata.extract.layout import Segment
 from labrecord.chemdata.extract.osra import Reading
@@ -328,3 +328,49 @@ def test_a_table_whose_superscripts_were_lost_binds_by_column_order() -> None:
     assert (entry, bindings) == ("1", {"R1": "Ph", "R2": "H", "R3": "Ph", "R4": "4-BrC6H4"})
     (_, as_read, _), = table_entries(lines, 50)
     assert "R4" not in as_read and "R3" not in as_read
+
+
+def test_a_drawing_made_from_several_reactants_is_one_entry_per_printed_line() -> None:
+    """Under product 4a: ``4a, X = Cl`` then ``X = Br`` and ``X = I`` stacked right under
+    it (20 px lines, 2 px apart): three entries of one drawing, with the id 4a and each its
+    own X.  The product template has no X (the hydrazide's leaving group), so the lines
+    bind it; the next drawing's label line (``4b, X = Br``, another entry) ends the stack."""
+    segments = [seg("structure", 0), seg("arrow", 150, h=10), seg("structure", 300),
+                seg("structure", 0, band=1, y=200), seg("structure", 0, band=2, y=500)]
+    readings = [read("m1", "O=C(NN)c1ccccc1[X]", 0), read("m2", "O=c1[nH][nH]c2ccccc12", 300),
+                read("m3", "O=c1[nH][nH]c2ccccc12", 0, y=200), read("m4", "Cc1ccc2[nH][nH]c(=O)c2c1", 0, y=500)]
+    lines = [TextLine("4a, X = Cl 44%", (10, 305, 90, 325), 90), TextLine("X = Br 78%", (20, 327, 90, 347), 90),
+             TextLine("X = I 86%", (20, 349, 90, 369), 90), TextLine("4b, X = Br", (10, 605, 90, 625), 90)]
+    plan, _ = plan_from_rules(segments, readings, lines)
+    entries = plan["scopes"][0]["entries"]
+    assert [(e["id"], e["product"], e["bindings"]["X"]) for e in entries] == [
+        ("4a", "m3", "Cl"), ("4a", "m3", "Br"), ("4a", "m3", "I"), ("4b", "m4", "Br")]
+    assert len({e.get("variant") for e in entries[:3]}) == 3
+
+
+def test_lines_far_below_or_beside_a_drawing_are_not_its_own() -> None:
+    """A binding line 100 px under the drawing (over the 80 px reach) or off to its side
+    is not printed under it; a line stacked more than 1.5 line heights under the label
+    line ends the stack."""
+    drawing = Segment("structure", (0, 0, 100, 100), 1)
+    bound = binding_lines([TextLine("3a, X = Cl", (0, 110, 90, 130), 90), TextLine("X = Br", (0, 170, 90, 190), 90),
+                           TextLine("X = I", (300, 110, 390, 130), 90)])
+    assert printed_under(drawing, bound) == [{"X": "Cl"}]
+    assert printed_under(Segment("structure", (0, 0, 100, 100), 1), binding_lines(
+        [TextLine("X = Cl", (0, 200, 90, 220), 90)])) == []
+
+
+@pytest.mark.parametrize(("cell", "expected"), [("I/Br", [{"X": "I"}, {"X": "Br"}]), ("CH2OH", [{"X": "CH2OH"}]),
+                                                ("1/2", [{"X": "1/2"}]), ("Me/", [{"X": "Me/"}])])
+def test_a_cell_of_alternatives_is_one_entry_each(cell: str, expected: list[dict[str, str]]) -> None:
+    """``I/Br`` splits (both are groups the engine knows); a formula, a ratio or a dangling
+    slash stays whole."""
+    assert alternatives({"X": table_value(cell)}) == expected
+
+
+@given(st.lists(st.sampled_from(["H", "Me", "Cl", "Br", "I", "OMe"]), min_size=1, max_size=3, unique=True))
+def test_alternatives_multiply_out(values: list[str]) -> None:
+    """Property: a row ``R = a/b``, ``X = c/d…`` gives every combination, once."""
+    split = alternatives({"R": "/".join(values), "X": "/".join(values)})
+    assert len(split) == len(values) ** 2
+    assert {(v["R"], v["X"]) for v in split} == {(a, b) for a in values for b in values}

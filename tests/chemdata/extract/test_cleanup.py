@@ -43,10 +43,34 @@ def test_real_atoms_are_not_taken_for_labels() -> None:
 
 
 def test_a_drawn_variable_attachment_is_not_a_stray_number() -> None:
-    """``C[R]`` detached from the ring (R on any ring carbon) has one heavy atom but holds
-    a label: it stays; ``[R19a]`` (R glued to compound number 9a) becomes ``*``."""
+    """``C[R]`` detached from the ring (R on any ring carbon) is not a compound number: the
+    number row leaves it, and the floating-substituent row drops it (each drawn product
+    says where R stands); ``[R19a]`` (R glued to compound number 9a) becomes ``*`` first."""
     cleaned, applied = clean("O=C1NC(=O)c2ccccc21.C[R19a]", "decimer")
-    assert applied == ["label-glued-to-number"] and canon(cleaned) == canon("O=C1NC(=O)c2ccccc21.C*")
+    assert applied == ["label-glued-to-number", "floating-substituent-apart"]
+    assert canon(cleaned) == canon("O=C1NC(=O)c2ccccc21")
+
+
+def test_a_floating_substituent_read_apart_is_dropped_only_beside_a_ring() -> None:
+    """Beside a ring, a piece of one label and at most one carbon is the bond drawn into
+    the ring; beside an open chain (no ring to float on), or with two carbons (an ethyl
+    group read apart), it stays."""
+    assert clean("*C.O=c1[nH]c2ccccc2[nH]1", "decimer") == ("O=c1[nH]c2ccccc2[nH]1", ["floating-substituent-apart"])
+    assert clean("[R]C.CCOC(=O)CC", "decimer") == ("[R]C.CCOC(=O)CC", [])
+    assert clean("[R]CC.O=c1[nH]c2ccccc2[nH]1", "decimer") == ("[R]CC.O=c1[nH]c2ccccc2[nH]1", [])
+    assert clean("*C.O=c1[nH]c2ccccc2[nH]1", "osra") == ("*C.O=c1[nH]c2ccccc2[nH]1", [])  # DECIMER's misreading
+
+
+def test_a_crossing_read_as_a_ring_atom_closes_the_ring_again() -> None:
+    """osra reads the crossing of the floating bond with a ring bond as a seventh ring
+    atom ``*`` carrying a dangling ``*``: both go and the two neighbours are bonded again,
+    aromatic between aromatic atoms (``**1ccc2…cc1`` -> a benzo ring), double where a
+    Kekulé form put a double bond on the crossing (``**1=CC=CC=CC=1`` has the crossing
+    double-bonded on both sides: the new bond is double and the ring is benzene)."""
+    assert clean("**1ccc2[nH]c(=O)[nH]c2cc1", "osra") == ("O=c1[nH]c2ccccc2[nH]1", ["floating-substituent-crossing"])
+    assert clean("**1=CC=CC(=C(C=1)[X])C(=O)NN", "osra") == ("NNC(=O)c1ccccc1[X]", ["floating-substituent-crossing"])
+    # a ring * with no dangling * (an attachment point osra put in a ring) is left
+    assert clean("*1ccccc1", "osra") == ("*1ccccc1", [])
 
 
 def test_a_salt_keeps_its_counter_ion_and_a_lone_ion_is_dropped() -> None:
