@@ -26,8 +26,12 @@ undoes the template row's change there, keeping the rest of the drawn product as
    printed ``X``); the hydrogens of a centre atom change by what the reaction changed
    (drawn count + reactant's − product's), so a substituent the drawing puts on a centre
    atom stays.  Labels left on the reactants take the entry's printed bindings.
+4. **Forward** (:func:`forward`), for a grid that draws one reactant (the amines of an
+   amine scope): the centre of one reactant template is looked for in the drawing, and
+   the product is the product template with that reactant's part replaced by the
+   drawing; a secondary amine holds the centre of a change that takes one N–H.
 
-Every placement of the centre in the drawn product is tried; the transfer holds only when
+Every placement of the centre in the drawing is tried; the transfer holds only when
 they all give the same reactants (a symmetric core), else it is ``ambiguous_match``.  A
 template row whose centre holds a label (the reaction happens *at* the variable) gives
 no centre to transfer: the R-group engine is the tool there.
@@ -72,6 +76,8 @@ class Centre:
     atoms: frozenset[int]
     #: labels of each reactant template's attachment points {atom index: label}
     labels: tuple[dict[int, str], ...] = field(default_factory=tuple)
+    #: labels of the product template {atom index: label}
+    product_labels: dict[int, str] = field(default_factory=dict)
 
 
 def _chem() -> Any:
@@ -167,7 +173,7 @@ def reaction_centre(reactant_templates: tuple[str, ...], product_template: str,
     if not centre or centre & set(product_labels):
         return None
     return Centre(tuple(reactant_templates), product_template, tuple(maps), frozenset(centre),
-                  tuple(labels for _, labels in parsed))
+                  tuple(labels for _, labels in parsed), dict(product_labels))
 
 
 def _copy_atom(source: Any, hydrogens: int, keep_stereo: bool = True) -> Any:
@@ -191,30 +197,38 @@ def _bond(built: Any, a: int, b: int, like: Any) -> None:
 
 
 def _placements(centre: Centre, product: Any, drawn: Any) -> list[dict[int, int]]:
-    """Every placement {product template atom: drawn atom} of the centre in the drawing.
+    """Every placement {product template atom: drawn atom} of the centre in the drawing."""
+    return _place(product, set(centre.atoms), drawn)
 
-    The centre is looked for with its first shell: each atom bonded to it must be there,
+
+def _place(template: Any, core: set[int], drawn: Any) -> list[dict[int, int]]:
+    """Every placement {template atom: drawn atom} of the ``core`` atoms in the drawing.
+
+    The core is looked for with its first shell: each atom bonded to it must be there,
     bonded the same way; a shell atom outside a ring has its element checked, one in a
-    ring (where a thieno ring may stand for a benzo ring) any element."""
+    ring (where a thieno ring may stand for a benzo ring) any element.  A label of the
+    template matches any atom."""
     from rdkit.Chem import rdqueries
 
     Chem = _chem()
-    shell = {n.GetIdx() for p in centre.atoms for n in product.GetAtomWithIdx(p).GetNeighbors()} - centre.atoms
-    atoms = sorted(centre.atoms | shell)
-    query = Chem.RWMol(product)
-    for bond in list(product.GetBonds()):
+    shell = {n.GetIdx() for p in core for n in template.GetAtomWithIdx(p).GetNeighbors()} - core
+    atoms = sorted(core | shell)
+    query = Chem.RWMol(template)
+    for bond in list(template.GetBonds()):
         a, b = bond.GetBeginAtomIdx(), bond.GetEndAtomIdx()
         if a in shell and b in shell:
             query.RemoveBond(a, b)
-    for index in shell:
-        if product.GetAtomWithIdx(index).IsInRing():
+    for index in atoms:
+        atom = template.GetAtomWithIdx(index)
+        if atom.GetAtomicNum() == 0 or (index in shell and atom.IsInRing()):
             query.ReplaceAtom(index, rdqueries.AtomNumGreaterQueryAtom(0))
-    for index in sorted(set(range(product.GetNumAtoms())) - set(atoms), reverse=True):
+    for index in sorted(set(range(template.GetNumAtoms())) - set(atoms), reverse=True):
         query.RemoveAtom(index)  # the atoms left keep their order: query atom k is atoms[k]
     found = []
     for match in drawn.GetSubstructMatches(query, uniquify=False, useChirality=False, maxMatches=MAX_PLACEMENTS):
-        placed = {p: d for p, d in zip(atoms, match) if p in centre.atoms}
-        if all(product.GetAtomWithIdx(p).GetIsAromatic() == drawn.GetAtomWithIdx(d).GetIsAromatic()
+        placed = {p: d for p, d in zip(atoms, match) if p in core}
+        if all(template.GetAtomWithIdx(p).GetAtomicNum() == 0
+               or template.GetAtomWithIdx(p).GetIsAromatic() == drawn.GetAtomWithIdx(d).GetIsAromatic()
                for p, d in placed.items()):
             found.append(placed)
     return found
@@ -359,3 +373,120 @@ def _finish(reactant_templates: Sequence[str], centre: Centre, undone: list[tupl
             return rgroup.Failure("bad_smiles", f"derived reactant {made!r}: RDKit cannot parse it")
         out.append(Chem.MolToSmiles(mol))
     return out
+
+
+def forward(reactant_templates: Sequence[str], product_template: str, reactant: str,
+            bindings: Mapping[str, str] | None = None,
+            names: Collection[str] = ()) -> tuple[int, list[str], str] | rgroup.Failure:
+    """The reaction of a drawn ``reactant`` (a grid of drawn amines for an amine scope):
+    (index of the reactant template it stands for, the reactants — the drawing in that
+    place, the other templates as drawn with ``bindings`` — and the product), by making
+    the template row's change at the drawing's centre.  The drawing must hold the centre
+    of exactly one reactant template, and every placement there must give one product.
+
+    Hand check: ``[R]C=O`` + ``NC`` >> ``[R]C=NC`` (an imine) has its centre on the
+    aldehyde's carbon and oxygen and on the amine's N; a drawn ``CCCN`` holds the amine's
+    centre only (no C=O), so it stands for ``NC`` and the product is ``[R]C=NCCC`` — here
+    with ``R = Ph``: ``C(=NCCC)c1ccccc1``.  A drawn secondary amine holds it too (its N
+    has the one H the reaction takes), a tertiary amine does not."""
+    Chem = _chem()
+    centre = reaction_centre(tuple(reactant_templates), product_template, frozenset(names))
+    if centre is None:
+        return rgroup.Failure("no_match", f"the template row ({'.'.join(reactant_templates)}>>{product_template}) "
+                              "has no reaction centre to carry over")
+    drawn = Chem.MolFromSmiles(reactant) if reactant else None
+    if drawn is None:
+        return rgroup.Failure("bad_smiles", f"reactant {reactant!r}: RDKit cannot parse it")
+    product, _ = rgroup._parse_template(product_template, frozenset(names))
+    parsed = [rgroup._parse_template(t, frozenset(names))[0] for t in reactant_templates]
+    fits: dict[int, set[str]] = {}
+    for v, mapping in enumerate(centre.maps):
+        if not mapping:
+            continue
+        mol = parsed[v]
+        core = {r for r in range(mol.GetNumAtoms()) if mapping.get(r, -1) in centre.atoms or r not in mapping}
+        if not core or not any(mapping.get(r) in centre.atoms for r in core):
+            continue
+        made = set()
+        for placed in _place(mol, core, drawn):
+            built = _make(centre, product, mol, v, drawn, placed)
+            if built is not None:
+                made.add(built)
+        if made:
+            fits[v] = made
+    if not fits:
+        return rgroup.Failure("no_match", f"reactant {reactant!r} holds the centre of no reactant template")
+    if len(fits) > 1 or len(next(iter(fits.values()))) > 1:
+        return rgroup.Failure("ambiguous_match", f"reactant {reactant!r} holds the reaction centre in several ways")
+    v, products = next(iter(fits.items()))
+    try:
+        product_smiles = Chem.MolToSmiles(Chem.MolFromSmiles(rgroup.instantiate(products.pop(), bindings or {}, names)))
+        reactants = [Chem.MolToSmiles(drawn) if i == v else rgroup.instantiate(t, bindings or {}, names)
+                     for i, t in enumerate(reactant_templates)]
+    except rgroup.RGroupError as error:
+        return error.failure
+    return v, reactants, product_smiles
+
+
+def _make(centre: Centre, product: Any, template: Any, v: int, drawn: Any, placed: dict[int, int]) -> str | None:
+    """The product (SMILES with the product template's labels) one placement of reactant
+    template ``v`` in the drawing gives, or None when the change cannot be made there."""
+    Chem = _chem()
+    mapping = centre.maps[v]
+    replaced = {p for r, p in mapping.items() if p not in centre.atoms}  # the drawing stands there
+    into = {p: r for r, p in mapping.items()}
+    built = Chem.RWMol()
+    index: dict[tuple[str, int], int] = {}
+    labels: dict[int, str] = {}
+    for atom in product.GetAtoms():
+        p = atom.GetIdx()
+        if p in replaced:
+            continue
+        hydrogens = atom.GetTotalNumHs()
+        if p in into and into[p] in placed:  # a centre atom of the drawing: it keeps its extra groups
+            hydrogens += drawn.GetAtomWithIdx(placed[into[p]]).GetTotalNumHs() - template.GetAtomWithIdx(into[p]).GetTotalNumHs()
+            if hydrogens < 0:
+                return None
+        copy = _copy_atom(atom, hydrogens, keep_stereo=False)
+        if p in centre.product_labels:
+            copy.SetAtomMapNum(1 + len(labels))
+            labels[copy.GetAtomMapNum()] = centre.product_labels[p]
+        index[("p", p)] = built.AddAtom(copy)
+    used = set(placed.values())
+    for atom in drawn.GetAtoms():
+        if atom.GetIdx() not in used:
+            index[("d", atom.GetIdx())] = built.AddAtom(_copy_atom(atom, atom.GetTotalNumHs()))
+    for bond in product.GetBonds():
+        a, b = bond.GetBeginAtomIdx(), bond.GetEndAtomIdx()
+        if ("p", a) in index and ("p", b) in index:
+            _bond(built, index[("p", a)], index[("p", b)], bond)
+    at_product = {d: mapping[r] for r, d in placed.items() if r in mapping}
+    for bond in drawn.GetBonds():
+        a, b = bond.GetBeginAtomIdx(), bond.GetEndAtomIdx()
+        if a in used and b in used:
+            continue
+        ends: list[int] = []
+        for end in (a, b):
+            if end not in used:
+                ends.append(index[("d", end)])
+            elif end in at_product and ("p", at_product[end]) in index:
+                ends.append(index[("p", at_product[end])])
+            else:
+                ends.append(-1)  # an atom the reaction takes away: what hangs on it goes too
+        if -1 not in ends:
+            _bond(built, ends[0], ends[1], bond)
+    mol = built.GetMol()
+    try:
+        Chem.SanitizeMol(mol)
+    except Exception:  # noqa: BLE001 - an impossible change at this placement
+        return None
+    groups: list[tuple[int, ...]] = []
+    pieces = Chem.GetMolFrags(mol, asMols=True, sanitizeFrags=False, fragsMolAtomMapping=groups)
+    kept = [piece for piece, group in zip(pieces, groups)
+            if any(i in group for key, i in index.items() if key[0] == "p")]
+    if len(kept) != 1:
+        return None
+    smiles = Chem.MolToSmiles(kept[0])
+    for number, label in labels.items():
+        smiles = smiles.replace(f"[*:{number}]", f"[{label}]" if label != "*" else "*")
+    return smiles

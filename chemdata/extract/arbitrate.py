@@ -188,10 +188,14 @@ def related_reactants(reactions: Sequence[Any]) -> int:
     """The engine's verdict on a choice of template readings: over the scope reactions it
     assembled, the reactants it derived — through a bound label, or by carrying the
     reaction centre back from a drawn product (:mod:`labrecord.chemdata.transfer`: the
-    reactant differs from its template).  A template row read with a concrete molecule
+    reactant differs from its template) — and the products it made from a drawn reactant
+    by the same centre.  A template row read with a concrete molecule
     where a template was drawn still assembles, but that reactant is copied, not related
     to the product, and does not count."""
-    return sum(1 for reaction in reactions for molecule in reaction.reactants if _derived(molecule))
+    # a product made from a drawn reactant (a reactant grid, no label bound) counts as well
+    return sum(1 for reaction in reactions for molecule in reaction.reactants if _derived(molecule)) + \
+        sum(1 for reaction in reactions for molecule in reaction.products
+            if molecule.provenance is not None and not molecule.provenance.bindings and _derived(molecule))
 
 
 def _derived(molecule: Any) -> bool:

@@ -195,7 +195,7 @@ def _expand_scope(scope: Any, by_id: dict[str, Reading],
         if all(isinstance(outcomes[i], rgroup.Failure) for i, _, _ in grid):  # a substituent grid is no reactant grid
             outcomes = _as_reactants(grid, entries, outcomes, reactant_templates, product_template, by_id, sources)
     if product_template is not None:
-        outcomes = _by_centre(entries, outcomes, reactant_templates, product_template, by_id, sources)
+        outcomes = _by_centre(entries, outcomes, reactant_templates, product_template, by_id, sources, reread_grids)
     for entry, built in zip(entries, outcomes):
         if isinstance(built, rgroup.Failure):
             failures.append({"stage": "rgroup", "kind": built.kind,
@@ -292,35 +292,52 @@ def _as_reactants(grid: list[tuple[int, str, dict[str, str]]], entries: list[Any
 
 
 def _by_centre(entries: list[Any], outcomes: list[Any], reactant_templates: list[str], product_template: str,
-               by_id: dict[str, Reading], sources: dict[str, Reading]) -> list[Any]:
-    """A drawn product that matches the product template nowhere (``no_match``) but shares
-    most of it (:func:`labrecord.chemdata.rgroup.core_share` above one half: a product
-    varied where no label stands, a substituent at a ring position drawn into the ring, a
-    thieno ring for a benzo ring) gets its reactants by carrying the template row's
-    reaction centre back (:func:`labrecord.chemdata.transfer.retro`); its printed bindings
-    name the labels left on the reactants (``X = Br``)."""
+               by_id: dict[str, Reading], sources: dict[str, Reading], reread_grids: bool = True) -> list[Any]:
+    """Entries the R-group engine could not match (``no_match``), made by carrying the
+    template row's reaction centre (:mod:`labrecord.chemdata.transfer`):
+
+    * a drawn product that shares most of the product template
+      (:func:`labrecord.chemdata.rgroup.core_share` above one half) but was varied where
+      no label stands (a substituent at a ring position drawn into the ring, a thieno ring
+      for a benzo ring) gets its reactants by undoing the change at its centre
+      (:func:`~labrecord.chemdata.transfer.retro`);
+    * where no drawn entry of a grid (two or more) fits the product template (a grid of
+      drawn reactants, the amines of an amine scope; only while ``reread_grids``), a drawing that shares little of it is the reactant of one
+      template and gets its product by making the change
+      (:func:`~labrecord.chemdata.transfer.forward`).
+
+    The entry's printed bindings name the labels left (``X = Br``)."""
     from labrecord.chemdata import transfer
 
+    drawn = [i for i, entry in enumerate(entries) if isinstance(entry, dict) and entry.get("product") in by_id]
+    reactant_grid = reread_grids and len(drawn) > 1 and all(isinstance(outcomes[i], rgroup.Failure) for i in drawn)
     revised = list(outcomes)
-    for i, (entry, built) in enumerate(zip(entries, outcomes)):
-        if not (isinstance(built, rgroup.Failure) and built.kind == "no_match" and isinstance(entry, dict)
-                and entry.get("product") in by_id):
+    for i in drawn:
+        entry, built = entries[i], outcomes[i]
+        if not (isinstance(built, rgroup.Failure) and built.kind == "no_match"):
             continue
-        product = _resolve({"reading": entry["product"]}, by_id)
-        if rgroup.core_share(product_template, product.smiles) <= 0.5:
-            continue
+        reading = _resolve({"reading": entry["product"]}, by_id)
         bindings = {str(k): str(v) for k, v in (entry.get("bindings") or {}).items()}
         explicit = _fit_labels(reactant_templates + [product_template], bindings) if bindings else {}
-        derived = transfer.retro(reactant_templates, product_template, product.smiles, explicit)
-        if isinstance(derived, rgroup.Failure):
-            continue
-        reactants = []
-        for template, smiles in zip(reactant_templates, derived):
-            labels = rgroup.template_labels(template)
-            used = {k: v for k, v in explicit.items() if rgroup.normalize_label(k) in labels}
-            reactants.append(_derived_molecule(smiles, template, used, sources.get(template)))
-        revised[i] = (reactants, [product])
+        if rgroup.core_share(product_template, reading.smiles) > 0.5:
+            derived = transfer.retro(reactant_templates, product_template, reading.smiles, explicit)
+            if not isinstance(derived, rgroup.Failure):
+                revised[i] = ([_transferred(s, t, explicit, sources) for t, s in zip(reactant_templates, derived)],
+                              [reading])
+        elif reactant_grid:
+            made = transfer.forward(reactant_templates, product_template, reading.smiles, explicit)
+            if not isinstance(made, rgroup.Failure):
+                slot, reactants, product = made
+                revised[i] = ([reading if k == slot else _transferred(s, t, explicit, sources)
+                               for k, (t, s) in enumerate(zip(reactant_templates, reactants))],
+                              [_transferred(product, product_template, explicit, sources)])
     return revised
+
+
+def _transferred(smiles: str, template: str, explicit: dict[str, str], sources: dict[str, Reading]) -> Any:
+    labels = rgroup.template_labels(template)
+    used = {k: v for k, v in explicit.items() if rgroup.normalize_label(k) in labels}
+    return _derived_molecule(smiles, template, used, sources.get(template))
 
 
 def _try_entry(entry: Any, reactant_templates: list[str], product_template: str | None, by_id: dict[str, Reading],

@@ -8,7 +8,7 @@ from hypothesis import given, settings, strategies as st
 from rdkit import Chem
 
 from labrecord.chemdata.rgroup import Failure
-from labrecord.chemdata.transfer import reaction_centre, retro
+from labrecord.chemdata.transfer import forward, reaction_centre, retro
 
 #: the triazoloquinazolinone row: a 2-halobenzoyl hydrazone and cyanamide close two rings
 HYDRAZIDE = "O=C(NN=CC(F)(F)F)c1ccccc1[X]"
@@ -95,3 +95,45 @@ def test_any_ring_substituent_comes_back_at_its_position(substituent: str, posit
     product = f"CNC(=O)c1{''.join(ring)}1"
     acid = f"OC(=O)c1{''.join(ring)}1"
     assert retro(["OC(=O)c1ccccc1", "NC"], "CNC(=O)c1ccccc1", product) == [canon(acid), "CN"]
+
+
+IMINE = (["[R]C=O", "NC"], "[R]C=NC")
+
+
+def test_forward_makes_the_change_on_a_drawn_reactant() -> None:
+    """The docstring's hand check: ``CCCN`` holds the amine's centre (its N, which loses
+    both H to the C=N), so it stands for ``NC`` (template 1) and with ``R = Ph`` the
+    product is the N-propyl imine of benzaldehyde.  A secondary amine has one H only and
+    a tertiary none: neither forms the imine."""
+    assert forward(*IMINE, "CCCN", {"R": "Ph"}) == (1, [canon("O=Cc1ccccc1"), "CCCN"], canon("CCCN=Cc1ccccc1"))
+    for amine in ("CCNCC", "CCN(C)CC"):
+        assert isinstance(forward(*IMINE, amine, {"R": "Ph"}), Failure)
+
+
+def test_forward_takes_secondary_amines_where_the_change_needs_one_hydrogen() -> None:
+    """A dithiocarbamate from a quinone methide, an amine and CS2: the amine's N loses one
+    H, so a primary, a secondary and a cyclic amine all hold the centre; pyrrolidine gives
+    the pyrrolidine-1-carbodithioate."""
+    methide = "CC(C)(C)C1=CC(=Cc2ccccc2)C=C(C(C)(C)C)C1=O"
+    product = "CC(C)(C)C1=CC(=C(SC(=S)NC[R])c2ccccc2)C=C(C(C)(C)C)C1=O"
+    slot, reactants, made = forward([methide, "NC[R]", "S=C=S"], product, "C1CCNC1")
+    assert slot == 1 and reactants == [canon(methide), "C1CCNC1", "S=C=S"]
+    assert made == canon("CC(C)(C)C1=CC(=C(SC(=S)N2CCCC2)c2ccccc2)C=C(C(C)(C)C)C1=O")
+
+
+def test_forward_refuses_a_drawing_holding_two_templates_centres() -> None:
+    """An amino aldehyde holds the centres of both the aldehyde and the amine template of
+    the imine row: which reactant it stands for is not decided, so it is refused."""
+    made = forward(*IMINE, "NCCC=O", {"R": "Ph"})
+    assert isinstance(made, Failure) and made.kind == "ambiguous_match"
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.integers(min_value=1, max_value=6))
+def test_forward_and_retro_undo_each_other(chain: int) -> None:
+    """Property: an n-alkylamine taken forward through the amide row gives an amide that
+    retro takes back to the same amine."""
+    amine = "N" + "C" * chain
+    slot, _, amide = forward(["OC(=O)c1ccccc1", "NC"], "CNC(=O)c1ccccc1", amine)
+    assert slot == 1
+    assert retro(["OC(=O)c1ccccc1", "NC"], "CNC(=O)c1ccccc1", amide) == [canon("OC(=O)c1ccccc1"), canon(amine)]

@@ -289,3 +289,22 @@ def test_entries_of_one_drawing_made_several_ways_keep_distinct_reaction_ids() -
     assert [r.identifiers for r in reactions] == [["4a"], ["4a"]]
     assert len({r.id for r in reactions}) == 2
     assert [r.reactants[0].smiles for r in reactions] == [canonical("O=C(O)c1ccccc1Cl"), canonical("O=C(O)c1ccccc1Br")]
+
+
+def test_a_grid_of_drawn_amines_gets_its_products_by_the_centre() -> None:
+    """A dithiocarbamate row whose amine template carries no label the drawings could
+    bind (``NC`` read for the drawn H2N–CH2–R): no drawn amine fits the product template,
+    the grid holds reactants, and each amine gets its product by making the row's change
+    at its N–H (chemdata/transfer.py).  The product is marked derived."""
+    methide = "CC(C)(C)C1=CC(=Cc2ccccc2)C=C(C(C)(C)C)C1=O"
+    readings = [Reading("t1", methide, 0.9, (0, 0, 9, 9), "crop"), Reading("t2", "NC", 0.9, (10, 0, 19, 9), "crop"),
+                Reading("t3", "S=C=S", 0.9, (20, 0, 29, 9), "crop"),
+                Reading("t4", "CC(C)(C)C1=CC(=C(SC(=S)NC)c2ccccc2)C=C(C(C)(C)C)C1=O", 0.9, (40, 0, 49, 9), "crop"),
+                Reading("p1", "NCc1ccccc1", 0.9, (0, 50, 9, 59), "crop"), Reading("p2", "C1CCNCC1", 0.9, (10, 50, 19, 59), "crop")]
+    plan = {"scopes": [{"id": "t", "reactant_templates": ["t1", "t2", "t3"], "product_template": "t4",
+                        "entries": [{"id": "a", "product": "p1"}, {"id": "l", "product": "p2"}]}]}
+    reactions, _, failures = assemble(plan, readings)
+    assert failures == []
+    assert [r.reactants[1].smiles for r in reactions] == ["NCc1ccccc1", "C1CCNCC1"]
+    assert reactions[1].products[0].smiles == canonical("CC(C)(C)C1=CC(=C(SC(=S)N2CCCCC2)c2ccccc2)C=C(C(C)(C)C)C1=O")
+    assert reactions[1].products[0].provenance.origin == "template_derived"
