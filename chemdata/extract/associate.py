@@ -259,8 +259,10 @@ def plan_from_rules(segments: list[Segment], readings: list[Reading], lines: lis
     plan: dict[str, Any] = {"reactions": [], "scopes": []}
     used: set[str] = set()
     bands = sorted({s.band for s in segments if s.kind == "arrow"})
-    if not bands:
+    if not bands and not any(s.kind == "fork" for s in segments):
         failures.append({"kind": "no_arrow", "message": "no reaction arrow found; nothing to associate"})
+    for number, fork in enumerate(s for s in segments if s.kind == "fork"):
+        _fork_rows(number, fork, segments, assigned, lines, used, plan, failures)
     carried: list[Reading] = []
     for band in bands:
         stages = _stages(segments, assigned, band, failures)
@@ -285,6 +287,46 @@ def plan_from_rules(segments: list[Segment], readings: list[Reading], lines: lis
         if reading.id not in used and reading.id not in shadowed:
             failures.append({"kind": "unassigned", "message": f"reading {reading.id} ({reading.smiles}) belongs to no reaction"})
     return plan, failures
+
+
+def _fork_rows(number: int, fork: Segment, segments: list[Segment], assigned: dict[int, Reading],
+               lines: list[TextLine], used: set[str], plan: dict[str, Any], failures: list[dict[str, str]]) -> None:
+    """One reaction (or scope) per branch of a fork: the structures drawn left of the fork
+    across the middle of its bar are the reactants of every branch; each branch's products
+    are the structures right of its head across its shaft.  The conditions of a branch are
+    the lines printed over it and over the stem."""
+    x0, y0, x1, y1 = fork.box
+    middle = (y0 + y1) / 2
+    arrows = [s.box for s in segments if s.kind == "arrow" and s.box[2] <= x0]
+    start = max((box[2] for box in arrows if box[1] <= middle <= box[3] + 20), default=-1)
+
+    def across(index: int, y: float) -> bool:
+        bx0, by0, bx1, by1 = segments[index].box
+        slack = 0.1 * (by1 - by0)
+        return by0 - slack <= y <= by1 + slack
+
+    reactants = [assigned[i] for i in sorted(assigned, key=lambda i: segments[i].box[0])
+                 if segments[i].kind == "structure" and start <= segments[i].box[0] and segments[i].box[2] <= x0 + 5
+                 and across(i, middle) and assigned[i].id not in used]
+    stem = [line.text for line in lines if start <= (line.box[0] + line.box[2]) / 2 <= x0
+            and y0 <= (line.box[1] + line.box[3]) / 2 <= y1]
+    for k, branch in enumerate(fork.parts):
+        axis = (branch[1] + branch[3]) / 2
+        products = [assigned[i] for i in sorted(assigned, key=lambda i: segments[i].box[0])
+                    if segments[i].kind == "structure" and segments[i].box[0] >= branch[2] - 5 and across(i, axis)]
+        products = products[:1] if products else []
+        stages = [reactants, products]
+        over = [line.text for line in lines if branch[0] <= (line.box[0] + line.box[2]) / 2 <= branch[2]
+                and branch[1] - 60 <= (line.box[1] + line.box[3]) / 2 <= branch[3] + 60]
+        if any(r.is_template for stage in stages for r in stage):
+            scope = _scope(fork.band, stages, segments, assigned, lines, used, failures)
+            scope["id"] = f"f{number}b{k + 1}"
+            plan["scopes"].append(scope)
+        else:
+            for reaction in _steps(fork.band, stages, failures, [stem + over]):
+                reaction["id"] = f"f{number}b{k + 1}"
+                plan["reactions"].append(reaction)
+        used.update(r.id for stage in stages for r in stage)
 
 
 def _stages(segments: list[Segment], assigned: dict[int, Reading], band: int,

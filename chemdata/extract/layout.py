@@ -12,7 +12,11 @@ printed text — :func:`bond_length`):
    the shaft is thin) and a *head* — near one end the component is at least twice as
    thick as the shaft and tapers.  One barb (half of an equilibrium pair) counts;
    collinear dashes ending in a head join it (a dashed arrow).  Horizontal arrows drive
-   rows; vertical ones are kept (kind ``arrow_v``) but do not form rows.
+   rows; vertical ones are kept (kind ``arrow_v``) but do not form rows.  A *fork* — a
+   vertical bar at least ``2 b`` (and 60 % of its component) tall from which two or more
+   arrows leave to the right, attached to it or starting within ``b/2`` of it, with an
+   optional stem coming in from the left — is kind ``fork``; its ``parts`` are the branch
+   arrows (one reaction per branch, from the same reactants).
 4. **Text** — a component inside a tesseract word box, or one no larger than a
    character (``≤ 0.8 b``) that lies farther than ``0.35 b`` from any larger drawing,
    is text.  Lines of text that are titles, captions or footnotes are *peeled* (kept as
@@ -44,13 +48,14 @@ DEFAULT_BOND = 30.0
 
 @dataclass(frozen=True)
 class Segment:
-    """A laid-out item: ``kind`` is arrow | arrow_v | plus | text | structure | rule;
+    """A laid-out item: ``kind`` is arrow | arrow_v | fork | plus | text | structure | rule;
     box in figure pixels; ``band`` is its row (-1 for peeled text and rules)."""
 
     kind: str
     box: Box
     band: int
-    parts: tuple[Box, ...] = ()  # a structure's own ink components (crops keep only these)
+    #: a structure's own ink components (crops keep only these); a fork's branch arrows
+    parts: tuple[Box, ...] = ()
 
 
 def grey(image: Any) -> Any:
@@ -197,6 +202,85 @@ def arrow_shape(mask: Any, bond: float) -> str | None:
             if peak <= 0.9 * end and (tip.size == 0 or tip.min() <= segment[peak]):
                 return side
     return None
+
+
+def _longest_runs(mask: Any) -> tuple[Any, Any]:
+    """Per column of ``mask``: the length of its longest vertical run of ink, and where
+    that run starts."""
+    import numpy as np
+
+    height, width = mask.shape
+    lengths = np.zeros(width, dtype=int)
+    starts = np.zeros(width, dtype=int)
+    padded = np.vstack([np.zeros((1, width), dtype=bool), mask, np.zeros((1, width), dtype=bool)]).astype(np.int8)
+    edges = np.diff(padded, axis=0)
+    for x in range(width):
+        ups, downs = np.flatnonzero(edges[:, x] == 1), np.flatnonzero(edges[:, x] == -1)
+        if ups.size:
+            runs = downs - ups
+            best = int(runs.argmax())
+            lengths[x], starts[x] = int(runs[best]), int(ups[best])
+    return lengths, starts
+
+
+def _fork_bar(comp: _Comp, bond: float) -> tuple[Box, list[Box]] | None:
+    """(the bar, the branch arrows attached to it), in figure pixels, when ``comp`` holds
+    the vertical bar of a fork: a column run at least ``2 b`` long covering 60 % of the
+    component's height, with some ink leaving it sideways; None otherwise."""
+    from scipy import ndimage
+
+    height, width = comp.mask.shape
+    if height < 2 * bond:
+        return None
+    lengths, starts = _longest_runs(comp.mask)
+    bar = int(lengths.argmax())
+    length = int(lengths[bar])
+    if length < max(2 * bond, 0.6 * height):
+        return None
+    near = [x for x in range(width) if lengths[x] >= 0.8 * length and abs(x - bar) <= max(3, bond / 5)]
+    x0, x1 = min(near), max(near)
+    if comp.pixels - int(lengths[x0:x1 + 1].sum()) < bond:
+        return None  # a bare vertical line: no branch leaves it
+    top = int(starts[bar])
+    right = comp.mask[:, x1 + 1:]
+    labels, _ = ndimage.label(right, structure=[[1, 1, 1], [1, 1, 1], [1, 1, 1]])
+    branches = []
+    for index, found in enumerate(ndimage.find_objects(labels), start=1):
+        if found is None or found[1].start > 1:
+            continue  # a piece not leaving the bar
+        rows_, cols = found
+        sub = labels[rows_, cols] == index
+        part = _Comp((cols.start, rows_.start, cols.stop - 1, rows_.stop - 1), int(sub.sum()), sub)
+        direction = arrow_shape(sub, bond) or _arrow_with_touching_text(part, bond)[0]
+        if direction == "right":
+            branches.append((comp.box[0] + x0, comp.box[1] + rows_.start, comp.box[0] + x1 + cols.stop,
+                             comp.box[1] + rows_.stop - 1))
+    bar_box = (comp.box[0] + x0, comp.box[1] + top, comp.box[0] + x1, comp.box[1] + top + length - 1)
+    return bar_box, branches
+
+
+def _forks(candidates: list[tuple[_Comp, tuple[Box, list[Box]]]], items: list[tuple[Any, ...]],
+           bond: float) -> list[_Comp]:
+    """Turn each fork bar with two or more branches (attached ones, and arrows found on
+    their own whose tail is within ``b/2`` of the bar and whose shaft lies along it) into
+    a ``fork`` item, taking those arrows out of ``items``; the bars that are no fork are
+    returned (they are drawings after all)."""
+    rest = []
+    for comp, (bar, attached) in candidates:
+        loose = [k for k, item in enumerate(items) if item[0] == "arrow"
+                 and bar[0] - 2 <= item[1][0] <= bar[2] + 0.5 * bond
+                 and bar[1] - 0.5 * bond <= (item[1][1] + item[1][3]) / 2 <= bar[3] + 0.5 * bond]
+        branches = sorted([*attached, *(items[k][1] for k in loose)], key=lambda b: b[1])
+        if len(branches) < 2:
+            rest.append(comp)
+            continue
+        box = comp.box
+        for branch in branches:
+            box = _union(box, branch)
+        for k in sorted(loose, reverse=True):
+            del items[k]
+        items.append(("fork", box, tuple(branches)))
+    return rest
 
 
 def _bold_arrow(lines: Any, profile: Any, bond: float, directions: tuple[str, str]) -> str | None:
@@ -402,6 +486,7 @@ def segment(image: Any, text_lines: list[TextLine], bond: float | None = None) -
     skeletons: list[_Comp] = []
     small: list[_Comp] = []
     pluses: list[_Comp] = []
+    candidates: list[tuple[_Comp, tuple[Box, list[Box]]]] = []
     for comp in comps:
         if any(_inside(comp.box, box) for box in peeled_boxes):
             items.append(("peeled", comp.box))  # a glyph of a title or caption (a bold "l" is no arrow)
@@ -425,10 +510,15 @@ def segment(image: Any, text_lines: list[TextLine], bond: float | None = None) -
         if _is_plus(comp, bond):
             pluses.append(comp)
             continue
+        bar = _fork_bar(comp, bond) if comp.height >= 2 * bond else None
+        if bar is not None:
+            candidates.append((comp, bar))
+            continue
         if comp.width <= char and comp.height <= char:
             small.append(comp)
         else:
             skeletons.append(comp)
+    skeletons.extend(_forks(candidates, items, bond))
     # a small "+" against a drawing's ink is a charge; a reaction "+" stands apart
     for comp in pluses:
         if comp.width <= 0.5 * bond and any(_near_ink(comp.box, s, 0.3 * bond) for s in skeletons):
@@ -646,7 +736,14 @@ def contains(outer: Box, inner: Box, slack: int = 8) -> bool:
 
 #: outline colours of :func:`draw_layout`
 COLOURS = {"structure": (0, 110, 220), "arrow": (220, 0, 0), "arrow_v": (220, 120, 0), "plus": (0, 160, 0),
-           "text": (150, 150, 150), "rule": (160, 0, 160)}
+           "text": (150, 150, 150), "rule": (160, 0, 160), "fork": (220, 0, 0)}
+
+
+def arrows_of(segments: list[Segment]) -> list[Segment]:
+    """The arrows of the layout, a fork's branches counted as arrows of its row."""
+    out = [seg for seg in segments if seg.kind == "arrow"]
+    out += [Segment("arrow", branch, seg.band) for seg in segments if seg.kind == "fork" for branch in seg.parts]
+    return out
 
 
 def draw_layout(image: Any, segments: list[Segment]) -> Any:
@@ -659,6 +756,8 @@ def draw_layout(image: Any, segments: list[Segment]) -> Any:
     for seg in segments:
         colour = COLOURS.get(seg.kind, (0, 0, 0))
         pen.rectangle(seg.box, outline=colour, width=2 if seg.kind != "text" else 1)
-        if seg.kind in ("structure", "arrow"):
+        for branch in seg.parts if seg.kind == "fork" else ():
+            pen.rectangle(branch, outline=colour, width=1)
+        if seg.kind in ("structure", "arrow", "fork"):
             pen.text((seg.box[0] + 2, seg.box[1] + 1), f"{seg.kind[0]}{seg.band}", fill=colour)
     return picture

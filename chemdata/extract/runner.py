@@ -345,7 +345,8 @@ def _read_crops(trajectory: Trajectory, image: Any, segments: list[layout.Segmen
     # blobs in it: they are read alone, and the line gives way to what they read
     straddling = {id(line) for line in lines if layout.straddles(line.box, drawn)}
     with tempfile.TemporaryDirectory(prefix="labrecord-ocr-") as scratch:
-        for index, seg in enumerate(list(segments)):
+        branches = [layout.Segment("arrow", b, seg.band) for seg in segments if seg.kind == "fork" for b in seg.parts]
+        for index, seg in enumerate(list(segments) + branches):
             if seg.kind == "arrow":
                 x0, y0, x1, y1 = seg.box
                 for part, (top, bottom) in (("above", (max(0, y0 - 70), y0 - 3)), ("below", (y1 + 3, min(ink.shape[0] - 1, y1 + 70)))):
@@ -381,11 +382,11 @@ def _table_region(segments: list[layout.Segment], shape: tuple[int, int],
     substrate table, read again as one block (sparse-text reading drops lone cells such as
     entry numbers and ``H``).  A "structure" no taller than 1.5 bonds there is a printed
     glyph group the page pass did not read (a superscript ``¹H``), not a drawing."""
-    arrows = [s for s in segments if s.kind == "arrow"]
+    arrows = layout.arrows_of(segments)
     if not arrows:
         return None
     band = max(s.band for s in arrows)
-    top = max(s.box[3] for s in segments if s.band == band and s.kind in ("structure", "arrow")) + 3
+    top = max(s.box[3] for s in [*segments, *arrows] if s.band == band and s.kind in ("structure", "arrow", "fork")) + 3
     if top >= shape[0] - 20 or any(s.kind == "structure" and s.box[1] > top and s.box[3] - s.box[1] + 1 > 1.5 * bond
                                    for s in segments):
         return None
@@ -396,7 +397,7 @@ def _candidates(segments: list[layout.Segment]) -> list[int]:
     """Blobs worth an osra crop: structures, and short "text" blobs that sit in an arrow
     row beside (not above or below) every arrow — small molecules such as ethanol are
     no taller than a printed line, while conditions are printed over the arrow."""
-    arrows = [s for s in segments if s.kind == "arrow"]
+    arrows = layout.arrows_of(segments)
     picked = []
     for index, seg in enumerate(segments):
         beside_arrows = seg.kind == "text" and any(a.band == seg.band for a in arrows) and not any(
@@ -517,7 +518,7 @@ def _second_reading(trajectory: Trajectory, image: Any, segments: list[layout.Se
     reader = readers.DecimerReader()
     readings = list(found)
     assigned = associate.assign_readings(segments, readings)
-    arrow_bands = {s.band for s in segments if s.kind == "arrow"}
+    arrow_bands = {s.band for s in layout.arrows_of(segments)}
     calls = [0]
     numbered = [len(readings)]
     with tempfile.TemporaryDirectory(prefix="labrecord-decimer-") as scratch:
@@ -536,12 +537,15 @@ def _second_reading(trajectory: Trajectory, image: Any, segments: list[layout.Se
             numbered[0] += 1
             return osra.Reading(f"m{numbered[0]}", result.smiles, result.confidence, seg.box, "crop", result.reader)
 
-        # a blob thinner than one bond is a glyph or a stray mark, and one more than
-        # MAX_LEARNED_BONDS bonds across both ways holds several drawings (a catalytic
-        # cycle): neither is worth a read (DECIMER runs on to its longest output there)
+        # a blob thinner than one bond is a glyph or a stray mark — unless it runs at
+        # least two bonds the other way and is half a bond thick (a flat drawing such as
+        # an acrylate beside its CO2Bu) — and one more than MAX_LEARNED_BONDS bonds across
+        # both ways holds several drawings (a catalytic cycle): neither is worth a read
+        # (DECIMER runs on to its longest output there)
         def readable(seg: layout.Segment) -> bool:
             sides = (seg.box[2] - seg.box[0] + 1, seg.box[3] - seg.box[1] + 1)
-            return min(sides) >= bond and min(sides) <= MAX_LEARNED_BONDS * bond
+            thick = min(sides) >= bond or (min(sides) >= 0.5 * bond and max(sides) >= 2 * bond)
+            return thick and min(sides) <= MAX_LEARNED_BONDS * bond
 
         row = [i for i, seg in enumerate(segments) if seg.kind == "structure" and seg.band in arrow_bands
                and readable(seg)]

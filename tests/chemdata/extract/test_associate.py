@@ -374,3 +374,22 @@ def test_alternatives_multiply_out(values: list[str]) -> None:
     split = alternatives({"R": "/".join(values), "X": "/".join(values)})
     assert len(split) == len(values) ** 2
     assert {(v["R"], v["X"]) for v in split} == {(a, b) for a in values for b in values}
+
+
+def test_each_branch_of_a_fork_is_a_reaction_from_the_same_reactants() -> None:
+    """Two reactants left of a fork (bar from y 60 to 220, its middle 140 crossing both),
+    a product right of each branch head: two reactions, each with both reactants and its
+    own product; the printed line over the upper branch is that reaction's condition."""
+    fork = Segment("fork", (300, 56, 450, 224), 0, ((300, 52, 450, 68), (300, 212, 450, 228)))
+    segments = [Segment("structure", (20, 100, 120, 180), 0), Segment("plus", (130, 135, 140, 145), 0),
+                Segment("structure", (150, 110, 250, 170), 0), fork,
+                Segment("structure", (500, 20, 600, 100), 0), Segment("structure", (500, 180, 600, 260), 0)]
+    readings = [Reading("m1", "OC(=O)c1ccco1", 1.0, (25, 105, 115, 175), "crop"),
+                Reading("m2", "C=CC(=O)OCCCC", 1.0, (155, 115, 245, 165), "crop"),
+                Reading("m3", "CCCCOC(=O)/C=C/c1ccoc1", 1.0, (505, 25, 595, 95), "crop"),
+                Reading("m4", "CCCCOC(=O)/C=C/c1ccoc1C(=O)O", 1.0, (505, 185, 595, 255), "crop")]
+    plan, failures = plan_from_rules(segments, readings, [TextLine("125 °C", (340, 30, 400, 45), 90)])
+    assert [f for f in failures if f["kind"] != "unassigned"] == []
+    assert [([r["reading"] for r in x["reactants"]], [p["reading"] for p in x["products"]]) for x in plan["reactions"]] == [
+        (["m1", "m2"], ["m3"]), (["m1", "m2"], ["m4"])]
+    assert plan["reactions"][0]["conditions"] == ["125 °C"] and "conditions" not in plan["reactions"][1]

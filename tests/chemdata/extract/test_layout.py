@@ -387,3 +387,34 @@ def test_the_line_width_gives_a_bond_where_the_text_cannot() -> None:
     image, pen = canvas()
     pen.line((200, 80, 400, 80), fill=0, width=1)
     assert stroke_bond(ink_mask(image)) is None and stroke_width(ink_mask(canvas()[0])) == 0.0
+
+
+def fork_image(second_branch: bool = True) -> Image.Image:
+    """Reactant box, a stem into a 160 px bar at x = 300, branch arrows to two products."""
+    image, pen = canvas(700, 300)
+    pen.rectangle((20, 100, 120, 180), outline=0, width=2)
+    pen.line((150, 140, 300, 140), fill=0, width=3)          # the stem
+    pen.line((300, 60, 300, 220), fill=0, width=3)           # the bar
+    arrow(pen, 300, 450, 60)
+    if second_branch:
+        arrow(pen, 300, 450, 220)
+    pen.rectangle((500, 20, 600, 100), outline=0, width=2)
+    pen.rectangle((500, 180, 600, 260), outline=0, width=2)
+    return image
+
+
+def test_a_fork_is_one_segment_with_a_branch_per_arrow() -> None:
+    """A stem, a 160 px bar (over 2 b = 60 px at the default 30 px bond, 100 % of the
+    component's height) and two arrows leaving it to the right: one ``fork`` whose parts
+    are the two branches, top first; the products stay structures."""
+    segments = segment(fork_image(), [])
+    (fork,) = [s for s in segments if s.kind == "fork"]
+    assert [(b[1] <= 60 <= b[3], b[1] <= 220 <= b[3]) for b in fork.parts] == [(True, False), (False, True)]
+    assert all(b[2] >= 445 for b in fork.parts)
+    assert sum(s.kind == "structure" for s in segments) == 3 and not any(s.kind == "arrow" for s in segments)
+
+
+def test_a_bar_with_one_arrow_is_no_fork() -> None:
+    """With one branch the bar and its arrow are not a fork (one reaction needs no fork;
+    the component is then laid out as it was)."""
+    assert not any(s.kind == "fork" for s in segment(fork_image(second_branch=False), []))
