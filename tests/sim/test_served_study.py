@@ -7,9 +7,12 @@ payloads as prompt text):
 * deterministic server (zeros): each instance's base branch checkpoints d0 and re-queries
   the server over the 4-period window: 2 checkpoints verified of 2, 2 branches started,
   2 deliveries (the recommendation rides in the prompt of the first query of d0);
-* noisy server (a fresh random chunk per query): the re-queried rows differ from the
-  recorded ones in the first period, so 0 of 2 checkpoints verify, 0 branches start, and
-  each base run's manifest records the handoff unverified with the reason.
+* noisy server (zeros plus a fresh 1e-4 jitter per query): the arm moves as under the
+  deterministic server, so each base branch still reaches d0 and checkpoints it, but the
+  re-queried rows differ bitwise from the recorded ones in the first period, so 0 of 2
+  checkpoints verify, 0 branches start, and each base run's manifest records the handoff
+  unverified with the reason.  (Uniform noise of 0.5 would let the decision never open in
+  some seeds, and the test would then check nothing about verification.)
 """
 from __future__ import annotations
 
@@ -59,12 +62,18 @@ def test_a_deterministic_server_gives_verified_checkpoints_and_continuations(ser
 
 def test_a_noisy_server_leaves_checkpoints_unverified_with_the_reason(server, tmp_path):
     rng = np.random.default_rng()
-    srv = server(lambda i, request: {"actions": rng.uniform(-0.5, 0.5, (10, 7)).astype(np.float32)})
+
+    def jittered(i, request):
+        return {"actions": (chunk(10, 7)["actions"] + rng.uniform(-1e-4, 1e-4, (10, 7))).astype(np.float32)}
+
+    srv = server(jittered)
     summary = run_oracle_study(tmp_path, "openpi", [("decision", "assist")], N, 0,
                                served={"url": srv.url, "profile": "libero"}, **OPTIONS)
     assert summary["checkpoints_verified"] == 0
     assert summary["supports"]["decision:assist"]["started"] == 0
+    assert len(summary["results"]) == N
     for result in summary["results"]:
+        assert result["checkpoint"] is not None, result.get("reason")
         header = read_header(result["checkpoint"])
         assert header.verification.actions_equal is False and header.verification.first_action_mismatch_period == 0
         (check,) = read_manifest(tmp_path / result["base"]).manifest.evaluation.checkpoints
