@@ -338,6 +338,35 @@ def _drop_crossing(mol: Any, limit: int | None = None) -> bool:
     return bool(crossings)
 
 
+def _superscript_to_label(mol: Any, limit: int | None = None) -> bool:
+    """The superscript ``1`` of a printed ``Ar¹`` or ``R¹`` read as an iodine between the
+    label and its drawing (osra's ``*[IH]/C=C…``): an iodine with exactly two neighbours,
+    one of them an attachment point bonded to nothing else, is dropped and the
+    attachment point bonded to the other neighbour.  A hypervalent iodine drawn with its
+    ligands (PhI(OAc)₂) has no attachment point beside it and is left."""
+    from rdkit import Chem
+
+    found = []
+    for atom in mol.GetAtoms():
+        if atom.GetSymbol() != "I" or atom.GetDegree() != 2 or atom.GetFormalCharge() != 0:
+            continue
+        label = [n for n in atom.GetNeighbors() if n.GetAtomicNum() == 0 and n.GetDegree() == 1]
+        other = [n for n in atom.GetNeighbors() if not (n.GetAtomicNum() == 0 and n.GetDegree() == 1)]
+        if len(label) == 1 and len(other) == 1:
+            found.append((atom.GetIdx(), label[0].GetIdx(), other[0].GetIdx()))
+    if not found:
+        return False
+    for iodine, label, other in found:
+        # the new bond keeps the direction mark that set a double bond's geometry
+        old = mol.GetBondBetweenAtoms(iodine, other)
+        ends = (label, other) if old.GetBeginAtomIdx() == iodine else (other, label)
+        mol.AddBond(*ends, Chem.BondType.SINGLE)
+        mol.GetBondBetweenAtoms(*ends).SetBondDir(old.GetBondDir())
+    for iodine, _, _ in sorted(found, reverse=True):
+        mol.RemoveAtom(iodine)
+    return True
+
+
 def _drop_unbalanced_ion(mol: Any, limit: int | None = None) -> bool:
     from rdkit import Chem
 
@@ -383,6 +412,7 @@ def _nitrogen_radical_to_hydrogen(mol: Any, limit: int | None = None) -> bool:
 
 
 DECIMER = frozenset({"decimer"})
+OSRA = frozenset({"osra"})
 BOTH = frozenset({"osra", "decimer"})
 
 #: the table: one row per misreading, applied in this order
@@ -420,6 +450,8 @@ FIXES: tuple[Fix, ...] = (
     Fix("floating-substituent-crossing", BOTH, "a substituent drawn into a ring at no fixed position",
         "the crossing point as one more ring atom, a * with a dangling *",
         ("**1ccc2[nH]c(=O)[nH]c2cc1", "O=c1[nH]c2ccccc2[nH]1"), _drop_crossing),
+    Fix("superscript-as-iodine", OSRA, "a label with a superscript 1 (Ar¹, R¹)",
+        "an iodine between the label's * and the drawing", ("*[IH]/C=C/C#N", "*/C=C/C#N"), _superscript_to_label),
     Fix("number-as-atoms", BOTH, "a compound number printed under the drawing",
         "a disconnected piece of one or two heavy atoms", ("CCOC(=O)c1ccccc1.[Si]", "CCOC(=O)c1ccccc1"),
         _drop_stray_pieces),

@@ -642,12 +642,30 @@ def _near_ink(box: Box, comp: _Comp, reach: float) -> bool:
 
 
 def _word_far(box: Box, lines: list[TextLine], skeletons: list[_Comp], near: list[int], bond: float) -> bool:
-    """A character inside an OCR'd word of ≥ 4 letters (conditions, captions) stays text even
-    beside a drawing; short words (atom labels such as OH, NHBoc parts) join the drawing."""
+    """A character inside an OCR'd word of ≥ 5 letters on a line wider than 2.5 bonds
+    (conditions, captions) stays text even beside a drawing; short words and printed
+    group labels of any length (OH, NHBoc, OTBS: :func:`group_label`) join the drawing."""
     for line in lines:
         if contains(line.box, box, slack=1):
+            if group_label(line.text):
+                return False
             longest = max((sum(c.isalpha() for c in w) for w in line.text.split()), default=0)
             return longest >= 5 and line.box[2] - line.box[0] > 2.5 * bond
+    return False
+
+
+def group_label(text: str) -> bool:
+    """Whether ``text`` is one printed group label: an abbreviation of
+    :data:`labrecord.chemdata.abbreviations.ABBREVIATIONS` (``NHBoc``, ``CO2Me``), or one
+    written after the atom that carries it (``NBoc``, ``NHCbz``, ``SAc``)."""
+    from labrecord.chemdata.abbreviations import ABBREVIATIONS
+
+    word = text.strip().strip(",.;:")
+    if word in ABBREVIATIONS:
+        return True
+    for prefix in ("NH", "N", "O", "S"):
+        if word.startswith(prefix) and word[len(prefix):] in ABBREVIATIONS and len(word) > len(prefix) + 1:
+            return True
     return False
 
 

@@ -482,8 +482,8 @@ def _recognize(trajectory: Trajectory, path: Path, image: Any, segments: list[la
             best = (osra.restore_prefixed_alkyls(best[0], _words_in(seg.box, lines or [])), best[1], best[2])
             if "*" in best[0] and lines:
                 labelled = _label_template(trajectory, crop_path, seg.box, lines, config, options)
-                if labelled:
-                    best = (labelled, best[1], best[2])
+                if labelled:  # from osra's molfile, so the clean-up table runs on it too
+                    best = (cleanup.clean(labelled, "osra")[0], best[1], best[2])
             # one reading per region: its box is the region's own
             found.append((best[0], best[1], seg.box, "crop"))
             if seg.kind == "text":

@@ -172,3 +172,17 @@ def test_phenyl_rows_convert_as_many_atoms_as_ph_is_printed() -> None:
     arbitration judges unsound)."""
     cleaned, applied = clean("O=C1OC([Pb])=C([Pb])c2ccccc21", "decimer", printed=["Ph", "Bpin", "O"])
     assert applied == ["phenyl-as-lead"] and cleaned == "O=c1oc(-c2ccccc2)[c]([Pb])c2ccccc12"
+
+
+def test_a_superscript_one_read_as_iodine_goes_and_keeps_the_alkene_geometry() -> None:
+    """osra's ``*[IH]/C=C/C#N`` for a drawn ``Ar¹–CH=CH–CN``: the iodine between the label
+    and the chain goes, the label bonds to the chain, and the E alkene stays E (the
+    direction mark moves to the new bond, whichever way the iodine's bond was written).
+    An aryl iodide, an iodine with a label on each side and a hypervalent iodine drawn
+    with its ligands stay."""
+    assert clean("*[IH]/C=C/C#N", "osra") == ("*/C=C/C#N", ["superscript-as-iodine"])
+    assert canon(clean("C(\\[IH]*)=C/C", "osra")[0]) == canon("*/C=C/C")
+    assert canon(clean("[Ar1][IH]c1ccccc1", "osra")[0].replace("[Ar1]", "*")) == canon("*c1ccccc1")
+    for smiles in ("Ic1ccccc1", "CC(=O)OI(OC(C)=O)c1ccccc1", "*[IH]*"):
+        assert clean(smiles, "osra") == (smiles, [])
+    assert clean("*[IH]/C=C/C#N", "decimer") == ("*[IH]/C=C/C#N", [])

@@ -5,7 +5,7 @@ from hypothesis import given, settings, strategies as st
 from PIL import Image, ImageDraw
 
 from labrecord.chemdata.extract.layout import (
-    arrow_shape, bond_length, contains, ink_mask, overlaps, segment, straddles, stroke_bond, stroke_width,
+    arrow_shape, bond_length, contains, group_label, ink_mask, overlaps, segment, straddles, stroke_bond, stroke_width,
 )
 from labrecord.chemdata.extract.tesseract import TextLine
 
@@ -418,3 +418,25 @@ def test_a_bar_with_one_arrow_is_no_fork() -> None:
     """With one branch the bar and its arrow are not a fork (one reaction needs no fork;
     the component is then laid out as it was)."""
     assert not any(s.kind == "fork" for s in segment(fork_image(second_branch=False), []))
+
+
+def test_a_long_group_label_joins_its_drawing_where_a_condition_word_stays_text() -> None:
+    """``NHBoc`` printed at a bond end has five letters and runs 82 px, wider than 2.5
+    bonds of 30 px, the measure that keeps condition words (``reflux``) apart from a
+    drawing they stand beside; as a group label (:func:`group_label`) it joins the drawing
+    all the same, while ``reflux`` in the same place stays text."""
+    def drawn(word: str) -> tuple[int, int, int, int]:
+        image, pen = canvas(700, 300)
+        pen.polygon([(60, 60), (100, 40), (140, 60), (140, 100), (100, 120), (60, 100)], outline=0, width=2)
+        pen.line((140, 80, 170, 80), fill=0, width=2)                  # the bond out to the label
+        for k in range(5):                                             # five 14 px glyphs, 3 px apart
+            pen.rectangle((172 + 17 * k, 72, 185 + 17 * k, 88), fill=0)
+        box = (172, 72, 253, 88)
+        line = TextLine(word, box, 90.0, ((word, box),), (90.0,))
+        (structure,) = [s for s in segment(image, [line], bond=30) if s.kind == "structure"]
+        return structure.box
+
+    assert drawn("NHBoc")[2] >= 253
+    assert drawn("reflux")[2] < 172
+    assert group_label("NHBoc") and group_label("OTBS,") and group_label("NTs") and group_label("CO2Me")
+    assert not group_label("reflux") and not group_label("N") and not group_label("THF/H2O")
