@@ -396,6 +396,41 @@ def _charge_to_hydrogen(mol: Any, limit: int | None = None) -> bool:
     return bool(targets)
 
 
+def _aminooxy_to_cyano(mol: Any, limit: int | None = None, words: list[str] | None = None) -> bool:
+    """A printed ``CN`` read as an aminooxy end (DECIMER's ``N#CCON`` for a drawn
+    NC–CH₂–CN): a terminal O–NH₂ becomes C≡N, for as many ``CN`` labels as are printed in
+    the drawing beyond the nitriles already read, and only where no printed word holds
+    an O (a drawn ``ONH2`` or ``OMe`` keeps its oxygen)."""
+    from rdkit import Chem
+
+    if not words or any("O" in w for w in words):
+        return False
+    printed = sum(w.strip(",.;:") in ("CN", "NC") for w in words)
+    read = len(mol.GetSubstructMatches(Chem.MolFromSmarts("C#N")))
+    spare = printed - read
+    changed = False
+    for atom in list(mol.GetAtoms()):
+        if spare <= 0:
+            break
+        if atom.GetSymbol() != "O" or atom.GetDegree() != 2 or atom.GetFormalCharge() != 0 or atom.GetIsAromatic():
+            continue
+        ends = [n for n in atom.GetNeighbors() if n.GetSymbol() == "N" and n.GetDegree() == 1 and n.GetFormalCharge() == 0]
+        carbons = [n for n in atom.GetNeighbors() if n.GetSymbol() == "C"]
+        bonds = [b.GetBondType() for b in atom.GetBonds()]
+        if len(ends) != 1 or len(carbons) != 1 or any(b != Chem.BondType.SINGLE for b in bonds):
+            continue
+        atom.SetAtomicNum(6)
+        atom.SetNoImplicit(True)
+        atom.SetNumExplicitHs(0)
+        nitrogen = ends[0]
+        mol.GetBondBetweenAtoms(atom.GetIdx(), nitrogen.GetIdx()).SetBondType(Chem.BondType.TRIPLE)
+        nitrogen.SetNoImplicit(True)
+        nitrogen.SetNumExplicitHs(0)
+        spare -= 1
+        changed = True
+    return changed
+
+
 def _nitrogen_radical_to_hydrogen(mol: Any, limit: int | None = None) -> bool:
     """A neutral nitrogen written in brackets short of its valence (DECIMER's ``C[N]`` for
     a printed ``NH2``) gets the hydrogens it lacks.  Oxygen is left: a drawn nitroxyl
@@ -459,6 +494,8 @@ FIXES: tuple[Fix, ...] = (
         "a lone monatomic ion whose charge nothing balances", ("O=C*.[I-]", "O=C*"), _drop_unbalanced_ion),
     Fix("hydrogen-as-charge", BOTH, "a printed NH2, OH or SH", "an anion nothing balances ([NH-], [O-])",
         ("[NH-]Cc1ccccc1", "NCc1ccccc1"), _charge_to_hydrogen),
+    Fix("cyano-as-aminooxy", DECIMER, "a printed CN", "a terminal O–NH2 where no O is printed",
+        ("N#CCON", "N#CCC#N"), _aminooxy_to_cyano, uses_words=True, example_words=("CN", "CN")),
     Fix("hydrogen-as-radical", DECIMER, "a printed NH2 or NH", "a bracketed nitrogen short of its valence ([N])",
         ("c1ccccc1C[N]", "NCc1ccccc1"), _nitrogen_radical_to_hydrogen),
 )

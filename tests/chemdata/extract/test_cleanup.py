@@ -186,3 +186,15 @@ def test_a_superscript_one_read_as_iodine_goes_and_keeps_the_alkene_geometry() -
     for smiles in ("Ic1ccccc1", "CC(=O)OI(OC(C)=O)c1ccccc1", "*[IH]*"):
         assert clean(smiles, "osra") == (smiles, [])
     assert clean("*[IH]/C=C/C#N", "decimer") == ("*[IH]/C=C/C#N", [])
+
+
+def test_a_printed_cyano_read_as_aminooxy_becomes_a_nitrile_only_where_printed() -> None:
+    """Malononitrile drawn NC–CH₂–CN, with ``CN`` printed twice, read ``N#CCON``: one
+    nitrile is read, so one more ``CN`` is owed and the O–NH₂ end becomes C≡N.  With one
+    ``CN`` printed nothing is owed; a printed O (``ONH2``) or unknown words leave the
+    reading; an aminooxy in a drawing with no ``CN`` printed (``NOCc1ccccc1``) stays."""
+    assert clean("C(#N)CON", "decimer", ("CN", "CN")) == ("N#CCC#N", ["cyano-as-aminooxy"])
+    assert clean("C(#N)CON", "decimer", ("CN",)) == ("C(#N)CON", [])
+    assert clean("C(#N)CON", "decimer", ("CN", "ONH2")) == ("C(#N)CON", [])
+    assert clean("C(#N)CON", "decimer", None) == ("C(#N)CON", [])
+    assert clean("NOCc1ccccc1", "decimer", ("Ph",)) == ("NOCc1ccccc1", [])
