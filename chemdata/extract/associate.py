@@ -51,6 +51,8 @@ _PAIR = re.compile(rf"(?<![A-Za-z])({_VARIABLE})\s*[=:]\s*([^\s,;]+)")
 #: variables sharing one printed value: ``R1, R2 = H``
 _SHARED = re.compile(rf"(?<![A-Za-z])((?:(?:{_VARIABLE})\s*,\s*)+)({_VARIABLE})\s*[=:]\s*([^\s,;]+)")
 _YIELD = re.compile(r"\b\d{1,3}(?:\.\d)?\s?%")
+#: a whole value that is a yield: ``77%``, ``(77%)``
+_A_YIELD = re.compile(r"^\(?\d{1,3}(?:\.\d)?%\)?[,.;]?$")
 _ENTRY_ID = re.compile(r"^\(?([0-9lI|][0-9]*[a-z]?)\)?$")
 _OCR_SWAPS = (("I", "l"), ("1", "l"), ("|", "l"), ("0", "O"), ("l", "1"), ("5", "S"), (";", "3"))
 
@@ -127,11 +129,14 @@ def binding_lines(lines: list[TextLine]) -> list[tuple[str | None, dict[str, str
             continue
         first = line.text.split()[0]
         entry = normalize_entry_id(first) if not _PAIR.match(line.text) else _id_left_of(line, lines)
-        bindings = {normalize_variable(k): repair_value(v) for k, v in pairs}
+        # a yield is never a substituent (OCR joins ``Ar =`` of one line to ``77%`` of another)
+        bindings = {normalize_variable(k): repair_value(v) for k, v in pairs if not _A_YIELD.match(v)}
         for names, last, value in _SHARED.findall(line.text):
             for name in re.findall(_VARIABLE, names) + [last]:
-                bindings.setdefault(normalize_variable(name), repair_value(value))
-        found.append((entry, bindings, line))
+                if not _A_YIELD.match(value):
+                    bindings.setdefault(normalize_variable(name), repair_value(value))
+        if bindings:
+            found.append((entry, bindings, line))
     return found
 
 

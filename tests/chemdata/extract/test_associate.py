@@ -393,3 +393,14 @@ def test_each_branch_of_a_fork_is_a_reaction_from_the_same_reactants() -> None:
     assert [([r["reading"] for r in x["reactants"]], [p["reading"] for p in x["products"]]) for x in plan["reactions"]] == [
         (["m1", "m2"], ["m3"]), (["m1", "m2"], ["m4"])]
     assert plan["reactions"][0]["conditions"] == ["125 °C"] and "conditions" not in plan["reactions"][1]
+
+
+def test_a_yield_is_never_a_binding_value() -> None:
+    """``Ar = 77%`` (OCR joined a definition's ``Ar =`` to a yield of the next column) and
+    ``R1, R2 = (80%)`` bind nothing, so the lines are no binding lines; ``4a R = Me``
+    still binds R to Me."""
+    from labrecord.chemdata.extract.associate import binding_lines
+
+    lines = [TextLine("Ar = 77%", (0, 0, 60, 10), 90.0), TextLine("4a R = Me", (0, 20, 60, 30), 90.0),
+             TextLine("R1, R2 = (80%)", (0, 40, 90, 50), 90.0)]
+    assert [(entry, bindings) for entry, bindings, _ in binding_lines(lines)] == [("4a", {"R": "Me"})]
