@@ -38,13 +38,17 @@ ABBREVIATIONS: dict[str, str] = {
     "CF3": "FC(F)(F)*", "CCl3": "ClC(Cl)(Cl)*", "CH2OH": "OC*",
     # O / S / N groups
     "OMe": "CO*", "OEt": "CCO*", "OiPr": "CC(C)O*", "OtBu": "CC(C)(C)O*", "OPh": "c1ccccc1O*",
-    "OBn": "c1ccccc1CO*", "OCF3": "FC(F)(F)O*", "OAc": "CC(=O)O*", "SMe": "CS*",
+    "OBn": "c1ccccc1CO*", "OCF3": "FC(F)(F)O*", "OAc": "CC(=O)O*", "OBz": "O=C(O*)c1ccccc1",
+    "OPiv": "CC(C)(C)C(=O)O*", "OTMS": "C[Si](C)(C)O*", "SMe": "CS*", "SO2Ph": "O=S(=O)(*)c1ccccc1",
+    "NHMe": "CN*", "NHTs": "Cc1ccc(cc1)S(=O)(=O)N*",
     "SPh": "c1ccccc1S*", "NMe2": "CN(C)*", "NEt2": "CCN(CC)*", "NHAc": "CC(=O)N*",
     "NHBoc": "CC(C)(C)OC(=O)N*", "NHPh": "c1ccccc1N*", "NPh2": "c1ccccc1N(*)c1ccccc1",
     # acyl and carbonyl groups
     "Ac": "CC(=O)*", "Bz": "O=C(*)c1ccccc1", "Piv": "CC(C)(C)C(=O)*",
     "CO2Me": "COC(=O)*", "COOMe": "COC(=O)*", "CO2Et": "CCOC(=O)*", "COOEt": "CCOC(=O)*",
-    "CO2tBu": "CC(C)(C)OC(=O)*", "CONH2": "NC(=O)*", "CONMe2": "CN(C)C(=O)*",
+    "CO2tBu": "CC(C)(C)OC(=O)*", "CO2Pr": "CCCOC(=O)*", "CO2iPr": "CC(C)OC(=O)*",
+    "CO2Bu": "CCCCOC(=O)*", "CO2nBu": "CCCCOC(=O)*", "CO2Bn": "O=C(*)OCc1ccccc1",
+    "CO2Ph": "O=C(*)Oc1ccccc1", "CONH2": "NC(=O)*", "CONMe2": "CN(C)C(=O)*",
     # protecting groups
     "Boc": "CC(C)(C)OC(=O)*", "Cbz": "O=C(*)OCc1ccccc1", "Fmoc": "O=C(*)OCC1c2ccccc2-c2ccccc21",
     "PMB": "COc1ccc(C*)cc1", "MOM": "COC*", "THP": "C1CCOC(*)C1", "Trt": "c1ccc(cc1)C(*)(c1ccccc1)c1ccccc1",
@@ -57,6 +61,38 @@ ABBREVIATIONS: dict[str, str] = {
     "2-Py": "c1ccnc(*)c1", "3-Py": "c1cncc(*)c1", "4-Py": "c1cc(*)ccn1", "Py": "c1ccnc(*)c1",
     "2-Thienyl": "c1csc(*)c1", "2-Furyl": "c1coc(*)c1",
 }
+
+
+#: small molecules printed by formula or common name in a reaction row (``+ CS2``,
+#: ``+ NH3``, ``B2pin2``): one molecule each, written as SMILES.  A formula of one
+#: element and a count alone (``CO``, ``I2``) is left out where OCR makes it of a word.
+PRINTED_MOLECULES = {
+    "CS2": "S=C=S", "CO2": "O=C=O", "SO2": "O=S=O", "H2O": "O", "H2O2": "OO", "NH3": "N",
+    "H2S": "S", "H2": "[H][H]", "O2": "O=O", "N2": "N#N", "HCl": "Cl", "HBr": "Br", "HI": "I", "HF": "F",
+    "Br2": "BrBr", "Cl2": "ClCl", "HCN": "C#N", "HCHO": "C=O", "NH2OH": "NO", "N2H4": "NN",
+    "B2pin2": "CC1(C)OB(B2OC(C)(C)C(C)(C)O2)OC1(C)C", "B2(pin)2": "CC1(C)OB(B2OC(C)(C)C(C)(C)O2)OC1(C)C",
+    "HBpin": "CC1(C)OBOC1(C)C", "TMSCN": "C[Si](C)(C)C#N", "TMSN3": "C[Si](C)(C)N=[N+]=[N-]",
+    "NBS": "O=C1CCC(=O)N1Br", "NCS": "O=C1CCC(=O)N1Cl", "NIS": "O=C1CCC(=O)N1I",
+}
+_PRINTED_FOLDED = {name.casefold(): smiles for name, smiles in PRINTED_MOLECULES.items()}
+
+
+def printed_molecule(word: str) -> str | None:
+    """The SMILES of a small molecule of :data:`PRINTED_MOLECULES` printed as ``word``, or
+    None.  OCR's readings of the print are accepted: any letter case (``cs,``), a
+    subscript 2 read as ``,`` or ``.`` (``CS,``, ``B,pin,``), a ``0`` for the letter O
+    (``C0,``) and brackets or a trailing ``;``/``:`` around the word.  Hand check:
+    ``printed_molecule("cs,")`` -> ``CS2`` -> ``S=C=S``."""
+    base = word.strip().strip("[]").rstrip(";:")
+    if base.startswith("(") and base.endswith(")") and base.count("(") == 1:
+        base = base[1:-1]
+    tried = {base, re.sub(r"(?<=[A-Za-z)])[,.]", "2", base), base.rstrip(",.")}
+    tried |= {t.replace("0", "O") for t in tried}
+    for text in tried:
+        found = _PRINTED_FOLDED.get(text.casefold())
+        if found is not None:
+            return found
+    return None
 
 
 def lookup(text: str) -> str | None:

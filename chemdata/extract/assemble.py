@@ -302,7 +302,7 @@ def _by_centre(entries: list[Any], outcomes: list[Any], reactant_templates: list
       for a benzo ring) gets its reactants by undoing the change at its centre
       (:func:`~labrecord.chemdata.transfer.retro`);
     * where no drawn entry of a grid (two or more) fits the product template (a grid of
-      drawn reactants, the amines of an amine scope; only while ``reread_grids``), a drawing that shares little of it is the reactant of one
+      drawn reactants, the amines of an amine scope), a drawing that shares little of it is the reactant of one
       template and gets its product by making the change
       (:func:`~labrecord.chemdata.transfer.forward`).
 
@@ -310,7 +310,12 @@ def _by_centre(entries: list[Any], outcomes: list[Any], reactant_templates: list
     from labrecord.chemdata import transfer
 
     drawn = [i for i, entry in enumerate(entries) if isinstance(entry, dict) and entry.get("product") in by_id]
-    reactant_grid = reread_grids and len(drawn) > 1 and all(isinstance(outcomes[i], rgroup.Failure) for i in drawn)
+    # made also while arbitration judges template readings (``reread_grids`` False): a
+    # drawing must hold the centre of a reactant template, which few readings fit; a
+    # grid most of whose drawings fit no product is one of reactants (one misread
+    # drawing that happens to fit does not make it a product grid)
+    unmatched = sum(isinstance(outcomes[i], rgroup.Failure) for i in drawn)
+    reactant_grid = len(drawn) > 1 and 2 * unmatched > len(drawn)
     revised = list(outcomes)
     for i in drawn:
         entry, built = entries[i], outcomes[i]

@@ -518,12 +518,9 @@ def _printed_words(printed: Collection[str]) -> list[str]:
     return words
 
 
-def clean(smiles: str, reader: str, printed: Collection[str] | None = None) -> tuple[str, list[str]]:
-    """(cleaned SMILES, names of the rows applied) for a reading by ``reader``.  Printed
-    labels (``[R1]``, ``[X]``) are kept as they are.  ``printed`` are the words printed
-    inside the drawing, when known: a row with ``printed_as`` applies to at most as many
-    atoms as its word is printed there.  A SMILES RDKit cannot parse, or an edit that leaves an unsound molecule,
-    is returned as read."""
+def _labelled(smiles: str) -> Any | None:
+    """An editable RDKit molecule of a reading (None when RDKit cannot parse it), its
+    printed labels (``[R1]``, ``[X]``) as attachment atoms carrying their name."""
     from rdkit import Chem, rdBase
 
     from labrecord.chemdata.rgroup import BRACKET_LABEL
@@ -538,12 +535,46 @@ def clean(smiles: str, reader: str, printed: Collection[str] | None = None) -> t
     text = BRACKET_LABEL.sub(handle, _LABEL_TOKEN.sub(handle, smiles)) if smiles else ""
     parsed = Chem.MolFromSmiles(text, sanitize=False) if text else None
     if parsed is None:
-        return smiles, []
+        return None
     mol = Chem.RWMol(parsed)
     for atom in mol.GetAtoms():
         if atom.GetAtomicNum() == 0 and 0 < atom.GetAtomMapNum() <= len(names):
             atom.SetProp(LABEL_PROP, names[atom.GetAtomMapNum() - 1])
         atom.SetAtomMapNum(0)
+    return mol
+
+
+def _written(mol: Any) -> str | None:
+    """The SMILES of an edited molecule with its labels printed again, or None when the
+    edit left it unsound."""
+    from rdkit import Chem
+
+    try:
+        out = mol.GetMol()
+        Chem.SanitizeMol(out)
+        out = Chem.RemoveHs(out)
+        kept: list[str] = []
+        for atom in out.GetAtoms():
+            if atom.GetAtomicNum() == 0 and atom.HasProp(LABEL_PROP):
+                kept.append(atom.GetProp(LABEL_PROP))
+                atom.SetAtomMapNum(len(kept))
+        written = Chem.MolToSmiles(out)
+    except Exception:  # noqa: BLE001 - an edit that breaks the molecule is not kept
+        return None
+    for number, label in enumerate(kept, start=1):
+        written = written.replace(f"[*:{number}]", f"[{label}]")
+    return written
+
+
+def clean(smiles: str, reader: str, printed: Collection[str] | None = None) -> tuple[str, list[str]]:
+    """(cleaned SMILES, names of the rows applied) for a reading by ``reader``.  Printed
+    labels (``[R1]``, ``[X]``) are kept as they are.  ``printed`` are the words printed
+    inside the drawing, when known: a row with ``printed_as`` applies to at most as many
+    atoms as its word is printed there.  A SMILES RDKit cannot parse, or an edit that leaves an unsound molecule,
+    is returned as read."""
+    mol = _labelled(smiles)
+    if mol is None:
+        return smiles, []
     # a printed word joined to its atom by a dash (``N–Ts``, ``Ph-N``) counts as printed
     words = None if printed is None else _printed_words(printed)
     applied = []
@@ -557,18 +588,30 @@ def clean(smiles: str, reader: str, printed: Collection[str] | None = None) -> t
             applied.append(fix.name)
     if not applied:
         return smiles, []
-    try:
-        out = mol.GetMol()
-        Chem.SanitizeMol(out)
-        out = Chem.RemoveHs(out)
-        kept: list[str] = []
-        for atom in out.GetAtoms():
-            if atom.GetAtomicNum() == 0 and atom.HasProp(LABEL_PROP):
-                kept.append(atom.GetProp(LABEL_PROP))
-                atom.SetAtomMapNum(len(kept))
-        written = Chem.MolToSmiles(out)
-    except Exception:  # noqa: BLE001 - an edit that breaks the molecule is not kept
-        return smiles, []
-    for number, label in enumerate(kept, start=1):
-        written = written.replace(f"[*:{number}]", f"[{label}]")
-    return written, applied
+    written = _written(mol)
+    return (smiles, []) if written is None else (written, applied)
+
+
+def hydrogen_variant(smiles: str) -> str | None:
+    """The reading with each atom's repeated label kept once (``NC([R])[R]`` ->
+    ``NC[R]``: a drawn H beside the R read as a second R), or None when no atom carries
+    one label twice.  Not a clean-up row — the label may be drawn twice (a gem-dialkyl
+    ``C(R)(R)``) — but an alternative reading that arbitration weighs against the
+    reading as read, by what the R-group engine relates to the drawn entries."""
+    mol = _labelled(smiles)
+    if mol is None:
+        return None
+    doomed: list[int] = []
+    for atom in mol.GetAtoms():
+        seen: set[str] = set()
+        for neighbour in atom.GetNeighbors():
+            if neighbour.GetAtomicNum() == 0 and neighbour.HasProp(LABEL_PROP) and neighbour.GetDegree() == 1:
+                label = neighbour.GetProp(LABEL_PROP)
+                if label in seen:
+                    doomed.append(neighbour.GetIdx())
+                seen.add(label)
+    if not doomed:
+        return None
+    for index in sorted(doomed, reverse=True):
+        mol.RemoveAtom(index)
+    return _written(mol)

@@ -431,11 +431,19 @@ def _is_plus(comp: _Comp, bond: float) -> bool:
     return heavy and max(h, w) <= 3 * bond
 
 
-def _wordlike(text: str) -> bool:
+def wordlike(text: str) -> bool:
     """Printed letters and digits (``NMR``, ``yield``, ``81``), not OCR's reading of a drawing
     (``O}-``): at least two letters or digits making up three quarters of it."""
     alnum = sum(c.isalnum() for c in text)
     return alnum >= 2 and alnum >= 0.75 * len(text)
+
+
+def holds_drawing(ink: Any, box: Box, bond: float) -> bool:
+    """Whether the ink inside ``box`` holds a stroke longer than a character (0.8 bond)
+    across or down: a drawn bond, where printed glyphs are all character-sized."""
+    x0, y0, x1, y1 = box
+    char = 0.8 * bond
+    return any(c.width > char or c.height > char for c in _components(ink[y0:y1 + 1, x0:x1 + 1]) if c.pixels >= 3)
 
 
 def _in_label_word(box: Box, line: TextLine) -> bool:
@@ -589,7 +597,7 @@ def segment(image: Any, text_lines: list[TextLine], bond: float | None = None) -
         groups[root] = (box, members.get(root, []))
     confident = [ln.box for ln in text_lines if ln.confidence >= 80]
     confident += [box for ln in text_lines for (word, box), conf in zip(ln.words, ln.word_confidences)
-                  if conf >= 85 and _wordlike(word)]
+                  if conf >= 85 and wordlike(word)]
     for box, parts in _merge_overlapping(list(groups.values())):
         if any(_inside(box, line, slack=3) for line in confident) or (
                 parts and all(any(_inside(part, word, slack=3) for word in confident) for part in parts)):

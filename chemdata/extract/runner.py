@@ -44,7 +44,7 @@ import time
 import traceback
 from collections import Counter
 from collections.abc import Callable, Iterator
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -363,7 +363,11 @@ def _read_crops(trajectory: Trajectory, image: Any, segments: list[layout.Segmen
                                             limit_s=config.tool_timeout_s, psm=7, offset=offset,
                                             region=",".join(map(str, seg.box)))
                 found = [line for line in found if line.confidence >= 50]
-                if found:
+                # a short drawing beside its label (the vinyl of a flat acrylate before
+                # "CO2Bu") reads as the label plus OCR's strokes ("7~co,Bu"): it stays drawn
+                kept_drawn = seg.kind == "structure" and layout.holds_drawing(ink, seg.box, bond) and not any(
+                    layout.wordlike(line.text) for line in found)
+                if found and not kept_drawn:
                     lines = [line for line in lines if not (id(line) in straddling and layout.overlaps(seg.box, line.box))]
                     lines += found
                     segments[index] = layout.Segment("text", seg.box, seg.band)
@@ -488,6 +492,10 @@ def _recognize(trajectory: Trajectory, path: Path, image: Any, segments: list[la
             found.append((best[0], best[1], seg.box, "crop"))
             if seg.kind == "text":
                 segments[index] = layout.Segment("structure", seg.box, seg.band, seg.parts)
+        for box, band, smiles in _printed_species(segments, lines or [], [f[2] for f in found], bond):
+            found.append((smiles, 0.0, box, "formula"))
+            after = [i for i, seg in enumerate(segments) if seg.band == band and seg.box[0] <= box[0]]
+            segments.insert(after[-1] + 1 if after else len(segments), layout.Segment("structure", box, band))
         if not candidates:
             for smiles, confidence, box in osra.read_structures(trajectory, str(path), command=command,
                                                                 limit_s=config.tool_timeout_s, options=options):
@@ -562,6 +570,10 @@ def _second_reading(trajectory: Trajectory, image: Any, segments: list[layout.Se
         for index in sorted(row, key=urgency):
             second = learned(index)
             options[index] = [r for r in (assigned.get(index), second) if r is not None]
+            # a label repeated on one atom may be a drawn H read as the label again:
+            # the reading without the repeat is weighed too (arbitrate.choose decides)
+            options[index] += [replace(r, smiles=variant) for r in options[index]
+                               if r.is_template and (variant := cleanup.hydrogen_variant(r.smiles))]
 
         def replaced(choice: dict[int, osra.Reading]) -> list[osra.Reading]:
             dropped = {assigned[i].id for i in choice if i in assigned}
@@ -623,6 +635,49 @@ def _printed_formula(box: tuple[int, int, int, int], lines: list[tesseract.TextL
     the OCR words whose centre lies inside it, joined), or None."""
     words = _words_in(box, lines)
     return osra.linear_formula("".join(words)) if words else None
+
+
+def _printed_species(segments: list[layout.Segment], lines: list[tesseract.TextLine],
+                     taken: list[tuple[int, int, int, int]], bond: float) -> list[tuple[tuple[int, int, int, int], int, str]]:
+    """Small molecules printed by name inside a line of text beside an arrow (``R+ CS2``
+    run together with the ``rt, 30 min`` under the arrow; ``+ NH3`` after the product):
+    (word box, row, SMILES) of each OCR word of a text segment in an arrow's row that
+    lies beside the arrow, not over or under its span, within 1.5 bonds of its height,
+    and names a molecule of :data:`~labrecord.chemdata.abbreviations.PRINTED_MOLECULES`
+    (:func:`~labrecord.chemdata.abbreviations.printed_molecule`).  Words in a region
+    already read are left."""
+    from labrecord.chemdata.abbreviations import printed_molecule
+
+    reach = 1.5 * (bond or layout.DEFAULT_BOND)
+    arrows = layout.arrows_of(segments)
+    out: list[tuple[tuple[int, int, int, int], int, str]] = []
+    for seg in segments:
+        row = [a for a in arrows if a.band == seg.band]
+        if seg.kind != "text" or not row:
+            continue
+        for line in lines:
+            for word, box in line.words:
+                if not layout.contains(seg.box, box, slack=2) or any(layout.overlaps(box, t) for t in taken):
+                    continue
+                middle = ((box[0] + box[2]) / 2, (box[1] + box[3]) / 2)
+                if any(a.box[0] <= middle[0] <= a.box[2] for a in row):
+                    continue  # a condition printed over or under the arrow
+                if not any(abs(middle[1] - (a.box[1] + a.box[3]) / 2) <= reach for a in row):
+                    continue
+                smiles = printed_molecule(word)
+                # OCR's word box may reach past the arrow's tail or head by a pixel or two
+                for a in row:
+                    if middle[0] < a.box[0] and box[2] >= a.box[0]:
+                        box = (box[0], box[1], a.box[0] - 1, box[3])
+                    elif middle[0] > a.box[2] and box[0] <= a.box[2]:
+                        box = (a.box[2] + 1, box[1], box[2], box[3])
+                # the species stands on the row's line: its box reaches the arrow's axis
+                centres = [(a.box[1] + a.box[3]) / 2 for a in row]
+                axis = int(min(centres, key=lambda y: abs(y - middle[1])))
+                box = (box[0], min(box[1], axis), box[2], max(box[3], axis))
+                if smiles is not None and all(box != o[0] for o in out):
+                    out.append((box, seg.band, smiles))
+    return out
 
 
 def _words_in(box: tuple[int, int, int, int], lines: list[tesseract.TextLine]) -> list[str]:

@@ -67,3 +67,30 @@ def test_a_written_formula_reads_back_as_the_ring_it_names(placed: dict[int, str
     expected = ring.GetMol()
     Chem.SanitizeMol(expected)
     assert same(aryl_formula(formula), Chem.MolToSmiles(expected))
+
+
+@pytest.mark.parametrize("word, smiles", [
+    ("CS2", "S=C=S"), ("cs,", "S=C=S"),                 # any case; a subscript 2 read as ","
+    ("B,(pin),", "CC1(C)OB(B2OC(C)(C)C(C)(C)O2)OC1(C)C"),
+    ("H,0", "O"),                                       # "0" for the letter O
+    ("(NBS)", "O=C1CCC(=O)N1Br"),
+])
+def test_printed_molecules_by_hand(word: str, smiles: str) -> None:
+    from labrecord.chemdata.abbreviations import printed_molecule
+
+    assert same(printed_molecule(word), smiles)
+
+
+@pytest.mark.parametrize("word", ["co", "rt,", "DCM", "Ar", "MeOH", "R+", ""])
+def test_words_that_name_no_printed_molecule(word: str) -> None:
+    from labrecord.chemdata.abbreviations import printed_molecule
+
+    assert printed_molecule(word) is None
+
+
+@given(st.sampled_from(sorted(__import__("labrecord.chemdata.abbreviations", fromlist=["x"]).PRINTED_MOLECULES)))
+def test_every_printed_molecule_reads_back_in_any_case(name: str) -> None:
+    from labrecord.chemdata.abbreviations import PRINTED_MOLECULES, printed_molecule
+
+    assert Chem.MolFromSmiles(PRINTED_MOLECULES[name]) is not None
+    assert printed_molecule(name.upper()) == PRINTED_MOLECULES[name] == printed_molecule(name.lower())

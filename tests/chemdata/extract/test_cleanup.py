@@ -198,3 +198,15 @@ def test_a_printed_cyano_read_as_aminooxy_becomes_a_nitrile_only_where_printed()
     assert clean("C(#N)CON", "decimer", ("CN", "ONH2")) == ("C(#N)CON", [])
     assert clean("C(#N)CON", "decimer", None) == ("C(#N)CON", [])
     assert clean("NOCc1ccccc1", "decimer", ("Ph",)) == ("NOCc1ccccc1", [])
+
+
+def test_the_hydrogen_variant_keeps_each_repeated_label_once() -> None:
+    """DECIMER's ``NC([R])[R]`` for a drawn H2N–CH(H)–R: the carbon keeps one R and gets
+    its hydrogen back.  Two different labels, or one label on two atoms, are no repeat."""
+    from labrecord.chemdata.extract.cleanup import hydrogen_variant
+
+    assert hydrogen_variant("C(N([H])[H])([R])[R]") == "NC[R]"
+    assert hydrogen_variant("O=C(SC)NC([R])[R]") == "CSC(=O)NC[R]"
+    assert hydrogen_variant("NC([R1])[R2]") is None
+    assert hydrogen_variant("[R]CC[R]") is None
+    assert hydrogen_variant("not a smiles((") is None

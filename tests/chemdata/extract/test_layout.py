@@ -440,3 +440,20 @@ def test_a_long_group_label_joins_its_drawing_where_a_condition_word_stays_text(
     assert drawn("reflux")[2] < 172
     assert group_label("NHBoc") and group_label("OTBS,") and group_label("NTs") and group_label("CO2Me")
     assert not group_label("reflux") and not group_label("N") and not group_label("THF/H2O")
+
+
+def test_a_blob_holds_a_drawing_when_a_stroke_is_longer_than_a_character() -> None:
+    """Bond 20 px, so a character is at most 16 px: a 30 px line (the vinyl before a
+    printed ``CO2Bu``) is a drawn bond, two 10 px glyphs are not.  OCR's reading of the
+    blob, ``7~co,Bu``, is 5 letters of 7 (< 3/4): not a printed word; ``Yield=72%`` is."""
+    import numpy as np
+
+    from labrecord.chemdata.extract.layout import holds_drawing, wordlike
+
+    ink = np.zeros((40, 80), dtype=bool)
+    ink[20, 2:32] = True                      # a 30 px stroke
+    ink[10:20, 40:43] = True                  # glyph-sized marks
+    ink[10:20, 50:53] = True
+    assert holds_drawing(ink, (0, 0, 79, 39), 20.0)
+    assert not holds_drawing(ink, (36, 0, 79, 39), 20.0)
+    assert not wordlike("7~co,Bu") and wordlike("Yield=72%")

@@ -375,3 +375,22 @@ def test_a_printed_formula_is_read_from_the_words_inside_the_blob() -> None:
     assert _printed_formula((212, 99, 294, 122), lines) == "N#CN"
     assert _printed_formula((330, 85, 380, 105), lines) is None      # a condition word is no formula
     assert _printed_formula((0, 0, 50, 50), lines) is None           # no word inside
+
+
+def test_a_small_molecule_printed_beside_the_arrow_is_a_species_of_the_row() -> None:
+    """The dithiocarbamate row prints ``R+ CS2`` in one OCR line with the ``rt, 30 min``
+    under the arrow (arrow x 645..799, axis y 161.5).  ``cs,`` (x 607..646, centre x
+    626.5 < 645, centre y 184, 22.5 px from the axis, under 1.5 bonds of 30) is CS2: its
+    box is cut at the arrow's tail (x1 = 644) and reaches the axis (y0 = 161).  ``rt,``
+    stands under the arrow (a condition) and ``R+`` names no molecule."""
+    from labrecord.chemdata.extract.layout import Segment
+    from labrecord.chemdata.extract.runner import _printed_species
+    from labrecord.chemdata.extract.tesseract import TextLine
+
+    words = (("R+", (556, 163, 591, 186)), ("cs,", (607, 173, 646, 195)), ("rt,", (672, 172, 692, 191)))
+    lines = [TextLine("R+ cs, rt,", (556, 163, 692, 195), 70.0, words, (93.0, 70.0, 70.0))]
+    segments = [Segment("structure", (456, 105, 590, 218), 0), Segment("text", (556, 163, 770, 195), 0),
+                Segment("arrow", (645, 155, 799, 168), 0)]
+    assert _printed_species(segments, lines, [], 30.0) == [((607, 161, 644, 195), 0, "S=C=S")]
+    assert _printed_species(segments, lines, [(600, 170, 650, 199)], 30.0) == []   # already read there
+    assert _printed_species(segments, lines, [], 10.0) == []                        # 22.5 px off the axis > 15
