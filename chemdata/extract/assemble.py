@@ -195,7 +195,7 @@ def _expand_scope(scope: Any, by_id: dict[str, Reading],
         if all(isinstance(outcomes[i], rgroup.Failure) for i, _, _ in grid):  # a substituent grid is no reactant grid
             outcomes = _as_reactants(grid, entries, outcomes, reactant_templates, product_template, by_id, sources)
     if product_template is not None:
-        outcomes = _by_centre(entries, outcomes, reactant_templates, product_template, by_id, sources, reread_grids)
+        outcomes = _by_centre(entries, outcomes, reactant_templates, product_template, by_id, sources)
     for entry, built in zip(entries, outcomes):
         if isinstance(built, rgroup.Failure):
             failures.append({"stage": "rgroup", "kind": built.kind,
@@ -292,7 +292,7 @@ def _as_reactants(grid: list[tuple[int, str, dict[str, str]]], entries: list[Any
 
 
 def _by_centre(entries: list[Any], outcomes: list[Any], reactant_templates: list[str], product_template: str,
-               by_id: dict[str, Reading], sources: dict[str, Reading], reread_grids: bool = True) -> list[Any]:
+               by_id: dict[str, Reading], sources: dict[str, Reading]) -> list[Any]:
     """Entries the R-group engine could not match (``no_match``), made by carrying the
     template row's reaction centre (:mod:`labrecord.chemdata.transfer`):
 
@@ -310,7 +310,7 @@ def _by_centre(entries: list[Any], outcomes: list[Any], reactant_templates: list
     from labrecord.chemdata import transfer
 
     drawn = [i for i, entry in enumerate(entries) if isinstance(entry, dict) and entry.get("product") in by_id]
-    # made also while arbitration judges template readings (``reread_grids`` False): a
+    # made also while arbitration judges template readings (no grid re-reading there): a
     # drawing must hold the centre of a reactant template, which few readings fit; a
     # grid most of whose drawings fit no product is one of reactants (one misread
     # drawing that happens to fit does not make it a product grid)

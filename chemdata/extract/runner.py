@@ -365,8 +365,8 @@ def _read_crops(trajectory: Trajectory, image: Any, segments: list[layout.Segmen
                 found = [line for line in found if line.confidence >= 50]
                 # a short drawing beside its label (the vinyl of a flat acrylate before
                 # "CO2Bu") reads as the label plus OCR's strokes ("7~co,Bu"): it stays drawn
-                kept_drawn = seg.kind == "structure" and layout.holds_drawing(ink, seg.box, bond) and not any(
-                    layout.wordlike(line.text) for line in found)
+                kept_drawn = seg.kind == "structure" and not any(layout.wordlike(line.text) for line in found) \
+                    and layout.holds_drawing(ink, seg.box, bond)
                 if found and not kept_drawn:
                     lines = [line for line in lines if not (id(line) in straddling and layout.overlaps(seg.box, line.box))]
                     lines += found
@@ -657,14 +657,18 @@ def _printed_species(segments: list[layout.Segment], lines: list[tesseract.TextL
             continue
         for line in lines:
             for word, box in line.words:
-                if not layout.contains(seg.box, box, slack=2) or any(layout.overlaps(box, t) for t in taken):
+                smiles = printed_molecule(word)
+                if smiles is None or not layout.contains(seg.box, box, slack=2) or \
+                        any(layout.overlaps(box, t) for t in taken):
                     continue
                 middle = ((box[0] + box[2]) / 2, (box[1] + box[3]) / 2)
                 if any(a.box[0] <= middle[0] <= a.box[2] for a in row):
                     continue  # a condition printed over or under the arrow
-                if not any(abs(middle[1] - (a.box[1] + a.box[3]) / 2) <= reach for a in row):
+                centres = [(a.box[1] + a.box[3]) / 2 for a in row]
+                nearest = min(centres, key=lambda y: abs(y - middle[1]))
+                if abs(middle[1] - nearest) > reach:
                     continue
-                smiles = printed_molecule(word)
+                axis = int(nearest)
                 # OCR's word box may reach past the arrow's tail or head by a pixel or two
                 for a in row:
                     if middle[0] < a.box[0] and box[2] >= a.box[0]:
@@ -672,10 +676,8 @@ def _printed_species(segments: list[layout.Segment], lines: list[tesseract.TextL
                     elif middle[0] > a.box[2] and box[0] <= a.box[2]:
                         box = (a.box[2] + 1, box[1], box[2], box[3])
                 # the species stands on the row's line: its box reaches the arrow's axis
-                centres = [(a.box[1] + a.box[3]) / 2 for a in row]
-                axis = int(min(centres, key=lambda y: abs(y - middle[1])))
                 box = (box[0], min(box[1], axis), box[2], max(box[3], axis))
-                if smiles is not None and all(box != o[0] for o in out):
+                if all(box != o[0] for o in out):
                     out.append((box, seg.band, smiles))
     return out
 
