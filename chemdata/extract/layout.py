@@ -37,6 +37,7 @@ A ``plus`` is a small square component whose middle row and column are mostly in
 from __future__ import annotations
 
 from dataclasses import dataclass
+from collections.abc import Callable
 from typing import Any
 
 from labrecord.chemdata.extract.tesseract import TextLine
@@ -569,6 +570,7 @@ def segment(image: Any, text_lines: list[TextLine], bond: float | None = None) -
         if len(still) == len(pending):
             break
         pending = still
+    _bridge_hashes(skeletons, small, attached, find, parent, word_boxes, bond)
     members: dict[int, list[Box]] = {}
     for i, skeleton in enumerate(skeletons):
         members.setdefault(find(i), []).append(skeleton.box)
@@ -576,14 +578,16 @@ def segment(image: Any, text_lines: list[TextLine], bond: float | None = None) -
         root = find(root)
         boxes[root] = _union(boxes[root], small[k].box)
         members.setdefault(root, []).append(small[k].box)
-    leftovers = [small[k] for k in pending]
+    leftovers = [small[k] for k in pending if k not in attached]
     # a printed label joins whole: every character of a short OCR'd word one of whose
-    # characters joined a drawing (NHBoc, •HBr) goes with it
-    for line in text_lines:
-        if len(line.text) > 12 or any(contains(box, line.box, slack=2) for box in peeled_boxes):
+    # characters joined a drawing (NHBoc, •HBr) goes with it; only the word one of whose
+    # characters joined it, not every word of the OCR line that holds it ("HBr + HO")
+    words = [(w, b) for ln in text_lines for w, b in (ln.words or ((ln.text, ln.box),))]
+    for text, word in words:
+        if len(text) > 12 or any(contains(box, word, slack=2) for box in peeled_boxes):
             continue
-        inside = [c for c in leftovers if contains(line.box, c.box, slack=1)]
-        joined = [attached[k] for k in attached if contains(line.box, small[k].box, slack=1)]
+        inside = [c for c in leftovers if contains(word, c.box, slack=1)]
+        joined = [attached[k] for k in attached if contains(word, small[k].box, slack=1)]
         if inside and joined:
             root = find(joined[0])
             for comp in inside:
@@ -607,6 +611,49 @@ def segment(image: Any, text_lines: list[TextLine], bond: float | None = None) -
     for comp in leftovers:
         items.append(("text", comp.box))
     return rows(_merge_text(items, text_lines), bond)
+
+
+def _bridge_hashes(skeletons: list[_Comp], small: list[_Comp], attached: dict[int, int], find: Callable[[int], int],
+                   parent: list[int], word_boxes: list[Box], bond: float) -> None:
+    """A hashed wedge joins the drawings at its two ends.  Its narrow end is faint in an
+    antialiased figure, so its first hashes fall below the ink threshold and the gap
+    between the last hash and the atom it starts from is wider than a character's reach.
+    A hash-sized character (at most 0.4 b across, outside any confident OCR word) with
+    ink of two different drawings within 0.6 b on opposite sides of it (the directions to
+    the nearest ink of each at more than 125 degrees) unites them, and joins them if it
+    had joined none.  Two separate molecules of one figure stand further apart than that.
+    """
+    import numpy as np
+
+    reach = 0.6 * bond
+    owners: list[tuple[int, _Comp]] = [(i, s) for i, s in enumerate(skeletons)]
+    owners += [(attached[k], small[k]) for k in attached]
+    for k, comp in enumerate(small):
+        if max(comp.width, comp.height) > 0.4 * bond or any(contains(box, comp.box, slack=1) for box in word_boxes):
+            continue
+        cx, cy = (comp.box[0] + comp.box[2]) / 2, (comp.box[1] + comp.box[3]) / 2
+        nearest: dict[int, tuple[float, float, float]] = {}
+        for owner, other in owners:
+            if other is comp or _gap(comp.box, other.box) > reach:
+                continue
+            ys, xs = np.nonzero(other.mask)
+            xs, ys = xs + other.box[0], ys + other.box[1]
+            dist = np.hypot(np.maximum(np.maximum(comp.box[0] - xs, xs - comp.box[2]), 0),
+                            np.maximum(np.maximum(comp.box[1] - ys, ys - comp.box[3]), 0))
+            i = int(np.argmin(dist))
+            if dist[i] > reach:
+                continue
+            root = find(owner)
+            if root not in nearest or dist[i] < nearest[root][2]:
+                nearest[root] = (float(xs[i] - cx), float(ys[i] - cy), float(dist[i]))
+        roots = sorted(nearest)
+        for a in range(len(roots)):
+            for b in range(a + 1, len(roots)):
+                (ax, ay, _), (bx, by, _) = nearest[roots[a]], nearest[roots[b]]
+                norm = (ax * ax + ay * ay) ** 0.5 * (bx * bx + by * by) ** 0.5
+                if norm and (ax * bx + ay * by) / norm < -0.57 and find(roots[a]) != find(roots[b]):
+                    parent[find(roots[b])] = find(roots[a])
+                    attached.setdefault(k, find(roots[a]))
 
 
 def _merge_overlapping(groups: list[tuple[Box, list[Box]]]) -> list[tuple[Box, list[Box]]]:

@@ -457,3 +457,64 @@ def test_a_blob_holds_a_drawing_when_a_stroke_is_longer_than_a_character() -> No
     assert holds_drawing(ink, (0, 0, 79, 39), 20.0)
     assert not holds_drawing(ink, (36, 0, 79, 39), 20.0)
     assert not wordlike("7~co,Bu") and wordlike("Yield=72%")
+
+
+def _wedge_figure(hashes: list[int]) -> Image.Image:
+    """A hexagon (right-hand carbon at x=140) and, 2 bonds of 35 px away, a second
+    drawing (a bond from x=210 to 245); between them, hashes of a hashed wedge at the
+    given x positions, vertical strokes 2 px wide, 5 px tall and 4 px taller each."""
+    image, pen = canvas(400, 200)
+    pen.polygon([(70, 100), (88, 70), (122, 70), (140, 100), (122, 130), (88, 130)], outline=0, width=2)
+    pen.line((210, 100, 245, 80), fill=0, width=2)
+    pen.line((245, 80, 245, 50), fill=0, width=2)
+    for k, x in enumerate(hashes):
+        half = 2 + 2 * k
+        pen.line((x, 100 - half, x, 100 + half), fill=0, width=2)
+    return image
+
+
+def test_a_hashed_wedge_whose_narrow_end_faded_joins_the_drawings_at_its_ends() -> None:
+    """Bond 35 px: a character joins a drawing within 0.35 b = 12 px, or a character
+    that joined one within 0.3 b = 10 px.  The hashes at x = 156, 165 … 201 (2 px wide,
+    7 px apart) chain from the other drawing's bond at x = 210 (8 px from the last one)
+    but leave 15 px to the ring, its faint first hashes lost.  The hash at 156 has the
+    ring 15 px to its left and the next hash 7 px to its right: ink of two drawings on
+    opposite sides within 0.6 b = 21 px, so it unites them.  With no hashes the two
+    drawings (70 px apart) stay two; with one hash at x = 175 (34 px from the ring, 34 px
+    from the bond) neither is within reach and they stay two."""
+    def structures(hashes: list[int]) -> list[tuple[int, int, int, int]]:
+        return [s.box for s in segment(_wedge_figure(hashes), [], bond=35) if s.kind == "structure"]
+
+    assert len(structures([156, 165, 174, 183, 192, 201])) == 1
+    assert len(structures([])) == 2
+    assert len(structures([175])) == 2
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.integers(min_value=150, max_value=200))
+def test_one_hash_near_only_one_drawing_never_joins_two(x: int) -> None:
+    """A single hash-sized mark 15 px below the ring's lowest point has ring ink on one
+    side only (the other drawing is over 60 px away): it never unites them."""
+    image, pen = canvas(400, 200)
+    pen.polygon([(70, 100), (88, 70), (122, 70), (140, 100), (122, 130), (88, 130)], outline=0, width=2)
+    pen.line((300, 100, 335, 80), fill=0, width=2)
+    pen.line((x // 2 + 30, 145, x // 2 + 30, 150), fill=0, width=2)
+    assert len([s for s in segment(image, [], bond=35) if s.kind == "structure"]) == 2
+
+
+def test_a_label_joins_by_its_word_not_by_the_line_that_holds_it() -> None:
+    """OCR reads ``HBr + HO`` as one line: ``HO`` is printed at the drawing's bond end and
+    joins it; ``HBr``, 80 px away in the same line, stays text."""
+    image, pen = canvas(500, 200)
+    pen.polygon([(200, 80), (240, 60), (280, 80), (280, 120), (240, 140), (200, 120)], outline=0, width=2)
+    pen.line((200, 120, 182, 130), fill=0, width=2)              # the bond out to HO
+    for x in (20, 36, 52):                                       # HBr: three 12 px glyphs
+        pen.rectangle((x, 122, x + 11, 138), fill=0)
+    pen.line((80, 130, 96, 130), fill=0, width=3)                # "+"
+    pen.line((88, 122, 88, 138), fill=0, width=3)
+    for x in (150, 166):                                         # HO, ending 3 px before the bond
+        pen.rectangle((x, 122, x + 11, 138), fill=0)
+    words = (("HBr", (20, 122, 63, 138)), ("+", (80, 122, 96, 138)), ("HO", (150, 122, 177, 138)))
+    line = TextLine("HBr + HO", (20, 122, 177, 138), 60.0, words, (90.0, 90.0, 90.0))
+    (structure,) = [s for s in segment(image, [line], bond=40) if s.kind == "structure"]
+    assert structure.box[0] == 150
