@@ -235,6 +235,17 @@ def _parse_substituent(label: str, text: str) -> Any | None:
     return mol
 
 
+def readable_substituent(text: str) -> bool:
+    """True when the engine can attach ``text``: an abbreviation, hydrogen, a formula the
+    abbreviation table reads, or a fragment SMILES (with one ``*`` or attached through its
+    first atom)."""
+    try:
+        _parse_substituent("?", text)
+    except RGroupError:
+        return False
+    return True
+
+
 # --------------------------------------------------------------------------- instantiate
 
 def template_labels(template_smiles: str, names: Collection[str] = ()) -> list[str]:

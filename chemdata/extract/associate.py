@@ -437,7 +437,7 @@ def _scope(band: int, stages: list[list[Reading]], segments: list[Segment], assi
     below_readings = [(i, r) for i, r in assigned.items() if segments[i].band > band and not r.is_template
                       and r.id not in used and not _drawn_value(segments[i], lines)]
     bound = binding_lines(lines)
-    figure_level = {k: v for entry, pairs, _ in bound if entry is None for k, v in pairs.items()}
+    figure_level = _figure_level(bound, band, failures)
     if below_readings:
         product_smiles = next((r.smiles for r in stages[-1] if r.id == scope["product_template"]), "")
         in_product = {normalize_variable(name) for name in re.findall(r"\[([^\]]+)\]", product_smiles or "")}
@@ -479,6 +479,27 @@ def _scope(band: int, stages: list[list[Reading]], segments: list[Segment], assi
     if not scope["entries"]:
         failures.append({"kind": "no_entries", "message": f"template row {band} has no binding lines and no drawn products"})
     return scope
+
+
+def _figure_level(bound: list[tuple[str | None, dict[str, str], TextLine]], band: int,
+                  failures: list[dict[str, str]]) -> dict[str, str]:
+    """The bindings printed on lines of no entry (``Ar2 = 2-ClC6H4``): they hold for every
+    entry of the scope.  One whose value the engine cannot attach (``Ar = 3``, OCR joining
+    a label to a compound number) is not applied and is reported once: applied, it would
+    void every entry, the many that never needed it included."""
+    from labrecord.chemdata import rgroup
+
+    found: dict[str, str] = {}
+    for entry, pairs, line in bound:
+        if entry is not None:
+            continue
+        for key, value in pairs.items():
+            if rgroup.readable_substituent(value):
+                found[key] = value
+            else:
+                failures.append({"kind": "unread_binding", "message": f"template row {band}: the figure-wide "
+                                 f"binding {key} = {value!r} (line {line.text!r}) is no substituent; not applied"})
+    return found
 
 
 def _fits(reactant_templates: list[str], product_template: str, smiles: str) -> bool:

@@ -464,6 +464,11 @@ def _recognize(trajectory: Trajectory, path: Path, image: Any, segments: list[la
         options = osra.write_dictionaries(scratch, command) if config.osra_dictionaries else []
         for index in candidates:
             seg = segments[index]
+            named = _printed_name(seg.box, lines or []) if seg.box[3] - seg.box[1] + 1 <= 1.2 * (bond or layout.DEFAULT_BOND) else None
+            if named:  # a reagent printed by name where a drawing would stand (B2(pin)2): the name decides
+                found.append((named, 0.0, seg.box, "formula"))
+                segments[index] = layout.Segment("structure", seg.box, seg.band, seg.parts)
+                continue
             tries: list[tuple[str, tuple[str, float, tuple[int, int, int, int]]]] = []
             for number, scale in enumerate(scales):
                 crop_path, offset = _crop_file(image, seg.box, scratch, f"crop{index}-{number}.png", seg.parts, scale,
@@ -555,8 +560,10 @@ def _second_reading(trajectory: Trajectory, image: Any, segments: list[layout.Se
             thick = min(sides) >= bond or (min(sides) >= 0.5 * bond and max(sides) >= 2 * bond)
             return thick and min(sides) <= MAX_LEARNED_BONDS * bond
 
+        # a molecule printed by name (B2(pin)2) is read from its name, not by a reader
         row = [i for i, seg in enumerate(segments) if seg.kind == "structure" and seg.band in arrow_bands
-               and readable(seg)]
+               and readable(seg) and not (i in assigned and assigned[i].source == "formula"
+                                          and _printed_name(seg.box, lines) is not None)]
 
         def urgency(index: int) -> tuple[bool, int]:
             """Templates and what osra could not read soundly first, then small drawings
@@ -635,6 +642,17 @@ def _printed_formula(box: tuple[int, int, int, int], lines: list[tesseract.TextL
     the OCR words whose centre lies inside it, joined), or None."""
     words = _words_in(box, lines)
     return osra.linear_formula("".join(words)) if words else None
+
+
+def _printed_name(box: tuple[int, int, int, int], lines: list[tesseract.TextLine]) -> str | None:
+    """The SMILES of a small molecule printed by name in ``box``: the OCR words whose
+    centre lies inside it, joined, name a molecule of
+    :data:`~labrecord.chemdata.abbreviations.PRINTED_MOLECULES` (``B,(pin)2`` for
+    B₂(pin)₂, :func:`~labrecord.chemdata.abbreviations.printed_molecule`), or None."""
+    from labrecord.chemdata.abbreviations import printed_molecule
+
+    words = _words_in(box, lines)
+    return printed_molecule("".join(words)) if words else None
 
 
 def _printed_species(segments: list[layout.Segment], lines: list[tesseract.TextLine],

@@ -296,3 +296,13 @@ def test_core_share_tells_a_drawn_product_from_a_drawn_substituent() -> None:
 def test_a_filled_template_shares_all_of_it(group: str, template: str) -> None:
     """The template instantiated with any substituent contains the whole template."""
     assert core_share(template, instantiate(template, {"*": group})) == 1.0
+
+
+@given(st.sampled_from(["H", "Me", "OMe", "Ph", "4-MeOC6H4", "2-ClC6H4", "CO2Me", "*c1ccccc1", "Boc"]))
+def test_every_readable_value_is_a_substituent(value: str) -> None:
+    """Abbreviations, aryl formulas and fragment SMILES are readable; a bare number or an
+    OCR scrap (``3``, ``CH``) is not."""
+    from labrecord.chemdata.rgroup import readable_substituent
+
+    assert readable_substituent(value)
+    assert not readable_substituent("3") and not readable_substituent("CH")

@@ -404,3 +404,19 @@ def test_a_yield_is_never_a_binding_value() -> None:
     lines = [TextLine("Ar = 77%", (0, 0, 60, 10), 90.0), TextLine("4a R = Me", (0, 20, 60, 30), 90.0),
              TextLine("R1, R2 = (80%)", (0, 40, 90, 50), 90.0)]
     assert [(entry, bindings) for entry, bindings, _ in binding_lines(lines)] == [("4a", {"R": "Me"})]
+
+
+def test_a_figure_wide_binding_that_is_no_substituent_is_reported_not_applied() -> None:
+    """The footnote ``X = I`` binds X in the drawn entry; ``Ar = 3`` (OCR joining a
+    definition's label to the compound number after it) is no substituent the engine can
+    attach: applied, it would void the entry, so it is left out and reported once as an
+    ``unread_binding`` naming the line."""
+    segments = [seg("structure", 0), seg("arrow", 150, h=10), seg("structure", 300), seg("structure", 0, band=1, y=200)]
+    readings = [read("m1", "*c1ccc([X])cc1", 0), read("m2", "*c1ccccc1", 300), read("m3", "Cc1ccccc1", 0, y=200)]
+    lines = [TextLine("3a", (30, 320, 60, 340), 90), TextLine("X = I", (300, 400, 360, 420), 90),
+             TextLine("Ar = 3", (300, 440, 360, 460), 90)]
+    plan, problems = plan_from_rules(segments, readings, lines)
+    assert plan["scopes"][0]["entries"] == [{"id": "3a", "product": "m3", "bindings": {"X": "I"}}]
+    assert [p["kind"] for p in problems].count("unread_binding") == 1
+    assert "Ar = '3'" in next(p["message"] for p in problems if p["kind"] == "unread_binding")
+

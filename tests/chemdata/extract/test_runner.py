@@ -394,3 +394,30 @@ def test_a_small_molecule_printed_beside_the_arrow_is_a_species_of_the_row() -> 
     assert _printed_species(segments, lines, [], 30.0) == [((607, 161, 644, 195), 0, "S=C=S")]
     assert _printed_species(segments, lines, [(600, 170, 650, 199)], 30.0) == []   # already read there
     assert _printed_species(segments, lines, [], 10.0) == []                        # 22.5 px off the axis > 15
+
+
+def test_a_reagent_printed_by_name_is_read_from_its_name_not_by_osra(tmp_path: Path) -> None:
+    """Bond 30 px.  A word-high blob (x 100..190, y 40..60: 21 px <= 1.2 b = 36 px) whose
+    OCR word ``B,(pin)2`` names B2(pin)2 is read from the name (source ``formula``,
+    reader tesseract) though osra, here a stand-in that reads a C8 chain everywhere,
+    would read it soundly; a drawing two bonds tall (y 100..170) beside it is osra's."""
+    from PIL import Image, ImageDraw
+
+    from labrecord.chemdata.extract.layout import Segment
+    from labrecord.chemdata.extract.runner import _printed_name, _recognize
+    from labrecord.chemdata.extract.tesseract import TextLine
+    from labrecord.chemdata.extract.trajectory import Trajectory
+
+    image = Image.new("L", (300, 200), 255)
+    pen = ImageDraw.Draw(image)
+    pen.rectangle((100, 40, 190, 60), fill=0)
+    pen.polygon([(100, 120), (130, 100), (160, 120), (160, 150), (130, 170), (100, 150)], outline=0, width=2)
+    lines = [TextLine("B,(pin)2", (100, 40, 190, 60), 25.0, (("B,(pin)2", (100, 40, 190, 60)),), (25.0,))]
+    segments = [Segment("structure", (100, 40, 190, 60), 0), Segment("structure", (100, 100, 160, 170), 1)]
+    chain = fake_tool(tmp_path, "osra", "echo 'CCCCCCCC 1.0 2x2-40x40'")
+    config = ExtractConfig(osra_command=(chain,), osra_dictionaries=False, multiscale=False)
+    _, readings = _recognize(Trajectory("f", 60.0), tmp_path / "f.png", image, segments, config, 30.0, lines)
+    by_box = {r.box: (r.smiles, r.source, r.reader) for r in readings}
+    assert by_box[(100, 40, 190, 60)] == ("CC1(C)OB(B2OC(C)(C)C(C)(C)O2)OC1(C)C", "formula", "tesseract")
+    assert by_box[(100, 100, 160, 170)][1:] == ("crop", "osra")
+    assert _printed_name((100, 100, 160, 170), lines) is None          # no word inside the drawing
