@@ -6,13 +6,14 @@ Plan shape (the rule-based default and the model endpoint both produce it)::
                     "reactants": [REF], "products": [REF]}],
      "scopes":    [{"id", "reactant_templates": [reading id], "product_template": reading id,
                     "entries": [{"id", "bindings"?: {VAR: value}, "product"?: reading id, "yield"?,
-                                 "variant"?: text}],
+                                 "variant"?: text, "product_bindings"?: {VAR: value}}],
                     "co_products"?: [reading id]}]}
     REF = {"reading": id} | {"smiles": "…"}            # the latter is model-written
 
 A reading becomes a ``tool_read`` molecule with its region; a scope entry with bindings
 only instantiates every template (``template_derived``); an entry with a drawn product
-keeps the product as read and derives the reactants with
+keeps the product as read (filled with its ``product_bindings`` first where the drawing
+keeps a label of its own and the entry is a line listed beside it) and derives the reactants with
 :func:`labrecord.chemdata.rgroup.derive_reactants`, its printed bindings taking
 precedence; a scope's co-products (a concrete species drawn beside the product template,
 ``+ NH3``) join every entry's products as read.  Templates read without label numbers (osra writes ``*`` for ``R1``) accept
@@ -363,6 +364,10 @@ def _expand_entry(entry: Any, reactant_templates: list[str], product_template: s
     bindings = {str(k): str(v) for k, v in (entry.get("bindings") or {}).items()}
     if entry.get("product") is not None:
         product = _resolve({"reading": entry["product"]}, by_id)
+        if entry.get("product_bindings"):  # a drawing that keeps a label, filled by the line listed beside it
+            filled = {str(k): str(v) for k, v in entry["product_bindings"].items()}
+            product = _derived_molecule(rgroup.instantiate(product.smiles, filled), product.smiles, filled,
+                                        by_id.get(entry["product"]))
         explicit = _fit_labels(reactant_templates + [product_template], bindings) if bindings else {}
         derived = rgroup.derive_reactants(reactant_templates, product_template, product.smiles, explicit, prefer=prefer)
         if isinstance(derived, rgroup.Failure):

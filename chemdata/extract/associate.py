@@ -128,7 +128,8 @@ def binding_lines(lines: list[TextLine]) -> list[tuple[str | None, dict[str, str
         if not pairs:
             continue
         first = line.text.split()[0]
-        entry = normalize_entry_id(first) if not _PAIR.match(line.text) else _id_left_of(line, lines)
+        entry = normalize_entry_id(first) if not _PAIR.match(line.text) else \
+            (_id_left_of(line, lines) or trailing_entry_id(line.text))
         # a yield is never a substituent (OCR joins ``Ar =`` of one line to ``77%`` of another)
         bindings = {normalize_variable(k): repair_value(v) for k, v in pairs if not _A_YIELD.match(v)}
         for names, last, value in _SHARED.findall(line.text):
@@ -232,6 +233,14 @@ def table_entries(lines: list[TextLine], below: float = 0.0,
             seen.add(key)
             entries.append((entry, bindings, line))
     return entries
+
+
+def trailing_entry_id(text: str) -> str | None:
+    """An identifier printed in brackets at the end of a line (``R = F, 89% (5e)``,
+    ``95% (5c)``), or None; a bracketed yield or amount (``(80%)``) is none."""
+    words = text.split()
+    last = words[-1].rstrip(".,;:") if words else ""
+    return normalize_entry_id(last) if last.startswith("(") and last.endswith(")") else None
 
 
 def _id_left_of(line: TextLine, lines: list[TextLine]) -> str | None:
@@ -373,6 +382,17 @@ def _stacked(seg: Segment, other: Segment, pluses: list[Segment]) -> bool:
     return False
 
 
+def _plus_between(a: Segment, b: Segment, pluses: list[Segment]) -> bool:
+    """Some "+" stands between two drawings of a row: its centre lies in the horizontal
+    gap between their boxes and within the height of either."""
+    left, right = sorted((a.box, b.box), key=lambda box: box[0])
+    for plus in pluses:
+        cx, cy = (plus.box[0] + plus.box[2]) / 2, (plus.box[1] + plus.box[3]) / 2
+        if left[2] <= cx <= right[0] and min(left[1], right[1]) <= cy <= max(left[3], right[3]):
+            return True
+    return False
+
+
 def _on_axis(seg: Segment, axis: float, arrows: list[Segment]) -> bool:
     """A structure takes part in a row when it straddles the row's arrow axis and does not
     stand over or under an arrow (that is a reagent drawn as a structure)."""
@@ -424,8 +444,14 @@ def _scope(band: int, stages: list[list[Reading]], segments: list[Segment], assi
     if len(stages) > 2:
         scope["intermediates"] = [r.id for stage in stages[1:-1] for r in stage if r.smiles]
     if len(stages) > 1 and scope["product_template"] is not None:
-        # a concrete species drawn beside the product template (``+ NH3``) forms in every entry
-        others = [r.id for r in stages[-1] if r.smiles and r.id != scope["product_template"] and not r.is_template]
+        # a concrete species drawn beside the product template with a "+" between them
+        # (``+ NH3``) forms in every entry; one with no "+" between (a ligand drawn in a
+        # panel of its own past a divider) is no product
+        where = {r.id: segments[i] for i, r in assigned.items()}
+        pluses = [s for s in segments if s.kind == "plus" and s.band == band]
+        made = where.get(scope["product_template"])
+        others = [r.id for r in stages[-1] if r.smiles and r.id != scope["product_template"] and not r.is_template
+                  and (made is None or r.id not in where or _plus_between(made, where[r.id], pluses))]
         if others:
             scope["co_products"] = others
     ends = stages[0] + (stages[-1] if len(stages) > 1 else [])
@@ -443,10 +469,11 @@ def _scope(band: int, stages: list[list[Reading]], segments: list[Segment], assi
         in_product = {normalize_variable(name) for name in re.findall(r"\[([^\]]+)\]", product_smiles or "")}
         for index, reading in sorted(below_readings, key=lambda item: (segments[item[0]].box[1], segments[item[0]].box[0])):
             used.add(reading.id)
-            label = _label_under(segments[index], lines) or reading.id
+            own = _label_under(segments[index], lines)
+            label = own or reading.id
             # the product fixes its own labels; what is printed under it binds the others
             variants = [{k: v for k, v in pairs.items() if k not in in_product}
-                        for pairs in printed_under(segments[index], bound)]
+                        for pairs in printed_under(segments[index], bound, own=own)]
             variants = [dict(t) for t in dict.fromkeys(tuple(sorted(v.items())) for v in variants if v)] or [{}]
             for variant in variants:
                 entry: dict[str, Any] = {"id": label, "product": reading.id}
@@ -455,6 +482,7 @@ def _scope(band: int, stages: list[list[Reading]], segments: list[Segment], assi
                 if len(variants) > 1:
                     entry["variant"] = ",".join(f"{k}={v}" for k, v in sorted(variant.items()))
                 scope["entries"].append(entry)
+        scope["entries"] += _listed_beside(segments, assigned, bound, band, used, {e["id"] for e in scope["entries"]})
     else:
         if not any(entry for entry, _, _ in bound):
             row_bottom = max(segments[i].box[3] for i in assigned if segments[i].band == band) if assigned else 0
@@ -479,6 +507,42 @@ def _scope(band: int, stages: list[list[Reading]], segments: list[Segment], assi
     if not scope["entries"]:
         failures.append({"kind": "no_entries", "message": f"template row {band} has no binding lines and no drawn products"})
     return scope
+
+
+def _listed_beside(segments: list[Segment], assigned: dict[int, Reading],
+                   bound: list[tuple[str | None, dict[str, str], TextLine]], band: int, used: set[str],
+                   taken: set[str]) -> list[dict[str, Any]]:
+    """Entries listed beside one drawing that keeps a label of its own (``R = F, 89%
+    (5e)``, ``R = Cl, 93% (5f)`` printed right of a drawing whose ring carries ``R``):
+    each binding line with an entry id no other entry took, that starts right of the
+    drawing within its width and whose middle lies within the drawing's height, is an
+    entry whose product is the drawing with that line's bindings
+    (``"product_bindings"``).  The drawing must hold one attachment point per bound
+    label, or one bare ``*`` for a line binding one label."""
+    found: list[dict[str, Any]] = []
+    for index, reading in sorted(assigned.items(), key=lambda item: (segments[item[0]].box[1], segments[item[0]].box[0])):
+        seg = segments[index]
+        if seg.band <= band or not reading.is_template or reading.id in used or not reading.smiles:
+            continue
+        x0, y0, x1, y1 = seg.box
+        labels = [normalize_variable(name) for name in re.findall(r"\[([^\]]+)\]", reading.smiles)]
+        bare = reading.smiles.count("*")
+        lines = [(entry, pairs) for entry, pairs, line in bound if entry is not None and entry not in taken
+                 and x1 - 5 <= line.box[0] <= x1 + (x1 - x0) and y0 <= (line.box[1] + line.box[3]) / 2 <= y1]
+        entries = []
+        for entry, pairs in lines:
+            if labels and set(pairs) >= set(labels) and not bare:
+                bindings = {k: v for k, v in pairs.items() if k in labels}
+            elif not labels and bare == 1 and len(pairs) == 1:
+                bindings = {"*": next(iter(pairs.values()))}
+            else:
+                continue
+            entries.append({"id": entry, "product": reading.id, "product_bindings": bindings})
+            taken.add(entry)
+        if entries:
+            used.add(reading.id)
+            found += entries
+    return found
 
 
 def _figure_level(bound: list[tuple[str | None, dict[str, str], TextLine]], band: int,
@@ -591,12 +655,13 @@ def alternatives(pairs: dict[str, str]) -> list[dict[str, str]]:
 
 
 def printed_under(seg: Segment, bound: list[tuple[str | None, dict[str, str], TextLine]],
-                  reach: int = 80) -> list[dict[str, str]]:
+                  reach: int = 80, own: str | None = None) -> list[dict[str, str]]:
     """The bindings printed under one drawing, a line each, top-down: its label line
     (``4a, X = Cl``) and the lines stacked right under it that name no other entry
     (``X = Br``, ``X = I``: the same product made from three reactants).  A line joins
     the stack when it starts within one and a half line heights of the one above and
-    overlaps the drawing horizontally."""
+    overlaps the drawing horizontally.  A line naming an entry other than the drawing's
+    own label ``own`` (``R = F (5e)`` under a drawing labelled ``5c``) is not its."""
     x0, _, x1, y1 = seg.box
     under = sorted(((line.box[1], entry, pairs, line) for entry, pairs, line in bound
                     if line.box[1] >= y1 and overlaps((x0, 0, x1, 1), (line.box[0], 0, line.box[2], 1))),
@@ -605,7 +670,7 @@ def printed_under(seg: Segment, bound: list[tuple[str | None, dict[str, str], Te
     bottom = float(y1)
     limit = float(reach)
     for top, entry, pairs, line in under:
-        if top - bottom > limit or (stack and entry is not None):
+        if top - bottom > limit or (stack and entry is not None) or (entry is not None and own is not None and entry != own):
             break
         stack.append(pairs)
         height = max(1, line.box[3] - line.box[1])
@@ -619,7 +684,7 @@ def _label_under(seg: Segment, lines: list[TextLine], reach: int = 80) -> str | 
     for line in lines:
         lx0, ly0, lx1, _ = line.box
         if y1 <= ly0 <= y1 + reach and overlaps((x0, 0, x1, 1), (lx0, 0, lx1, 1)):
-            entry = normalize_entry_id(line.text.split()[0]) if line.text.split() else None
+            entry = (normalize_entry_id(line.text.split()[0]) or trailing_entry_id(line.text)) if line.text.split() else None
             if entry:
                 return entry
     return None

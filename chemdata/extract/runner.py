@@ -249,8 +249,8 @@ def _stages(trajectory: Trajectory, path: Path, data: bytes, config: ExtractConf
                             f"over the limit of {config.max_pixels}")
     state["stage"] = "recognition"
     image = layout.grey(opened)
-    lines = _timed(timing, state, "text", lambda: tesseract.read_text(
-        trajectory, str(path), command=list(config.tesseract_command), limit_s=config.tool_timeout_s))
+    page, enlarged = _timed(timing, state, "text", lambda: _page_text(trajectory, path, opened, config))
+    lines = page
     # None: too little text to tell, and lines too thin to measure
     measured = layout.bond_length(lines, default=None) or layout.stroke_bond(layout.ink_mask(image))
     bond = measured or layout.DEFAULT_BOND
@@ -273,6 +273,8 @@ def _stages(trajectory: Trajectory, path: Path, data: bytes, config: ExtractConf
     else:
         segments, readings = _timed(timing, state, "recognition",
                                     lambda: _recognize(trajectory, path, image, segments, config, measured or 0.0, lines))
+    if enlarged is not None:  # the words are read from the enlarged pass from here on
+        lines = _swap_page_text(lines, page, enlarged)
     if "decimer" in config.readers and "recognition" not in stages:
         readings = _timed(timing, state, "arbitration", lambda: _second_reading(trajectory, image, segments, readings,
                                                                                  lines, config, bond))
@@ -295,6 +297,57 @@ def _stages(trajectory: Trajectory, path: Path, data: bytes, config: ExtractConf
         state["failures"].append(failure)
         trajectory.failure(failure["stage"], failure["kind"], failure["message"])
     return reactions, templates
+
+
+#: tesseract reads printed words best at about this height (px, ascender to descender);
+#: a figure whose well-read words are shorter than SMALL_TEXT_PX is read again enlarged
+TEXT_PX = 24
+SMALL_TEXT_PX = 18
+
+
+def text_scale(lines: list[tesseract.TextLine]) -> int:
+    """How many times to enlarge a figure for its text pass: 1 when the median height of
+    its well-read words (confidence >= 60, holding a letter or digit) is at least
+    :data:`SMALL_TEXT_PX` or nothing was read well, else ``ceil(TEXT_PX / median)``, at
+    most 3.  A low-resolution scheme prints ``R = F, 89% (5e)`` 11 px high, where
+    tesseract drops the ``R = F,``; twice enlarged it reads the whole line."""
+    import math
+    import statistics
+
+    heights = [b[3] - b[1] + 1 for ln in lines for (w, b), c in zip(ln.words, ln.word_confidences)
+               if c >= 60 and any(ch.isalnum() for ch in w)]
+    if not heights:
+        return 1
+    median = statistics.median(heights)
+    return 1 if median >= SMALL_TEXT_PX else min(3, math.ceil(TEXT_PX / median))
+
+
+def _page_text(trajectory: Trajectory, path: Path, opened: Any,
+               config: ExtractConfig) -> tuple[list[tesseract.TextLine], list[tesseract.TextLine] | None]:
+    """The whole-figure text pass, as drawn, and again enlarged (:func:`text_scale`,
+    boxes in the figure's own pixels) when the print is small, else None.  The layout
+    and the structure readers take the first (enlarged, OCR joins an arrow to the
+    conditions over it into one line, and the arrow would be taken for print); the
+    words of the figure, its binding lines and labels, are read from the second."""
+    from PIL import Image
+
+    lines = tesseract.read_text(trajectory, str(path), command=list(config.tesseract_command), limit_s=config.tool_timeout_s)
+    scale = text_scale(lines)
+    if scale == 1:
+        return lines, None
+    with tempfile.TemporaryDirectory(prefix="labrecord-ocr-") as scratch:
+        large = os.path.join(scratch, "enlarged.png")
+        opened.convert("L").resize((opened.width * scale, opened.height * scale), Image.Resampling.LANCZOS).save(large)
+        return lines, tesseract.read_text(trajectory, large, command=list(config.tesseract_command),
+                                          limit_s=config.tool_timeout_s, region=f"full x{scale}", scale=scale)
+
+
+def _swap_page_text(lines: list[tesseract.TextLine], page: list[tesseract.TextLine],
+                    enlarged: list[tesseract.TextLine]) -> list[tesseract.TextLine]:
+    """``lines`` (the page pass plus the crop passes) with the page pass replaced by its
+    enlarged reading, top to bottom."""
+    ours = {id(line) for line in page}
+    return sorted([line for line in lines if id(line) not in ours] + enlarged, key=lambda line: (line.box[1], line.box[0]))
 
 
 def _crop_file(image: Any, box: tuple[int, int, int, int], folder: str, name: str,

@@ -50,12 +50,16 @@ def parse_tsv(text: str, min_confidence: float = 0.0) -> list[TextLine]:
 
 
 def read_text(trajectory: Trajectory, image_path: str, *, command: list[str], limit_s: float,
-              psm: int = 11, offset: tuple[int, int] = (0, 0), region: str = "full") -> list[TextLine]:
+              psm: int = 11, offset: tuple[int, int] = (0, 0), region: str = "full", scale: int = 1) -> list[TextLine]:
     """Run tesseract on one image: the whole figure with page segmentation 11 (sparse
-    text), or a crop with 6 (a block) or 7 (one line); boxes shift by ``offset``."""
+    text), or a crop with 6 (a block) or 7 (one line); boxes shift by ``offset``.  An
+    image enlarged ``scale`` times gets its boxes divided back by ``scale`` first."""
     argv = [*command, image_path, "-", "--psm", str(psm), "tsv"]
     lines = parse_tsv(trajectory.run_tool("tesseract", argv, limit_s=limit_s, note={"region": region}))
     dx, dy = offset
-    return [TextLine(ln.text, (ln.box[0] + dx, ln.box[1] + dy, ln.box[2] + dx, ln.box[3] + dy), ln.confidence,
-                     tuple((w, (b[0] + dx, b[1] + dy, b[2] + dx, b[3] + dy)) for w, b in ln.words), ln.word_confidences)
+
+    def moved(b: tuple[int, int, int, int]) -> tuple[int, int, int, int]:
+        return (b[0] // scale + dx, b[1] // scale + dy, -(-b[2] // scale) + dx, -(-b[3] // scale) + dy)
+
+    return [TextLine(ln.text, moved(ln.box), ln.confidence, tuple((w, moved(b)) for w, b in ln.words), ln.word_confidences)
             for ln in lines]

@@ -310,3 +310,20 @@ def test_a_grid_of_drawn_amines_gets_its_products_by_the_centre() -> None:
     assert [r.reactants[1].smiles for r in reactions] == ["NCc1ccccc1", "C1CCNCC1"]
     assert reactions[1].products[0].smiles == canonical("CC(C)(C)C1=CC(=C(SC(=S)N2CCCCC2)c2ccccc2)C=C(C(C)(C)C)C1=O")
     assert reactions[1].products[0].provenance.origin == "template_derived"
+
+
+def test_a_drawing_that_keeps_a_label_is_filled_by_the_line_listed_beside_it() -> None:
+    """The drawing ``[X]c1ccc(cc1)c1ccccc1`` keeps its X; the entry listed beside it binds
+    X = OMe (``product_bindings``), so its product is 4-methoxybiphenyl, made from the
+    templates: the reactant ``COc1ccc(I)cc1`` (the template's * = OMe).  The product is
+    marked as derived from the drawing, with the binding that filled it."""
+    readings = READINGS + [Reading("d1", "[X]c1ccc(cc1)c1ccccc1", 0.7, (0, 200, 9, 290), "crop")]
+    plan = {"scopes": [{"reactant_templates": ["t1"], "product_template": "t2",
+                        "entries": [{"id": "5e", "product": "d1", "product_bindings": {"X": "OMe"}}]}]}
+    (reaction,), _, failures = assemble(plan, readings)
+    assert failures == []
+    assert reaction.products[0].smiles == canonical("COc1ccc(cc1)c1ccccc1")
+    assert reaction.reactants[0].smiles == canonical("COc1ccc(I)cc1")
+    provenance = reaction.products[0].provenance
+    assert (provenance.origin, provenance.template, provenance.bindings) == \
+        ("template_derived", "[X]c1ccc(cc1)c1ccccc1", {"X": "OMe"})

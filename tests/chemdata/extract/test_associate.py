@@ -233,9 +233,11 @@ def test_a_two_arrow_template_row_expands_its_net_transformation() -> None:
 
 def test_a_concrete_species_beside_the_product_template_is_every_entrys_co_product() -> None:
     """RC(O)NH2 + PhOH -> RCO2Ph + NH3: ammonia (m4) is drawn right of the product
-    template with a plus; it is the scope's co-product, not a template and not an entry."""
+    template (x 400..500) with a plus between them (centre x 530, in the gap 500..560);
+    it is the scope's co-product, not a template and not an entry.  Drawn there without
+    the plus (a ligand in a panel of its own), it is no co-product."""
     segments = [seg("structure", 0), seg("structure", 120), seg("arrow", 250, h=10), seg("structure", 400),
-                seg("structure", 560, w=40, h=30)]
+                seg("plus", 520, y=40, w=20, h=20), seg("structure", 560, w=40, h=30)]
     readings = [read("m1", "*C(N)=O", 0), read("m2", "Oc1ccccc1", 120), read("m3", "*C(=O)Oc1ccccc1", 400),
                 Reading("m4", "N", 0.0, (565, 5, 595, 25), "formula", "tesseract")]
     lines = [TextLine("3a R = Me", (0, 200, 100, 220), 90)]
@@ -244,6 +246,8 @@ def test_a_concrete_species_beside_the_product_template_is_every_entrys_co_produ
     (scope,) = plan["scopes"]
     assert (scope["product_template"], scope["co_products"]) == ("m3", ["m4"])
     assert scope["entries"] == [{"id": "3a", "bindings": {"R": "Me"}}]
+    plan, _ = plan_from_rules([s for s in segments if s.kind != "plus"], readings, lines)
+    assert "co_products" not in plan["scopes"][0]
 
 
 def test_template_first_adds_a_fitting_product_outside_the_grid() -> None:
@@ -420,3 +424,33 @@ def test_a_figure_wide_binding_that_is_no_substituent_is_reported_not_applied() 
     assert [p["kind"] for p in problems].count("unread_binding") == 1
     assert "Ar = '3'" in next(p["message"] for p in problems if p["kind"] == "unread_binding")
 
+
+
+@pytest.mark.parametrize(("text", "expected"), [("R = F, 89% (5e)", "5e"), ("95% (5c)", "5c"), ("R = Cl, 93% (5f).", "5f"),
+                                                ("R = Me (80%)", None), ("2 (2.0 equiv)", None), ("R = Me", None)])
+def test_an_entry_id_in_brackets_ends_a_line(text: str, expected: str | None) -> None:
+    from labrecord.chemdata.extract.associate import trailing_entry_id
+
+    assert trailing_entry_id(text) == expected
+
+
+def test_lines_listed_beside_a_drawing_that_keeps_its_label_are_its_entries() -> None:
+    """Template row m1 -> m2.  Below it: a drawn product m3 (x 0..100, y 200..300)
+    labelled ``95% (5c)`` under it, and a drawing m4 (x 0..100, y 400..500) whose R is
+    still drawn (``*``), with ``R = F, 89% (5e)`` and ``R = Cl, 93% (5f)`` printed
+    right of it (starting at x 110, within its width; middles at y 430 and 470, within
+    its height).  The two lines are m4's entries, filled with F and Cl; m3 keeps its own
+    label and takes neither line (they name other entries); the line far right (x 400)
+    is nobody's."""
+    segments = [seg("structure", 0), seg("arrow", 150, h=10), seg("structure", 300),
+                seg("structure", 0, band=1, y=200), seg("structure", 0, band=2, y=400)]
+    readings = [read("m1", "*C(=O)C", 0), read("m2", "*C(O)C", 300), read("m3", "CC(O)c1ccccc1", 0, y=200),
+                read("m4", "*c1ccc(C(C)O)cc1", 0, y=400)]
+    lines = [TextLine("95% (5c)", (20, 305, 80, 320), 90),
+             TextLine("R = F, 89% (5e)", (110, 422, 230, 438), 90), TextLine("R = Cl, 93% (5f)", (110, 462, 235, 478), 90),
+             TextLine("R = Br, 90% (5g)", (400, 442, 520, 458), 90)]
+    plan, _ = plan_from_rules(segments, readings, lines)
+    entries = plan["scopes"][0]["entries"]
+    assert entries[0] == {"id": "5c", "product": "m3"}
+    assert entries[1:] == [{"id": "5e", "product": "m4", "product_bindings": {"*": "F"}},
+                           {"id": "5f", "product": "m4", "product_bindings": {"*": "Cl"}}]

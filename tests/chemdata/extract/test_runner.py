@@ -421,3 +421,45 @@ def test_a_reagent_printed_by_name_is_read_from_its_name_not_by_osra(tmp_path: P
     assert by_box[(100, 40, 190, 60)] == ("CC1(C)OB(B2OC(C)(C)C(C)(C)O2)OC1(C)C", "formula", "tesseract")
     assert by_box[(100, 100, 160, 170)][1:] == ("crop", "osra")
     assert _printed_name((100, 100, 160, 170), lines) is None          # no word inside the drawing
+
+
+def test_small_print_is_read_again_enlarged_by_the_height_of_its_well_read_words() -> None:
+    """Well-read words 11 px high (median 11 < 18) give ceil(24 / 11) = 3, capped at 3;
+    12 px give 2; 20 px give 1; words under confidence 60 or without a letter or digit
+    (``—``) do not count, and nothing well read gives 1."""
+    from labrecord.chemdata.extract.runner import text_scale
+    from labrecord.chemdata.extract.tesseract import TextLine
+
+    def lines(height: int, conf: float = 90.0, word: str = "5e") -> list[TextLine]:
+        return [TextLine(word, (0, 10 * k, 20, 10 * k + height - 1), conf, ((word, (0, 10 * k, 20, 10 * k + height - 1)),),
+                         (conf,)) for k in range(5)]
+
+    assert text_scale(lines(11)) == 3
+    assert text_scale(lines(12)) == 2
+    assert text_scale(lines(20)) == 1
+    assert text_scale(lines(11, conf=40.0)) == 1
+    assert text_scale(lines(11, word="—")) == 1
+    assert text_scale(lines(12) + lines(30) + lines(30)) == 1          # median 30
+
+
+def test_the_page_is_read_again_enlarged_and_its_words_replace_the_page_pass(tmp_path: Path) -> None:
+    """A stand-in tesseract reports the word ``5e`` 11 px high at (30, 30)-(50, 40) on
+    every image: the page pass as drawn keeps it there; 11 px < 18 gives scale 3, and
+    the enlarged pass's report comes back as (10, 10)-(17, 14).  Swapped into the lines
+    after the crop passes, the enlarged words replace the page pass and a crop pass's
+    line stays."""
+    from PIL import Image
+
+    from labrecord.chemdata.extract.runner import _page_text, _swap_page_text
+    from labrecord.chemdata.extract.tesseract import TextLine
+    from labrecord.chemdata.extract.trajectory import Trajectory
+
+    header = "level\tpage_num\tblock_num\tpar_num\tline_num\tword_num\tleft\ttop\twidth\theight\tconf\ttext\n"
+    (tmp_path / "out.tsv").write_text(header + "5\t1\t1\t1\t1\t1\t30\t30\t20\t10\t90\t5e\n")
+    tool = fake_tool(tmp_path, "tesseract", f"cat {tmp_path / 'out.tsv'}")
+    image = Image.new("L", (100, 60), 255)
+    page, enlarged = _page_text(Trajectory("f", 60.0), tmp_path / "f.png", image, ExtractConfig(tesseract_command=(tool,)))
+    assert [ln.box for ln in page] == [(30, 30, 50, 40)]
+    assert enlarged is not None and [ln.box for ln in enlarged] == [(10, 10, 17, 14)]
+    crop = TextLine("rt", (60, 5, 70, 12), 90.0)
+    assert [ln.box for ln in _swap_page_text(page + [crop], page, enlarged)] == [(60, 5, 70, 12), (10, 10, 17, 14)]

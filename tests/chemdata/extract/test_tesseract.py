@@ -59,3 +59,16 @@ def test_every_word_lands_in_exactly_one_line(words: list[tuple[int, str]]) -> N
     lines = parse_tsv(tsv)
     assert sum(len(line.text.split()) for line in lines) == len(words)
     assert len(lines) == len({line for line, _ in words})
+
+
+def test_boxes_of_an_enlarged_image_come_back_in_the_figure_pixels(tmp_path: Path) -> None:
+    """A stand-in tesseract reports one word at (40, 60)-(100, 90) on an image enlarged
+    twice: divided back (the far corner rounded up), that is (20, 30)-(50, 45), then
+    shifted by the offset (5, 7) to (25, 37)-(55, 52)."""
+    from .conftest import fake_tool
+
+    tsv = HEADER + "5\t1\t1\t1\t1\t1\t40\t60\t60\t30\t91\tR=F\n"
+    (tmp_path / "out.tsv").write_text(tsv)
+    tool = fake_tool(tmp_path, "tesseract", f"cat {tmp_path / 'out.tsv'}")
+    (line,) = read_text(Trajectory("t", 60), "x.png", command=[tool], limit_s=60, offset=(5, 7), scale=2)
+    assert line.box == (25, 37, 55, 52) and line.words == (("R=F", (25, 37, 55, 52)),)
