@@ -466,7 +466,7 @@ def _scope(band: int, stages: list[list[Reading]], segments: list[Segment], assi
     figure_level = _figure_level(bound, band, failures)
     if below_readings:
         product_smiles = next((r.smiles for r in stages[-1] if r.id == scope["product_template"]), "")
-        in_product = {normalize_variable(name) for name in re.findall(r"\[([^\]]+)\]", product_smiles or "")}
+        in_product = set(_labels_of(product_smiles or ""))
         for index, reading in sorted(below_readings, key=lambda item: (segments[item[0]].box[1], segments[item[0]].box[0])):
             used.add(reading.id)
             own = _label_under(segments[index], lines)
@@ -509,6 +509,11 @@ def _scope(band: int, stages: list[list[Reading]], segments: list[Segment], assi
     return scope
 
 
+def _labels_of(smiles: str) -> list[str]:
+    """The printed labels of a reading (``[R1]``, ``[Ar]`` …), normalized."""
+    return [normalize_variable(name) for name in re.findall(r"\[([^\]]+)\]", smiles)]
+
+
 def _listed_beside(segments: list[Segment], assigned: dict[int, Reading],
                    bound: list[tuple[str | None, dict[str, str], TextLine]], band: int, used: set[str],
                    taken: set[str]) -> list[dict[str, Any]]:
@@ -525,7 +530,7 @@ def _listed_beside(segments: list[Segment], assigned: dict[int, Reading],
         if seg.band <= band or not reading.is_template or reading.id in used or not reading.smiles:
             continue
         x0, y0, x1, y1 = seg.box
-        labels = [normalize_variable(name) for name in re.findall(r"\[([^\]]+)\]", reading.smiles)]
+        labels = _labels_of(reading.smiles)
         bare = reading.smiles.count("*")
         lines = [(entry, pairs) for entry, pairs, line in bound if entry is not None and entry not in taken
                  and x1 - 5 <= line.box[0] <= x1 + (x1 - x0) and y0 <= (line.box[1] + line.box[3]) / 2 <= y1]

@@ -628,16 +628,19 @@ def _bridge_hashes(skeletons: list[_Comp], small: list[_Comp], attached: dict[in
     reach = 0.6 * bond
     owners: list[tuple[int, _Comp]] = [(i, s) for i, s in enumerate(skeletons)]
     owners += [(attached[k], small[k]) for k in attached]
+    ink: dict[int, tuple[Any, Any]] = {}  # each owner's ink pixels in page coordinates, found once
     for k, comp in enumerate(small):
         if max(comp.width, comp.height) > 0.4 * bond or any(contains(box, comp.box, slack=1) for box in word_boxes):
             continue
         cx, cy = (comp.box[0] + comp.box[2]) / 2, (comp.box[1] + comp.box[3]) / 2
         nearest: dict[int, tuple[float, float, float]] = {}
-        for owner, other in owners:
+        for number, (owner, other) in enumerate(owners):
             if other is comp or _gap(comp.box, other.box) > reach:
                 continue
-            ys, xs = np.nonzero(other.mask)
-            xs, ys = xs + other.box[0], ys + other.box[1]
+            if number not in ink:
+                ys, xs = np.nonzero(other.mask)
+                ink[number] = (xs + other.box[0], ys + other.box[1])
+            xs, ys = ink[number]
             dist = np.hypot(np.maximum(np.maximum(comp.box[0] - xs, xs - comp.box[2]), 0),
                             np.maximum(np.maximum(comp.box[1] - ys, ys - comp.box[3]), 0))
             i = int(np.argmin(dist))
