@@ -254,6 +254,22 @@ def template_labels(template_smiles: str, names: Collection[str] = ()) -> list[s
     return list(dict.fromkeys(labels.values()))
 
 
+#: a bare attachment point kept through :func:`fill_labels` (an isotope no figure draws)
+_KEPT = "[999At]"
+
+
+def fill_labels(smiles: str, bindings: Mapping[str, str]) -> str:
+    """Fill the labels ``bindings`` name and keep every other attachment point as a bare
+    ``*``: a drawn substituent that still shows a label (``[X]c1ccc(*)cc1``, its wavy
+    bond the ``*``) filled with ``X = OMe`` is ``*c1ccc(OC)cc1``.  With every label
+    bound it is :func:`instantiate`.  Raises :class:`RGroupError` as that does."""
+    bound = {normalize_label(k) for k in bindings}
+    if "*" in bound:
+        return instantiate(smiles, bindings)
+    kept = re.sub(r"\[\*\]|(?<!\[)\*(?![\]:])", _KEPT, smiles)
+    return instantiate(kept, bindings).replace(_KEPT, "*")
+
+
 def instantiate(template_smiles: str, bindings: Mapping[str, str], names: Collection[str] = ()) -> str:
     """Fill every attachment point of ``template_smiles`` from ``bindings``.
 

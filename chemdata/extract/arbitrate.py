@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import itertools
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Any
 
 from labrecord.chemdata import rgroup
@@ -76,23 +76,27 @@ def tie_score(reading: Reading) -> float:
 
 
 def choose(options: Mapping[int, Sequence[Reading]], evaluate: Callable[[dict[int, Reading]], int],
-           *, exhaustive: int = 64, judge: Callable[[Reading], bool] | None = None) -> dict[int, Reading]:
+           *, exhaustive: int = 64, judge: Callable[[Reading], bool] | None = None,
+           named: Callable[[Reading], bool] | None = None) -> dict[int, Reading]:
     """One reading per region (key: the region's segment index), maximizing
-    ``(evaluate(choice), number of sound readings, summed tie scores)``.  Regions whose
-    options all agree (same SMILES) are not varied.  ``judge`` tells a sound reading
-    (default: :func:`sound` of its SMILES; the runner also asks that its attachment
-    points be printed, :func:`labels_printed`)."""
+    ``(evaluate(choice), number of sound readings, number of readings that name their
+    attachment points as printed, summed tie scores)``.  Regions whose options all agree
+    (same SMILES) are not varied.  ``judge`` tells a sound reading (default:
+    :func:`sound` of its SMILES; the runner also asks that its attachment points be
+    printed, :func:`labels_printed`); ``named`` one whose labels are the printed ones
+    (the runner: :func:`labels_named`; default: none is)."""
     regions = sorted(k for k, v in options.items() if v)
     judging = judge or (lambda r: sound(r.smiles))
-    verdicts: dict[int, bool] = {}  # each reading judged once, not once per combination
+    naming = named or (lambda r: False)
+    verdicts: dict[tuple[int, int], bool] = {}  # each reading judged once, not once per combination
 
-    def judged(reading: Reading) -> bool:
-        if id(reading) not in verdicts:
-            verdicts[id(reading)] = judging(reading)
-        return verdicts[id(reading)]
+    def judged(reading: Reading, which: int = 0) -> bool:
+        if (id(reading), which) not in verdicts:
+            verdicts[(id(reading), which)] = (judging if which == 0 else naming)(reading)
+        return verdicts[(id(reading), which)]
 
-    def key(choice: dict[int, Reading]) -> tuple[int, int, float]:
-        return (evaluate(choice), sum(judged(r) for r in choice.values()),
+    def key(choice: dict[int, Reading]) -> tuple[int, int, int, float]:
+        return (evaluate(choice), sum(judged(r) for r in choice.values()), sum(judged(r, 1) for r in choice.values()),
                 round(sum(tie_score(r) for r in choice.values()), 6))
 
     def distinct(region: int) -> list[Reading]:
@@ -107,7 +111,7 @@ def choose(options: Mapping[int, Sequence[Reading]], evaluate: Callable[[dict[in
 
 
 def _best(regions: list[int], alternatives: dict[int, list[Reading]],
-          key: Callable[[dict[int, Reading]], tuple[int, int, float]], exhaustive: int,
+          key: Callable[[dict[int, Reading]], tuple[int, int, int, float]], exhaustive: int,
           judged: Callable[[Reading], bool]) -> dict[int, Reading]:
     count = 1
     for region in regions:
@@ -182,6 +186,24 @@ def labels_printed(smiles: str, words: Sequence[str] | None) -> bool:
     if words is None or ("*" not in smiles and not rgroup.BRACKET_LABEL.search(smiles)):
         return True
     return any(_PRINTED_LABEL.match(part.strip(",.;:()[]")) for word in words for part in word.split("="))
+
+
+def labels_named(smiles: str, printed: Collection[str] | None) -> bool:
+    """True when the reading names every attachment point after a label printed in its
+    drawing: no bare ``*``, at least one label, and each (``[R1]``) among ``printed``,
+    the drawing's variable words as normalized names (the runner's: ``Ry`` read for R₁
+    is ``R1``).  A reading that writes a printed ``R1`` as a bare ``*`` keeps less of the
+    drawing than one that names it.
+
+    >>> labels_named("[R1]c1ccc([R2])cc1", {"R1", "R2"})
+    True
+    >>> labels_named("*c1ccc(*)cc1", {"R1", "R2"}), labels_named("[R3]c1ccccc1", {"R1"})
+    (False, False)
+    """
+    if not printed or "*" in smiles:
+        return False
+    labels = set(rgroup.BRACKET_LABEL.findall(smiles))
+    return bool(labels) and labels <= set(printed)
 
 
 def related_reactants(reactions: Sequence[Any]) -> int:

@@ -148,14 +148,25 @@ def _template_smiles(ids: list[Any], by_id: dict[str, Reading], what: str) -> li
 
 
 def _fit_labels(templates: list[str], bindings: dict[str, str]) -> dict[str, str]:
-    """Give an entry's single variable to templates whose only label is the bare ``*``."""
+    """Give a bare ``*`` (a reader wrote a printed label without its name) the entry's
+    value for the variables no template names, when they all share one value: the
+    entry's single variable, or ``R1, R2 = H`` where one template names R1 and R2 and the
+    other writes both as ``*``.  Where only ``*`` is written, the spare names are dropped.
+
+    >>> _fit_labels(["*c1ccccc1"], {"R": "Me"})
+    {'*': 'Me'}
+    >>> sorted(_fit_labels(["[R1]c1cc([R2])ccc1", "*c1cc(*)ccc1"], {"R1": "H", "R2": "H"}).items())
+    [('*', 'H'), ('R1', 'H'), ('R2', 'H')]
+    """
     labels = set()
     for template in templates:
         labels.update(rgroup.template_labels(template))
     spare = [k for k in bindings if rgroup.normalize_label(k) not in labels]
-    if labels == {"*"} and len(spare) == 1:
-        fitted = dict(bindings)
-        fitted["*"] = fitted.pop(spare[0])
+    named = [k for k in bindings if rgroup.normalize_label(k) not in {"*"}]
+    values = {bindings[k] for k in (spare if labels == {"*"} else named)}
+    if "*" in labels and "*" not in bindings and len(values) == 1 and (spare if labels == {"*"} else named):
+        fitted = {k: v for k, v in bindings.items() if labels != {"*"} or k not in spare}
+        fitted["*"] = values.pop()
         return fitted
     return dict(bindings)
 
@@ -223,6 +234,11 @@ def _grid_drawings(entries: list[Any], outcomes: list[Any], product_template: st
     found = []
     for i in drawn:
         smiles = by_id[entries[i]["product"]].smiles
+        if entries[i].get("product_bindings"):  # a drawing that keeps a label, filled by its listed item
+            try:
+                smiles = rgroup.fill_labels(smiles, {str(k): str(v) for k, v in entries[i]["product_bindings"].items()})
+            except rgroup.RGroupError:
+                continue
         if rgroup.core_share(product_template, smiles) <= 0.5:
             found.append((i, smiles, {str(k): str(v) for k, v in (entries[i].get("bindings") or {}).items()}))
     return found
@@ -366,7 +382,7 @@ def _expand_entry(entry: Any, reactant_templates: list[str], product_template: s
         product = _resolve({"reading": entry["product"]}, by_id)
         if entry.get("product_bindings"):  # a drawing that keeps a label, filled by the line listed beside it
             filled = {str(k): str(v) for k, v in entry["product_bindings"].items()}
-            product = _derived_molecule(rgroup.instantiate(product.smiles, filled), product.smiles, filled,
+            product = _derived_molecule(rgroup.fill_labels(product.smiles, filled), product.smiles, filled,
                                         by_id.get(entry["product"]))
         explicit = _fit_labels(reactant_templates + [product_template], bindings) if bindings else {}
         derived = rgroup.derive_reactants(reactant_templates, product_template, product.smiles, explicit, prefer=prefer)

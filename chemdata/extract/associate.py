@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Collection, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from labrecord.chemdata.abbreviations import ABBREVIATIONS
@@ -46,7 +47,8 @@ from labrecord.chemdata.extract.layout import Segment, contains, overlaps
 from labrecord.chemdata.extract.osra import Reading
 from labrecord.chemdata.extract.tesseract import TextLine
 
-_VARIABLE = r"R\s?[0-9lIi|]?'*|X|Y|Ar"
+#: a variable as printed; ``Ry`` and ``Ro`` are R₁ and R₂ as OCR reads small subscripts
+_VARIABLE = r"R\s?[0-9lIi|yo]?'*|X|Y|Ar"
 _PAIR = re.compile(rf"(?<![A-Za-z])({_VARIABLE})\s*[=:]\s*([^\s,;]+)")
 #: variables sharing one printed value: ``R1, R2 = H``
 _SHARED = re.compile(rf"(?<![A-Za-z])((?:(?:{_VARIABLE})\s*,\s*)+)({_VARIABLE})\s*[=:]\s*([^\s,;]+)")
@@ -67,10 +69,11 @@ def normalize_entry_id(token: str) -> str | None:
 
 
 def normalize_variable(token: str) -> str:
-    """``Rl``/``RI``/``Ri``/``R|``/``R!``/``Rt`` -> ``R1``, ``R?``/``Rz`` -> ``R2`` (superscript
-    digits as OCR reads them); other variable names unchanged (spaces removed)."""
+    """``Rl``/``RI``/``Ri``/``R|``/``R!``/``Rt``/``Ry`` -> ``R1``, ``R?``/``Rz``/``Ro`` -> ``R2``
+    (superscript and subscript digits as OCR reads them); other variable names unchanged
+    (spaces removed)."""
     text = token.replace(" ", "")
-    if text.startswith("R") and len(text) > 1 and text[1] in "lIi|!t":
+    if text.startswith("R") and len(text) > 1 and text[1] in "lIi|!ty":
         text = "R1" + text[2:]
     elif text.startswith("R") and len(text) > 1 and text[1] in "?zZo":
         text = "R2" + text[2:]
@@ -131,7 +134,8 @@ def binding_lines(lines: list[TextLine]) -> list[tuple[str | None, dict[str, str
         entry = normalize_entry_id(first) if not _PAIR.match(line.text) else \
             (_id_left_of(line, lines) or trailing_entry_id(line.text))
         # a yield is never a substituent (OCR joins ``Ar =`` of one line to ``77%`` of another)
-        bindings = {normalize_variable(k): repair_value(v) for k, v in pairs if not _A_YIELD.match(v)}
+        # ``X: a=OMe`` is the head of a lettered list (:func:`lettered_columns`), not X = "a=OMe"
+        bindings = {normalize_variable(k): repair_value(v) for k, v in pairs if not _A_YIELD.match(v) and "=" not in v}
         for names, last, value in _SHARED.findall(line.text):
             for name in re.findall(_VARIABLE, names) + [last]:
                 if not _A_YIELD.match(value):
@@ -142,7 +146,7 @@ def binding_lines(lines: list[TextLine]) -> list[tuple[str | None, dict[str, str
 
 
 #: a column header or drawing label naming a variable: R, R1, R², R', Ar, Ar1, X, Y, Z
-LABEL_WORD = re.compile(r"^(R\s?[0-9lIi|!t?zZo]?'*|Ar[0-9]?|X[0-9]?|Y|Z)[,=:]?$")
+LABEL_WORD = re.compile(r"^(R\s?[0-9lIi|!t?zZoy]?'*|Ar[0-9]?|X[0-9]?|Y|Z)[,=:]?$")
 #: formulas printed in tables for common groups -> the abbreviation the engine knows
 FORMULA_ALIASES = {"CH3": "Me", "CH3O": "OMe", "CH30": "OMe", "MeO": "OMe", "OCH3": "OMe", "C6H5": "Ph", "C2H5": "Et",
                    "CH2OH": "CH2OH", "CO2CH3": "CO2Me", "4-MeOC6H4": "4-MeOC6H4"}
@@ -233,6 +237,76 @@ def table_entries(lines: list[TextLine], below: float = 0.0,
             seen.add(key)
             entries.append((entry, bindings, line))
     return entries
+
+
+#: one item of a lettered list: ``X: a=OMe 69%`` (the head names the variable), ``b=H 71%``
+_LETTERED = re.compile(rf"^(?:(?P<var>{_VARIABLE})\s*[:=]\s*)?(?P<id>[a-z])\s*=\s*(?P<value>[^\s%]+)"
+                       rf"(?:\s+(?P<yield>\d{{1,3}}(?:\.\d)?\s?%))?$")
+
+
+@dataclass(frozen=True)
+class LetteredColumn:
+    """A lettered list printed as one column: ``X: a=OMe 69%``, ``b=H 71%`` … under it.
+    ``variable`` is the head's (None when OCR lost it); ``items`` are (letter, value,
+    yield or None)."""
+
+    variable: str | None
+    items: tuple[tuple[str, str, str | None], ...]
+    box: tuple[int, int, int, int]
+    first: tuple[int, int, int, int]
+
+
+def lettered_value(text: str) -> str:
+    """An item's value as OCR read it, repaired: a subscript 2 read as a comma
+    (``NO,`` -> ``NO2``) where that makes a known group, else :func:`repair_value`."""
+    from labrecord.chemdata.abbreviations import lookup
+
+    if text.endswith(",") and lookup(text[:-1] + "2"):
+        return text[:-1] + "2"
+    return repair_value(text.rstrip(",;"))
+
+
+def lettered_columns(lines: list[TextLine]) -> list[LetteredColumn]:
+    """The lettered lists of a figure, a column each: lines that read ``[VAR:] id=value
+    [yield]`` with a one-letter id, stacked (each starts within two line heights under
+    the one above, its left edge within two line heights of the column's) under a
+    first line; the variable is the one the first line names.  A column whose first
+    line names no variable must start at ``a``.
+
+    Hand check: ``X: a=OMe 69%`` at (191, 212) and ``b=H 71%`` at (217, 234), 14 px
+    high, make one column of X with items a = OMe (69%) and b = H (71%)."""
+    parsed = []
+    for line in sorted(lines, key=lambda ln: (ln.box[1], ln.box[0])):
+        found = _LETTERED.match(line.text.strip())
+        if found:
+            parsed.append((line, found))
+    columns: list[list[tuple[TextLine, re.Match[str]]]] = []
+    for line, found in parsed:
+        height = max(1, line.box[3] - line.box[1])
+        for column in columns:
+            last, _ = column[-1]
+            # an item's id starts where the head's id does, right of the head's variable
+            left = column[0][0].box[0] if len(column) > 1 or not column[0][1]["var"] else None
+            if ord(found["id"]) == ord(column[-1][1]["id"]) + 1 and 0 <= line.box[1] - last.box[3] <= 2 * height \
+                    and not found["var"] and \
+                    (abs(line.box[0] - last.box[0]) <= 2 * height if left is None else abs(line.box[0] - left) <= 2 * height
+                     or abs(line.box[0] - last.box[0]) <= 3 * height):
+                column.append((line, found))
+                break
+        else:
+            columns.append([(line, found)])
+    out = []
+    for column in columns:
+        head = column[0][1]["var"]
+        if head is None and column[0][1]["id"] != "a":
+            continue  # a list that names no variable starts at a; a stray ``d=B`` is no list
+        items = tuple((found["id"], lettered_value(found["value"]), (found["yield"] or "").replace(" ", "") or None)
+                      for _, found in column)
+        boxes = [line.box for line, _ in column]
+        out.append(LetteredColumn(normalize_variable(head) if head else None, items,
+                                  (min(b[0] for b in boxes), min(b[1] for b in boxes), max(b[2] for b in boxes),
+                                   max(b[3] for b in boxes)), column[0][0].box))
+    return out
 
 
 def trailing_entry_id(text: str) -> str | None:
@@ -464,7 +538,8 @@ def _scope(band: int, stages: list[list[Reading]], segments: list[Segment], assi
                       and r.id not in used and not _drawn_value(segments[i], lines)]
     bound = binding_lines(lines)
     figure_level = _figure_level(bound, band, failures)
-    if below_readings:
+    lettered = _lettered_beside(segments, assigned, lettered_columns(lines), band, used)
+    if below_readings or lettered:
         product_smiles = next((r.smiles for r in stages[-1] if r.id == scope["product_template"]), "")
         in_product = set(_labels_of(product_smiles or ""))
         for index, reading in sorted(below_readings, key=lambda item: (segments[item[0]].box[1], segments[item[0]].box[0])):
@@ -483,7 +558,14 @@ def _scope(band: int, stages: list[list[Reading]], segments: list[Segment], assi
                     entry["variant"] = ",".join(f"{k}={v}" for k, v in sorted(variant.items()))
                 scope["entries"].append(entry)
         scope["entries"] += _listed_beside(segments, assigned, bound, band, used, {e["id"] for e in scope["entries"]})
+        scope["entries"] += lettered
     else:
+        drawn = drawn_values(segments, assigned, lines, failures)
+        if drawn:  # a row whose value is drawn replaces what OCR made of the same line
+            used.update(reading_id for _, _, _, reading_id in drawn)
+            bound = [item for item in bound if all(item[2] is not line for _, _, line, _ in drawn)] + \
+                [(entry, pairs, line) for entry, pairs, line, _ in drawn]
+            bound.sort(key=lambda item: (item[2].box[1], item[2].box[0]))
         if not any(entry for entry, _, _ in bound):
             row_bottom = max(segments[i].box[3] for i in assigned if segments[i].band == band) if assigned else 0
             variables = {v for r in ends for v in re.findall(r"\[(R\d+)\]", r.smiles or "")}
@@ -548,6 +630,62 @@ def _listed_beside(segments: list[Segment], assigned: dict[int, Reading],
             used.add(reading.id)
             found += entries
     return found
+
+
+def _lettered_beside(segments: list[Segment], assigned: dict[int, Reading], columns: list[LetteredColumn], band: int,
+                     used: set[str]) -> list[dict[str, Any]]:
+    """Entries of the lettered lists printed beside a drawing that keeps a label (``R =``
+    and a drawn aryl whose ``X`` is still drawn, ``X: a=OMe 69%``, ``b=H 71%`` … right of
+    it): each item is an entry whose product is the drawing with its label filled by the
+    item's value (``"product_bindings"``; a drawn substituent is read as the template's
+    R in assembly).  The column belongs to the drawing :func:`column_drawing` finds;
+    the label filled is :func:`column_label`'s.  A drawing with no such label takes none."""
+    found: list[dict[str, Any]] = []
+    for column in columns:
+        index = column_drawing(column, segments, {i: r for i, r in assigned.items() if segments[i].band > band
+                                                  and r.is_template and r.smiles and r.id not in used})
+        label = column_label(column, assigned[index].smiles) if index is not None else None
+        if index is None or label is None:
+            continue
+        for letter, value, yielded in column.items:
+            if any(e["id"] == letter for e in found):
+                continue  # the same item read twice (page pass and crop pass)
+            entry: dict[str, Any] = {"id": letter, "product": assigned[index].id, "product_bindings": {label: value}}
+            if yielded:
+                entry["yield"] = yielded
+            found.append(entry)
+    for entry in found:
+        used.add(entry["product"])
+    return found
+
+
+def column_drawing(column: LetteredColumn, segments: list[Segment], assigned: dict[int, Reading]) -> int | None:
+    """The drawing a lettered column is printed beside: the nearest one left of its first
+    line, which starts within the drawing's width right of it, its middle within the
+    drawing's height (segment index, or None)."""
+    fx0, fy0, _, fy1 = column.first
+    near = []
+    for index in assigned:
+        x0, y0, x1, y1 = segments[index].box
+        if x1 - 5 <= fx0 <= x1 + (x1 - x0) and y0 <= (fy0 + fy1) / 2 <= y1:
+            near.append((fx0 - x1, index))
+    return min(near)[1] if near else None
+
+
+def column_label(column: LetteredColumn, smiles: str) -> str | None:
+    """The label of a drawing a lettered column fills: the variable its head names when
+    the drawing keeps that label; with no head, the drawing's only label; else (no
+    label) its only bare ``*`` (osra writes a printed X so, and the wavy bond as a
+    methyl).  None when the drawing keeps none of these (a misread, or a label the head
+    does not name)."""
+    labels = list(dict.fromkeys(_labels_of(smiles)))
+    if column.variable is not None and column.variable in labels:
+        return column.variable
+    if column.variable is None and len(labels) == 1:
+        return labels[0]
+    if not labels and smiles.count("*") == 1:
+        return "*"
+    return None
 
 
 def _figure_level(bound: list[tuple[str | None, dict[str, str], TextLine]], band: int,
@@ -627,16 +765,67 @@ def _arrowless_scope(segments: list[Segment], assigned: dict[int, Reading], line
 
 
 def _drawn_value(seg: Segment, lines: list[TextLine]) -> bool:
-    """A structure drawn as a binding's value: just right of a printed line that ends in
-    ``=`` (``10a, R1, R2 =`` followed by a drawn aryl), on the same text row.  It is a
+    """A structure drawn as a binding's value (:func:`value_line`).  It is a
     substituent, not an entry's product."""
+    return value_line(seg, lines) is not None
+
+
+def value_line(seg: Segment, lines: list[TextLine]) -> TextLine | None:
+    """The printed line a structure is drawn as the value of: one that ends in ``=``
+    (``10a, R1, R2 =`` followed by a drawn aryl) just left of it, on the same text row."""
     x0, y0, x1, y1 = seg.box
     for line in lines:
         lx0, ly0, lx1, ly1 = line.box
         if line.text.rstrip().endswith("=") and lx1 <= x0 + 5 and x0 - lx1 <= 3 * (ly1 - ly0 + 1) + 40 \
                 and y0 <= (ly0 + ly1) / 2 <= y1:
-            return True
-    return False
+            return line
+    return None
+
+
+def drawn_values(segments: list[Segment], assigned: dict[int, Reading], lines: list[TextLine],
+                 failures: list[dict[str, str]]) -> list[tuple[str | None, dict[str, str], TextLine, str]]:
+    """Binding lines whose value is drawn: ``10a, R1, R2 =`` and, right of it, an aryl
+    whose attachment bond ends in a wavy line.  Each gives (entry id, bindings, line,
+    reading id): every variable named before the ``=`` takes the drawing read as a
+    substituent (:func:`labrecord.chemdata.rgroup.drawn_substituent`, one ``*``).  A
+    drawing that cannot be read as one (no attachment point, or two candidates) is
+    reported (``unread_value``) and gives no entry: its row is not guessed.
+
+    Hand check: ``10a, Ry, Ro =`` beside a drawing read ``Cc1cc(F)cc(F)c1`` gives entry
+    ``10a`` with ``R1 = R2 = *c1cc(F)cc(F)c1``."""
+    from labrecord.chemdata import rgroup
+
+    rows = []
+    for index, reading in sorted(assigned.items(), key=lambda item: (segments[item[0]].box[1], segments[item[0]].box[0])):
+        line = value_line(segments[index], lines)
+        if line is None or not reading.smiles:
+            continue
+        words = line.text.rstrip().rstrip("=").replace(",", " ").split()
+        entry = normalize_entry_id(words[0]) if words else None
+        # a word that starts like a variable but reads as none (``R34`` for R₁) keeps its place
+        names = [normalize_variable(w) if re.fullmatch(_VARIABLE, w) else None
+                 for w in words[1 if entry else 0:] if re.fullmatch(_VARIABLE, w) or w.startswith("R")]
+        if any(names):
+            rows.append((entry, names, line, reading))
+    found = []
+    for entry, names, line, reading in rows:
+        # the rows of one table name the same variables: a place OCR garbled takes the
+        # name the other rows of as many variables print there
+        names = [name or _consensus([other[k] for _, other, _, _ in rows if len(other) == len(names)]) for k, name in enumerate(names)]
+        value = rgroup.drawn_substituent(reading.smiles)
+        if value is None:
+            failures.append({"kind": "unread_value", "message": f"line {line.text!r}: the drawing beside it "
+                             f"({reading.id}, {reading.smiles}) reads as no substituent with one attachment point"})
+            continue
+        found.append((entry, dict.fromkeys([n for n in names if n], value), line, reading.id))
+    return found
+
+
+def _consensus(names: list[str | None]) -> str | None:
+    """The name most of ``names`` agree on (more than half of those read), else None."""
+    read = [n for n in names if n]
+    best = max(set(read), key=read.count) if read else None
+    return best if best is not None and 2 * read.count(best) > len(read) else None
 
 
 def alternatives(pairs: dict[str, str]) -> list[dict[str, str]]:

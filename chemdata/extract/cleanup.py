@@ -9,6 +9,10 @@ belongs to, what the figure drew, what the reader writes instead, a worked examp
   astatine (``[At]``) or a lone boron (``[B]``): a one-bonded atom of these elements
   becomes an attachment point ``*`` (named later from the printed labels, or fitted to an
   entry's single variable).  A real boron has three bonds; argon and astatine none.
+* A wavy attachment bond (``R =`` and a drawn aryl ending in a wavy line) read as an
+  iodine-123 (``[123I]``) or as a carbon radical bonded once (``[CH]``): the atom
+  becomes the attachment point ``*``.  No figure of a substrate scope draws a
+  radio-iodinated ring or a radical.
 * ``Ph`` read as lead (``[Pb]``) or as a terminal phosphorus (``P`` with one single bond,
   a PH₂ group that the figures never draw): the atom becomes a phenyl ring — only where
   ``Ph`` is printed in the drawing, when its words are known (DECIMER writes ``[Pb]``
@@ -81,11 +85,12 @@ def _one_bond(atom: Any) -> bool:
     return atom.GetDegree() == 1 and atom.GetFormalCharge() == 0 and not atom.IsInRing()
 
 
-def _to_attachment(symbols: set[str], need_no_h: bool = False) -> Callable[[Any, int | None], bool]:
+def _to_attachment(symbols: set[str], need_no_h: bool = False, isotope: int | None = None) -> Callable[[Any, int | None], bool]:
     def apply(mol: Any, limit: int | None = None) -> bool:
         changed = False
         for atom in mol.GetAtoms():
-            if atom.GetSymbol() in symbols and _one_bond(atom) and (not need_no_h or atom.GetTotalNumHs() == 0):
+            if atom.GetSymbol() in symbols and _one_bond(atom) and (not need_no_h or atom.GetTotalNumHs() == 0) \
+                    and (isotope is None or atom.GetIsotope() == isotope):
                 atom.SetAtomicNum(0)
                 atom.SetNumExplicitHs(0)
                 atom.SetNoImplicit(True)
@@ -93,6 +98,22 @@ def _to_attachment(symbols: set[str], need_no_h: bool = False) -> Callable[[Any,
                 changed = True
         return changed
     return apply
+
+
+def _radical_carbon_to_attachment(mol: Any, limit: int | None = None) -> bool:
+    """A carbon radical bonded once ([CH], [CH2]) becomes an attachment point ``*``."""
+    changed = False
+    for atom in mol.GetAtoms():
+        # the molecule is not sanitized here: a bracket carbon short of four bonds is a radical
+        if atom.GetAtomicNum() == 6 and _one_bond(atom) and atom.GetNoImplicit() and \
+                atom.GetNumExplicitHs() + sum(b.GetBondTypeAsDouble() for b in atom.GetBonds()) < 4:
+            atom.SetAtomicNum(0)
+            atom.SetNumRadicalElectrons(0)
+            atom.SetNumExplicitHs(0)
+            atom.SetNoImplicit(True)
+            atom.SetIsotope(0)
+            changed = True
+    return changed
 
 
 def _single_bonded(atom: Any) -> bool:
@@ -458,6 +479,11 @@ FIXES: tuple[Fix, ...] = (
         ("[At]C#C", "*C#C"), _to_attachment({"At"})),
     Fix("label-as-boron", DECIMER, "an R-group label", "a lone [B] bonded once, no hydrogen",
         ("[B]c1ccccc1N", "*c1ccccc1N"), _to_attachment({"B"}, need_no_h=True)),
+    Fix("wavy-bond-as-iodine-123", DECIMER, "a wavy attachment bond (a substituent drawn on its own)",
+        "an iodine-123 ([123I]) bonded once", ("FC(F)(F)c1cc([123I])cc(C(F)(F)F)c1", "*c1cc(C(F)(F)F)cc(C(F)(F)F)c1"),
+        _to_attachment({"I"}, isotope=123)),
+    Fix("wavy-bond-as-radical", DECIMER, "a wavy attachment bond (a substituent drawn on its own)",
+        "a carbon radical bonded once ([CH])", ("[CH]c1ccc(OC)cc1", "*c1ccc(OC)cc1"), _radical_carbon_to_attachment),
     Fix("phenyl-as-lead", DECIMER, "Ph", "[Pb] bonded once",
         ("O=N[Pb]", "O=Nc1ccccc1"), _to_phenyl("Pb"), printed_as="Ph"),
     Fix("phenyl-as-phosphorus", DECIMER, "Ph", "a terminal P with one single bond",

@@ -48,6 +48,7 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from labrecord.chemdata import rgroup
 from labrecord.chemdata.extract import arbitrate, associate, assemble, cleanup, decimer, endpoint, layout, osra, readers, tesseract
 from labrecord.chemdata.extract.records import document_json, write_document
 from labrecord.chemdata.extract.trajectory import BudgetExceeded, ToolFailed, Trajectory
@@ -654,7 +655,8 @@ def _second_reading(trajectory: Trajectory, image: Any, segments: list[layout.Se
             return arbitrate.sound(reading.smiles) and arbitrate.labels_printed(reading.smiles,
                                                                                  _words_in(reading.box, lines))
 
-        choice = arbitrate.choose(options, related, judge=judge)
+        choice = arbitrate.choose(options, related, judge=judge,
+                                  named=lambda r: arbitrate.labels_named(r.smiles, _printed_labels(r.box, lines)))
         readings = replaced(choice)
         trajectory.add("arbitration", row={",".join(map(str, segments[i].box)): {"reader": r.reader, "smiles": r.smiles}
                                            for i, r in choice.items()})
@@ -679,8 +681,46 @@ def _second_reading(trajectory: Trajectory, image: Any, segments: list[layout.Se
                     readings = [kept if r.id == first.id else r for r in readings]
                     trajectory.add("arbitration", product=",".join(map(str, kept.box)), reader=kept.reader,
                                    smiles=kept.smiles)
+        # a drawing printed as a binding's value (``10a, R1, R2 =`` and a drawn aryl) that
+        # osra does not read as a substituent with one attachment point is read again
+        by_index = associate.assign_readings(segments, readings)
+        for index, first in sorted(by_index.items()):
+            if associate.value_line(segments[index], lines) is None or rgroup.drawn_substituent(first.smiles):
+                continue
+            second = learned(index)
+            if second is not None and rgroup.drawn_substituent(second.smiles):
+                readings = [replace(second, id=first.id) if r.id == first.id else r for r in readings]
+                trajectory.add("arbitration", value=",".join(map(str, second.box)), reader=second.reader,
+                               smiles=second.smiles)
+        # a drawing a lettered list is printed beside (``X: a=OMe``, ``b=H`` …) whose osra
+        # reading keeps no label for the list to fill, or no wavy bond, is read again
+        by_index = associate.assign_readings(segments, readings)
+        for column in associate.lettered_columns(lines):
+            beside = associate.column_drawing(column, segments, {i: r for i, r in by_index.items()
+                                                                 if segments[i].band not in arrow_bands})
+            if beside is None or _fillable(column, by_index[beside].smiles):
+                continue
+            first, second = by_index[beside], learned(beside)
+            if second is not None and _fillable(column, second.smiles):
+                readings = [replace(second, id=first.id) if r.id == first.id else r for r in readings]
+                by_index[beside] = replace(second, id=first.id)
+                trajectory.add("arbitration", listed=",".join(map(str, second.box)), reader=second.reader,
+                               smiles=second.smiles)
     trajectory.add("learned_reads", reader=reader.name, count=calls[0], limit=config.learned_reads)
     return readings
+
+
+def _fillable(column: associate.LetteredColumn, smiles: str) -> bool:
+    """A drawing the lettered ``column`` can fill: it keeps the label the column names
+    (:func:`.associate.column_label`) and, that label filled with H, reads as a
+    substituent with one attachment point (its wavy bond)."""
+    label = associate.column_label(column, smiles)
+    if label is None:
+        return False
+    try:
+        return rgroup.drawn_substituent(rgroup.fill_labels(smiles, {label: "H"})) is not None
+    except rgroup.RGroupError:
+        return False
 
 
 def _sanitizes(smiles: str) -> bool:
@@ -751,6 +791,12 @@ def _printed_species(segments: list[layout.Segment], lines: list[tesseract.TextL
                 if all(box != o[0] for o in out):
                     out.append((box, seg.band, smiles))
     return out
+
+
+def _printed_labels(box: tuple[int, int, int, int], lines: list[tesseract.TextLine]) -> set[str]:
+    """The variable labels printed inside ``box``, normalized (``Ry`` -> ``R1``, ``R2=`` -> ``R2``)."""
+    parts = (part.strip(",.;:()[]") for word in _words_in(box, lines) for part in word.split("="))
+    return {associate.normalize_variable(part.rstrip(",=:")) for part in parts if associate.LABEL_WORD.match(part)}
 
 
 def _words_in(box: tuple[int, int, int, int], lines: list[tesseract.TextLine]) -> list[str]:

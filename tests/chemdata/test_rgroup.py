@@ -306,3 +306,14 @@ def test_every_readable_value_is_a_substituent(value: str) -> None:
 
     assert readable_substituent(value)
     assert not readable_substituent("3") and not readable_substituent("CH")
+
+
+@pytest.mark.parametrize(("smiles", "bindings", "filled"), [
+    ("[X]c1ccc(*)cc1", {"X": "OMe"}, "*c1ccc(OC)cc1"), ("[X]c1ccc([*])cc1", {"X": "H"}, "*c1ccccc1"),
+    ("*c1ccc(C)cc1", {"*": "Br"}, "Cc1ccc(Br)cc1"), ("[X]c1ccc(C)cc1", {"X": "F"}, "Cc1ccc(F)cc1")])
+def test_fill_labels_keeps_the_attachment_points_it_is_not_given(smiles: str, bindings: dict[str, str], filled: str) -> None:
+    """A drawn substituent keeps its wavy bond (``*``) when only its printed X is filled;
+    a binding for ``*`` itself, or a drawing with no other ``*``, is :func:`instantiate`."""
+    from labrecord.chemdata.rgroup import fill_labels
+
+    assert canon(fill_labels(smiles, bindings)) == canon(filled)

@@ -6,7 +6,7 @@ from tests.support import require_module
 require_module("rdkit", 'pip install "labrecord[chem]"')
 
 from labrecord.chemdata.extract.arbitrate import (  # noqa: E402
-    choose, fits_template, fuller_stereo, labels_printed, pick_product, related_reactants, sound,
+    choose, fits_template, fuller_stereo, labels_named, labels_printed, pick_product, related_reactants, sound,
 )
 from labrecord.chemdata.extract.osra import Reading  # noqa: E402
 
@@ -55,6 +55,25 @@ def test_soundness_then_confidence_break_ties() -> None:
     assert choose({0: [radical, by_osra]}, lambda _: 0) == {0: by_osra}
     assert choose({0: [by_osra, sure]}, lambda _: 0) == {0: sure}
     assert choose({0: [by_osra, unsure]}, lambda _: 0) == {0: by_osra}
+
+
+def test_a_reading_that_names_its_printed_labels_wins_a_tie_before_confidence() -> None:
+    """The drawing prints R₁ and R₂ (OCR: ``Ry``, ``R2``).  osra writes both as bare ``*``
+    (tie score 1), DECIMER names them ``[R1]``, ``[R2]`` at 0.897 (tie score 0.897, below
+    TRUSTED): with no engine evidence and both sound, the named reading is kept.  A label
+    the drawing does not print (``[R3]``) names nothing."""
+    words = {"R1", "R2"}  # the runner normalizes the printed words Ry, R2, OH to these labels
+    bare = reading("m1", "*c1ccc(*)c(O)c1", 1.5, "osra")
+    named = reading("d1", "[R1]c1ccc([R2])c(O)c1", 0.897, "decimer")
+    assert labels_named(named.smiles, words) and not labels_named(bare.smiles, words)
+    assert not labels_named("[R3]c1ccccc1", words) and not labels_named("c1ccccc1", words)
+    assert not labels_named(named.smiles, None)
+
+    def by_words(r: Reading) -> bool:
+        return labels_named(r.smiles, words)
+
+    assert choose({0: [bare, named]}, lambda _: 0, named=by_words) == {0: named}
+    assert choose({0: [bare, named]}, lambda _: 0) == {0: bare}  # without the criterion, confidence decides
 
 
 def test_greedy_search_past_the_exhaustive_limit() -> None:

@@ -327,3 +327,36 @@ def test_a_drawing_that_keeps_a_label_is_filled_by_the_line_listed_beside_it() -
     provenance = reaction.products[0].provenance
     assert (provenance.origin, provenance.template, provenance.bindings) == \
         ("template_derived", "[X]c1ccc(cc1)c1ccccc1", {"X": "OMe"})
+
+
+def test_a_bare_attachment_point_takes_the_value_every_named_variable_shares() -> None:
+    """``R1, R2 = H`` where the reactant template names R1 and R2 and the product template
+    (another reader) writes both as ``*``: the ``*`` takes H.  With R1 = Me, R2 = H there
+    is no one value, and nothing is fitted; a template that writes only ``*`` takes an
+    entry's single variable, as before."""
+    from labrecord.chemdata.extract.assemble import _fit_labels
+
+    templates = ["[R1]c1ccc([R2])cc1", "*c1ccc(*)cc1O"]
+    assert _fit_labels(templates, {"R1": "H", "R2": "H"}) == {"R1": "H", "R2": "H", "*": "H"}
+    assert _fit_labels(templates, {"R1": "Me", "R2": "H"}) == {"R1": "Me", "R2": "H"}
+    assert _fit_labels(["*c1ccccc1"], {"R": "Me"}) == {"*": "Me"}
+    assert _fit_labels(["*c1ccccc1"], {"R1": "Me", "R2": "Et"}) == {"R1": "Me", "R2": "Et"}
+
+
+def test_a_drawn_substituent_filled_by_its_lettered_item_binds_the_templates_r() -> None:
+    """Template row R–CHO + malononitrile -> R–CH=C(CN)2.  The drawing ``*c1ccc(C)cc1`` (X
+    still drawn as ``*``, the wavy bond read as a methyl) is filled by its items X = OMe
+    and X = F: ``COc1ccc(C)cc1`` is no product of the template (it shares at most 2 of its
+    7 heavy atoms), but read as a drawn substituent it is R = 4-methoxyphenyl, so entry a
+    is anisaldehyde -> 2-(4-methoxybenzylidene)malononitrile."""
+    readings = [Reading("t1", "O=C[R]", 0.9, (0, 0, 9, 9), "crop"), Reading("t3", "N#CCC#N", 0.9, (10, 0, 19, 9), "crop"),
+                Reading("t2", "N#CC(C#N)=C[R]", 0.9, (20, 0, 29, 9), "crop"),
+                Reading("d1", "*c1ccc(C)cc1", 0.9, (0, 200, 9, 290), "crop")]
+    plan = {"scopes": [{"reactant_templates": ["t1", "t3"], "product_template": "t2",
+                        "entries": [{"id": "a", "product": "d1", "product_bindings": {"*": "OMe"}},
+                                    {"id": "b", "product": "d1", "product_bindings": {"*": "F"}}]}]}
+    reactions, _, failures = assemble(plan, readings)
+    assert failures == []
+    assert [(r.reactants[0].smiles, r.products[0].smiles) for r in reactions] == [
+        (canonical("COc1ccc(C=O)cc1"), canonical("COc1ccc(C=C(C#N)C#N)cc1")),
+        (canonical("Fc1ccc(C=O)cc1"), canonical("Fc1ccc(C=C(C#N)C#N)cc1"))]

@@ -5,7 +5,7 @@ import pytest
 from hypothesis import given, strategies as st
 
 from labrecord.chemdata.extract.associate import (
-    alternatives, binding_lines, normalize_entry_id, normalize_variable, ordinal_labels, plan_from_rules, repair_aryl_formula,
+    alternatives, binding_lines, drawn_values, normalize_entry_id, normalize_variable, ordinal_labels, plan_from_rules, repair_aryl_formula,
     printed_under, repair_value, table_entries, table_value,
 )
 from labrecord.chemdata.extract.layout import Segment
@@ -26,7 +26,8 @@ def test_entry_ids(token: str, expected: str | None) -> None:
     assert normalize_entry_id(token) == expected
 
 
-@pytest.mark.parametrize(("token", "expected"), [("Rl", "R1"), ("R|", "R1"), ("Ri", "R1"), ("R 2", "R2"), ("X", "X")])
+@pytest.mark.parametrize(("token", "expected"), [("Rl", "R1"), ("R|", "R1"), ("Ri", "R1"), ("Ry", "R1"), ("R 2", "R2"),
+                                                   ("Ro", "R2"), ("X", "X")])
 def test_variables(token: str, expected: str) -> None:
     assert normalize_variable(token) == expected
 
@@ -208,14 +209,40 @@ def test_any_shared_binding_list_binds_every_variable(names: list[str], value: s
     assert entry == "7a" and pairs == {name: value for name in names}
 
 
-def test_a_structure_drawn_as_a_bindings_value_is_not_a_product() -> None:
-    # a table row "10a, R1, R2 = <drawn aryl>" under the template: the drawing is a value
+def test_a_structure_drawn_as_a_bindings_value_is_that_value_not_a_product() -> None:
+    """A table row ``10a, R1 = <drawn phenyl>`` under the template: the drawing (its wavy
+    bond read as a ring methyl, ``Cc1ccccc1``) is the value of R1, ``*c1ccccc1``; the
+    row printed as text (``10b, R1 = Me``) stays as it was."""
     segments = [seg("structure", 0), seg("arrow", 150, h=10), seg("structure", 300),
                 seg("structure", 200, band=1, y=200, w=80, h=80)]
     readings = [read("m1", "*c1ccc(I)cc1", 0), read("m2", "*c1ccccc1", 300), read("m3", "Cc1ccccc1", 200, y=200)]
     lines = [TextLine("10a, R1 =", (20, 230, 180, 250), 90), TextLine("10b, R1 = Me", (20, 320, 180, 340), 90)]
-    plan, _ = plan_from_rules(segments, readings, lines)
-    assert plan["scopes"][0]["entries"] == [{"id": "10b", "bindings": {"R1": "Me"}}]
+    plan, failures = plan_from_rules(segments, readings, lines)
+    assert plan["scopes"][0]["entries"] == [{"id": "10a", "bindings": {"R1": "*c1ccccc1"}},
+                                            {"id": "10b", "bindings": {"R1": "Me"}}]
+    assert not [f for f in failures if f["kind"] == "unassigned"]
+
+
+def test_drawn_values_name_every_variable_and_repair_a_garbled_one_from_the_other_rows() -> None:
+    """``10a, Ry, Ro =`` is R₁, R₂ as OCR reads the subscripts; in ``10c, R34, Ro =`` the
+    first name is garbled and takes what the other rows print there (R1).  A drawing read
+    with two ring methyls (which is the wavy bond?) gives no entry and one
+    ``unread_value`` line."""
+    def row(y: int) -> Segment:
+        return seg("structure", 200, band=1, y=y, w=80, h=80)
+
+    segments = [row(200), row(300), row(400), row(500)]
+    readings = [read("m1", "Cc1cc(F)cc(F)c1", 200, 200), read("m2", "Cc1ccc(Cl)cc1", 200, 300),
+                read("m3", "Cc1cc(Br)cc(Br)c1", 200, 400), read("m4", "Cc1cc(C)ccc1", 200, 500)]
+    lines = [TextLine("10a, Ry, Ro =", (20, 230, 180, 250), 90), TextLine("10b, Ry, Ro=", (20, 330, 180, 350), 90),
+             TextLine("10c, R34, Ro =", (20, 430, 180, 450), 90), TextLine("10d, Ry, Ro =", (20, 530, 180, 550), 90)]
+    failures: list[dict[str, str]] = []
+    found = drawn_values(segments, dict(enumerate(readings)), lines, failures)
+    assert [(entry, pairs) for entry, pairs, _, _ in found] == [
+        ("10a", {"R1": "*c1cc(F)cc(F)c1", "R2": "*c1cc(F)cc(F)c1"}),
+        ("10b", {"R1": "*c1ccc(Cl)cc1", "R2": "*c1ccc(Cl)cc1"}),
+        ("10c", {"R1": "*c1cc(Br)cc(Br)c1", "R2": "*c1cc(Br)cc(Br)c1"})]
+    assert [f["kind"] for f in failures] == ["unread_value"] and "10d" in failures[0]["message"]
 
 
 def test_a_two_arrow_template_row_expands_its_net_transformation() -> None:
@@ -454,3 +481,55 @@ def test_lines_listed_beside_a_drawing_that_keeps_its_label_are_its_entries() ->
     assert entries[0] == {"id": "5c", "product": "m3"}
     assert entries[1:] == [{"id": "5e", "product": "m4", "product_bindings": {"*": "F"}},
                            {"id": "5f", "product": "m4", "product_bindings": {"*": "Cl"}}]
+
+
+def test_lettered_lists_are_read_as_columns() -> None:
+    """Lines as OCR reads a nested list (14 px high): ``X: a=OMe 69%`` at x 191 and
+    ``b=H 71%`` … under it at x 217 make one column of X; ``X: g=Br 80%`` starts another
+    (it names its variable); ``f=NO, 73%`` is NO₂ (a subscript 2 read as a comma).  A
+    list with no head starts at ``a``: a stray ``d=B`` on its own is no list, and a
+    line whose letter does not follow (``k=Me`` after ``b``) does not join."""
+    from labrecord.chemdata.extract.associate import lettered_columns
+
+    lines = [TextLine("X: a=OMe 69%", (191, 212, 317, 227), 90), TextLine("X: g=Br 80%", (426, 221, 533, 239), 90),
+             TextLine("b=H 71%", (217, 234, 294, 248), 90), TextLine("h=CN 87%", (452, 242, 542, 257), 90),
+             TextLine("c=NO, 73%", (216, 256, 309, 270), 90), TextLine("k=Me", (216, 277, 280, 291), 90),
+             TextLine("d=B", (700, 300, 740, 314), 90)]
+    columns = lettered_columns(lines)
+    assert [(c.variable, c.items) for c in columns] == [
+        ("X", (("a", "OMe", "69%"), ("b", "H", "71%"), ("c", "NO2", "73%"))),
+        ("X", (("g", "Br", "80%"), ("h", "CN", "87%")))]
+    assert columns[0].first == (191, 212, 317, 227) and columns[0].box == (191, 212, 317, 270)
+
+
+@pytest.mark.parametrize(("variable", "smiles", "label"), [
+    ("X", "[X]c1ccc(*)cc1", "X"), (None, "[X]c1ccc(*)cc1", "X"), (None, "*c1ccc(C)cc1", "*"), ("X", "*c1ccc(C)cc1", "*"),
+    ("X", "[R]c1ccc(I)cc1", None), (None, "*c1ccc(*)cc1", None), (None, "[X1]c1ccc([X2])cc1", None)])
+def test_the_label_a_lettered_list_fills(variable: str | None, smiles: str, label: str | None) -> None:
+    """The head's variable where the drawing keeps it; with no head the only label; with
+    no label the only bare ``*`` (osra's X); else none — ``[R]`` under a head naming X is
+    a misreading (the ``R =`` beside the drawing read into it), two ``*`` or two labels
+    cannot be told apart."""
+    from labrecord.chemdata.extract.associate import LetteredColumn, column_label
+
+    column = LetteredColumn(variable, (("a", "H", None),), (0, 0, 1, 1), (0, 0, 1, 1))
+    assert column_label(column, smiles) == label
+
+
+def test_a_lettered_list_beside_a_drawn_substituent_gives_an_entry_per_item() -> None:
+    """Template row R–CHO (m1) -> product (m2).  Below it the drawing m3 (x 0..100, y
+    200..300, osra's ``*c1ccc(C)cc1``: X as ``*``, the wavy bond as a methyl) with the
+    list ``X: a=OMe 69%`` (x 110, middle y 217, beside it) and ``b=F 71%``, ``c=Cl``
+    under it: three entries of m3 filling ``*`` with OMe, F and Cl, with their yields;
+    the head line is no figure-wide binding X = "a=OMe"."""
+    segments = [seg("structure", 0), seg("arrow", 150, h=10), seg("structure", 300),
+                seg("structure", 0, band=1, y=200)]
+    readings = [read("m1", "O=C[R]", 0), read("m2", "OC([R])c1ccccc1", 300), read("m3", "*c1ccc(C)cc1", 0, y=200)]
+    lines = [TextLine("X: a=OMe 69%", (110, 210, 230, 224), 90), TextLine("b=F 71%", (128, 230, 200, 244), 90),
+             TextLine("c=Cl", (128, 250, 170, 264), 90)]
+    plan, failures = plan_from_rules(segments, readings, lines)
+    assert plan["scopes"][0]["entries"] == [
+        {"id": "a", "product": "m3", "product_bindings": {"*": "OMe"}, "yield": "69%"},
+        {"id": "b", "product": "m3", "product_bindings": {"*": "F"}, "yield": "71%"},
+        {"id": "c", "product": "m3", "product_bindings": {"*": "Cl"}}]
+    assert not [f for f in failures if f["kind"] in ("unread_binding", "unassigned")]

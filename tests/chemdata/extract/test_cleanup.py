@@ -210,3 +210,12 @@ def test_the_hydrogen_variant_keeps_each_repeated_label_once() -> None:
     assert hydrogen_variant("NC([R1])[R2]") is None
     assert hydrogen_variant("[R]CC[R]") is None
     assert hydrogen_variant("not a smiles((") is None
+
+
+def test_only_a_carbon_short_of_its_bonds_is_taken_for_a_wavy_bond() -> None:
+    """``[CH]`` bonded once has two bonds of four: the wavy bond's end.  A methyl written
+    ``[CH3]``, a plain ``C``, an alkyne carbon and an iodine without the 123 label are
+    what they say."""
+    assert clean("[CH]C1=CC(=C(C=C1)O)OC", "decimer")[0] == "*c1ccc(O)c(OC)c1"
+    for smiles in ("[CH3]c1ccccc1", "Cc1ccccc1", "C#Cc1ccccc1", "Ic1ccccc1"):
+        assert clean(smiles, "decimer") == (smiles, [])

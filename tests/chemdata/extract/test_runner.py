@@ -463,3 +463,15 @@ def test_the_page_is_read_again_enlarged_and_its_words_replace_the_page_pass(tmp
     assert enlarged is not None and [ln.box for ln in enlarged] == [(10, 10, 17, 14)]
     crop = TextLine("rt", (60, 5, 70, 12), 90.0)
     assert [ln.box for ln in _swap_page_text(page + [crop], page, enlarged)] == [(60, 5, 70, 12), (10, 10, 17, 14)]
+
+
+def test_the_labels_printed_in_a_drawing_are_its_variable_words_normalized() -> None:
+    """``Ry`` is R₁ as OCR reads it, ``R2=`` a label run into its sign; ``OH`` and a word
+    outside the drawing's box are no label of it."""
+    from labrecord.chemdata.extract.runner import _printed_labels
+    from labrecord.chemdata.extract.tesseract import TextLine
+
+    line = TextLine("Ry R OH R2= R3", (10, 10, 300, 60), 90.0, words=(
+        ("Ry", (10, 10, 20, 20)), ("R", (30, 30, 40, 40)), ("OH", (45, 45, 55, 55)), ("R2=", (50, 50, 60, 60)),
+        ("R3", (250, 50, 260, 60))))
+    assert _printed_labels((0, 0, 100, 100), [line]) == {"R1", "R", "R2"}
