@@ -59,7 +59,11 @@ ABBREVIATIONS: dict[str, str] = {
     "4-MeC6H4": "Cc1ccc(*)cc1", "4-MeOC6H4": "COc1ccc(*)cc1", "4-FC6H4": "Fc1ccc(*)cc1",
     "4-ClC6H4": "Clc1ccc(*)cc1", "4-BrC6H4": "Brc1ccc(*)cc1", "4-CF3C6H4": "FC(F)(F)c1ccc(*)cc1",
     "2-Py": "c1ccnc(*)c1", "3-Py": "c1cncc(*)c1", "4-Py": "c1cc(*)ccn1", "Py": "c1ccnc(*)c1",
-    "2-Thienyl": "c1csc(*)c1", "2-Furyl": "c1coc(*)c1",
+    "2-Thienyl": "c1csc(*)c1", "2-Furyl": "c1coc(*)c1", "3-Thienyl": "c1cc(*)cs1", "3-Furyl": "c1cc(*)co1",
+    # the same, spelled out as scope tables print them
+    "C6H5": "c1ccccc1*", "2-thienyl": "c1csc(*)c1", "3-thienyl": "c1cc(*)cs1", "2-furyl": "c1coc(*)c1",
+    "3-furyl": "c1cc(*)co1", "2-pyridyl": "c1ccnc(*)c1", "3-pyridyl": "c1cncc(*)c1", "4-pyridyl": "c1cc(*)ccn1",
+    "1-naphthyl": "c1ccc2c(*)cccc2c1", "2-naphthyl": "c1ccc2cc(*)ccc2c1",
 }
 
 
@@ -102,12 +106,31 @@ def lookup(text: str) -> str | None:
     Surrounding whitespace is ignored.
     """
     text = text.strip()
-    return ABBREVIATIONS.get(text) or aryl_formula(text)
+    return ABBREVIATIONS.get(text) or aryl_formula(text) or alkyl_formula(text)
+
+
+def alkyl_formula(text: str) -> str | None:
+    """The fragment SMILES of a straight alkyl chain written as its formula, ``CnH2n+1``
+    (``C7H15`` -> heptyl, ``n-C17H35``), or None when the hydrogens do not add up
+    (``C6H11`` is cyclohexyl or a hexenyl: not read); ``CH3`` is methyl.  Hand check:
+    ``C4H9`` -> 2·4 + 1 = 9 hydrogens -> ``CCCC*``."""
+    match = _ALKYL.match(text)
+    carbons = int(match["n"] or 1) if match else 0
+    if match is None or int(match["h"]) != 2 * carbons + 1:
+        return None
+    return "C" * carbons + "*"
 
 
 #: group names a substituted-phenyl formula may carry besides the table's own (``MeO`` is
 #: how the prefix of ``4-MeOC6H4`` spells methoxy)
-_PREFIX_ALIASES = {"MeO": "OMe", "EtO": "OEt", "F3C": "CF3", "O2N": "NO2", "MeS": "SMe", "HO": "OH"}
+_PREFIX_ALIASES = {"MeO": "OMe", "EtO": "OEt", "F3C": "CF3", "O2N": "NO2", "MeS": "SMe", "HO": "OH",
+                   "CH3": "Me", "H3C": "Me", "CH3O": "OMe", "OCH3": "OMe", "C2H5": "Et", "NC": "CN",
+                   "Me2N": "NMe2", "AcO": "OAc", "BnO": "OBn", "PhO": "OPh", "F3CO": "OCF3", "MeO2C": "CO2Me",
+                   "EtO2C": "CO2Et"}
+#: ring positions named by letter: ``p-MeOC6H4`` is ``4-MeOC6H4``
+_LETTER_LOCANTS = {"o": "2", "m": "3", "p": "4"}
+#: a straight alkyl chain printed as its formula, ``C7H15`` or ``n-C7H15``
+_ALKYL = re.compile(r"^(?:n-?)?C(?P<n>[1-9][0-9]?)?H(?P<h>[0-9]{1,2})$")
 #: one locant group and its substituents: ``2,4-Cl2`` in ``2,4-Cl2C6H3``, ``3-Cl`` and ``4-F`` in ``3-Cl-4-FC6H3``
 _LOCANT_GROUP = re.compile(r"([2-6](?:,[2-6])*)-?((?:\(?[A-Za-z][A-Za-z0-9]*?\)?[2-5]?)+?)(?=-?[2-6](?:,[2-6])*-|$)")
 _PHENYL = re.compile(r"^(?P<prefix>.+)C6H(?P<h>[1-4])$")
@@ -117,7 +140,8 @@ _NAMES_LONGEST_FIRST = sorted({*ABBREVIATIONS, *_PREFIX_ALIASES}, key=len, rever
 
 def aryl_formula(text: str) -> str | None:
     """The fragment SMILES of a substituted phenyl written as a formula, ``<locants>-<groups>C6H<n>``
-    (``3-BrC6H4``, ``2,4-Cl2C6H3``, ``3,4-(MeO)2C6H3``, ``3-Cl-4-FC6H3``), or None.
+    (``3-BrC6H4``, ``2,4-Cl2C6H3``, ``3,4-(MeO)2C6H3``, ``3-Cl-4-FC6H3``; one position
+    may be named by letter, ``p-MeOC6H4``, ``o-ClC6H4``, ``m-CH3C6H4``), or None.
 
     The formula is read, not guessed: the attachment is ring position 1, each locant takes
     the next group written (a multiplicity ``Cl2`` or ``(MeO)2`` takes that many locants),
@@ -125,6 +149,9 @@ def aryl_formula(text: str) -> str | None:
     must be 5 minus the number of groups.  Anything else is None.  Hand check:
     ``2,4-Cl2C6H3`` -> locants 2 and 4, both Cl, 5 - 2 = 3 hydrogens: ``Clc1ccc(*)c(Cl)c1``.
     """
+    lettered = re.match(r"^([omp])-(?=[A-Z(])", text)
+    if lettered:  # ``p-ClC6H4``: a ring position named by letter, one group
+        text = _LETTER_LOCANTS[lettered[1]] + "-" + text[2:]
     match = _PHENYL.match(text)
     if not match:
         return None

@@ -94,3 +94,27 @@ def test_every_printed_molecule_reads_back_in_any_case(name: str) -> None:
 
     assert Chem.MolFromSmiles(PRINTED_MOLECULES[name]) is not None
     assert printed_molecule(name.upper()) == PRINTED_MOLECULES[name] == printed_molecule(name.lower())
+
+
+@pytest.mark.parametrize(("formula", "smiles"), [
+    ("p-MeOC6H4", "*c1ccc(OC)cc1"), ("o-ClC6H4", "*c1ccccc1Cl"), ("m-BrC6H4", "*c1cccc(Br)c1"),
+    ("p-CH3C6H4", "*c1ccc(C)cc1"),        # a formula group inside the formula (CH3 is Me)
+    ("p-OCH3C6H4", "*c1ccc(OC)cc1"), ("4-NCC6H4", "*c1ccc(C#N)cc1"),
+    ("C7H15", "CCCCCCC*"), ("n-C17H35", "C" * 17 + "*"), ("CH3", "C*"), ("C2H5", "CC*"),
+    ("C6H5", "c1ccccc1*"), ("3-pyridyl", "*c1cccnc1"), ("2-naphthyl", "*c1ccc2ccccc2c1"),
+])
+def test_letter_positions_formula_groups_alkyl_formulas_and_spelled_names(formula: str, smiles: str) -> None:
+    """``p-``, ``m-``, ``o-`` name positions 4, 3, 2; ``CnH2n+1`` is the straight chain."""
+    assert same(lookup(formula), smiles)
+
+
+@pytest.mark.parametrize("formula", ["C6H11", "C6H13x", "CH2", "p-Cl", "x-ClC6H4", "p-ClC6H3"])
+def test_formulas_that_name_no_one_group_stay_unread(formula: str) -> None:
+    """``C6H11`` is cyclohexyl or a hexenyl; ``CH2`` no group; ``p-Cl`` no ring; a
+    position letter other than o, m, p; a hydrogen count that does not add up."""
+    assert lookup(formula) is None
+
+
+@given(st.integers(1, 30))
+def test_every_straight_alkyl_formula_reads_as_its_chain(n: int) -> None:
+    assert lookup(f"C{n}H{2 * n + 1}" if n > 1 else "CH3") == "C" * n + "*"
