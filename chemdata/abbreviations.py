@@ -14,6 +14,7 @@ guessed.  docs/extraction.md prints the table.
 from __future__ import annotations
 
 import re
+from typing import Any
 
 #: abbreviation -> fragment SMILES with one attachment point (``H`` -> no atom)
 ABBREVIATIONS: dict[str, str] = {
@@ -106,7 +107,107 @@ def lookup(text: str) -> str | None:
     Surrounding whitespace is ignored.
     """
     text = text.strip()
-    return ABBREVIATIONS.get(text) or aryl_formula(text) or alkyl_formula(text)
+    return ABBREVIATIONS.get(text) or aryl_formula(text) or alkyl_formula(text) or condensed_formula(text)
+
+
+#: one atom of a condensed formula and its hydrogens: ``CH2``, ``CH``, ``O``, ``NH``, ``Cl``
+_CONDENSED_ATOM = re.compile(r"(Cl|Br|C|N|O|S|F|I)(?:H([1-3])?)?")
+_VALENCE = {"C": 4, "N": 3, "O": 2, "S": 2, "F": 1, "Cl": 1, "Br": 1, "I": 1}
+
+
+def condensed_formula(text: str) -> str | None:
+    """The fragment SMILES of a group written as a condensed formula, left to right from
+    the attachment: ``CH2CH(CH3)2`` (isobutyl), ``C(CH3)3``, ``CH2OCH3``, ``(CH2)3CH3``,
+    ``CH2CO2Et``; or None.  Each atom is written with its hydrogens, a bracketed group
+    with its count hangs on the atom before it (a bracketed run of chain links, ``(CH2)3``,
+    repeats the chain), a table abbreviation may end the formula
+    (``CH2Ph``), and every atom must have exactly its valence in single bonds and
+    hydrogens — ``CH2CH(CH3)2``: CH2 has 2 H + 2 bonds, CH 1 H + 3 bonds, each CH3 3 H +
+    1 bond — so nothing is guessed (``CHCH3`` is refused: its CH would have three
+    bonds).  A formula that is a single atom or a table abbreviation is left to those."""
+    if not text or text in ABBREVIATIONS or not any(ch in text for ch in "()") and not re.search(r"[A-Z].*[A-Z]", text):
+        return None
+    built = _condensed_chain(text, attached=True)
+    if built is None:
+        return None
+    from rdkit import Chem, rdBase
+
+    rdBase.DisableLog("rdApp.*")
+    mol = Chem.MolFromSmiles("*" + built)
+    return Chem.MolToSmiles(mol) if mol is not None else None
+
+
+def _condensed_chain(text: str, attached: bool) -> str | None:
+    """SMILES of a chain of condensed units starting with the atom bonded to the parent
+    (``attached``) — ring closures ``%9n`` join a closing abbreviation — or None."""
+    units: list[list[Any]] = []  # [symbol, hydrogens, side SMILES]
+    tail = None
+    i = 0
+    while i < len(text):
+        if text[i] == "(":
+            depth, j = 0, i
+            while j < len(text):
+                depth += {"(": 1, ")": -1}.get(text[j], 0)
+                if depth == 0:
+                    break
+                j += 1
+            count = re.match(r"(?:[1-9][0-9]?)?", text[j + 1:])[0]  # type: ignore[index]  # always matches
+            if depth != 0:
+                return None
+            inner = text[i + 1:j]
+            links = [(m[1], int(m[2] or 1) if "H" in m[0] else 0) for m in _CONDENSED_ATOM.finditer(inner)]
+            if "".join(m[0] for m in _CONDENSED_ATOM.finditer(inner)) == inner and links and \
+                    all(_VALENCE[symbol] - h == 2 for symbol, h in links):
+                # a repeated piece of the chain itself: (CH2)3 is CH2CH2CH2
+                units += [[symbol, h, []] for _ in range(int(count or 1)) for symbol, h in links]
+                i = j + 1 + len(count)
+                continue
+            if not units:
+                return None
+            side = ABBREVIATIONS.get(inner) and _rooted(ABBREVIATIONS[inner]) or _condensed_chain(inner, attached=True)
+            if side is None:
+                return None
+            units[-1][2] += [side] * int(count or 1)
+            i = j + 1 + len(count)
+            continue
+        rest = text[i:]
+        if units and rest in ABBREVIATIONS and not _CONDENSED_ATOM.fullmatch(rest):
+            tail = _rooted(ABBREVIATIONS[rest])
+            if tail is None:
+                return None
+            break
+        match = _CONDENSED_ATOM.match(text, i)
+        if match is None:
+            return None
+        units.append([match[1], int(match[2] or 1) if "H" in match[0] else 0, []])
+        i = match.end()
+    if not units:
+        return None
+    out = []
+    for k, (symbol, hydrogens, sides) in enumerate(units):
+        bonds = (1 if k or attached else 0) + (1 if k + 1 < len(units) or tail else 0) + len(sides)
+        if hydrogens + bonds != _VALENCE[symbol]:
+            return None
+        out.append(symbol + "".join(f"({side})" for side in sides))
+    return "".join(out) + (tail or "")
+
+
+def _rooted(fragment: str) -> str | None:
+    """A table fragment (``CCOC(=O)*``) written from its attachment atom (``C(=O)OCC``)."""
+    from rdkit import Chem, rdBase
+
+    rdBase.DisableLog("rdApp.*")
+    mol = Chem.MolFromSmiles(fragment)
+    if mol is None or fragment.count("*") != 1:
+        return None
+    dummy = next(a for a in mol.GetAtoms() if a.GetAtomicNum() == 0)
+    if dummy.GetDegree() != 1:
+        return None
+    editable = Chem.RWMol(mol)
+    root = dummy.GetNeighbors()[0].GetIdx()
+    editable.RemoveAtom(dummy.GetIdx())
+    root -= 1 if root > dummy.GetIdx() else 0
+    return Chem.MolToSmiles(editable, rootedAtAtom=root)
 
 
 def alkyl_formula(text: str) -> str | None:

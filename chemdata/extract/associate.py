@@ -134,6 +134,9 @@ def binding_lines(lines: list[TextLine]) -> list[tuple[str | None, dict[str, str
         entry = normalize_entry_id(first) if not _PAIR.match(line.text) else \
             (_id_left_of(line, lines) or trailing_entry_id(line.text))
         # a yield is never a substituent (OCR joins ``Ar =`` of one line to ``77%`` of another)
+        # a subscript 2 read as a comma inside a formula (``CH,OH``) cut the value short
+        pairs = [(k, subscript_commas(line.text[m.start(2):]) or v)
+                 for (k, v), m in zip(pairs, _PAIR.finditer(line.text))]
         # ``X: a=OMe`` is the head of a lettered list (:func:`lettered_columns`), not X = "a=OMe"
         bindings = {normalize_variable(k): repair_value(v) for k, v in pairs if not _A_YIELD.match(v) and "=" not in v}
         for names, last, value in _SHARED.findall(line.text):
@@ -143,6 +146,21 @@ def binding_lines(lines: list[TextLine]) -> list[tuple[str | None, dict[str, str
         if bindings:
             found.append((entry, bindings, line))
     return found
+
+
+def subscript_commas(text: str) -> str | None:
+    """A formula at the start of ``text`` whose subscript 2s OCR read as commas, written
+    again, when that makes a group the engine knows: ``CH,OH`` -> ``CH2OH``, ``CH,CH(CH3),``
+    -> ``CH2CH(CH3)2`` (isobutyl, :func:`~labrecord.chemdata.abbreviations.condensed_formula`);
+    None when the word has no such comma or the repair names nothing (``H, 89%`` is H and
+    a yield)."""
+    from labrecord.chemdata.abbreviations import lookup
+
+    word = text.split()[0] if text.split() else ""
+    if "," not in word.rstrip(","):
+        return None
+    candidate = re.sub(r"(?<=[A-Za-z)]),(?=[A-Z(]|$)", "2", word)
+    return candidate if "," not in candidate and lookup(candidate) else None
 
 
 #: a column header or drawing label naming a variable: R, R1, R², R', Ar, Ar1, X, Y, Z

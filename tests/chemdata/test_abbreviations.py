@@ -118,3 +118,28 @@ def test_formulas_that_name_no_one_group_stay_unread(formula: str) -> None:
 @given(st.integers(1, 30))
 def test_every_straight_alkyl_formula_reads_as_its_chain(n: int) -> None:
     assert lookup(f"C{n}H{2 * n + 1}" if n > 1 else "CH3") == "C" * n + "*"
+
+
+@pytest.mark.parametrize(("formula", "smiles"), [
+    ("CH2CH(CH3)2", "*CC(C)C"), ("CH(CH3)2", "*C(C)C"), ("C(CH3)3", "*C(C)(C)C"), ("CH2OCH3", "*COC"),
+    ("(CH2)3CH3", "*CCCC"), ("(CH2)2OH", "*CCO"), ("CH2CO2Et", "*CC(=O)OCC"), ("CH2Ph", "*Cc1ccccc1"),
+    ("CH2CH2Br", "*CCBr"), ("N(CH3)2", "*N(C)C"), ("CH2CF3", "*CC(F)(F)F"),
+])
+def test_condensed_formulas_by_hand(formula: str, smiles: str) -> None:
+    """``CH2CH(CH3)2``: CH2 has 2 H and 2 bonds, CH 1 H and 3, each CH3 3 H and 1 — isobutyl."""
+    assert same(lookup(formula), smiles)
+
+
+@pytest.mark.parametrize("formula", ["CHCH3", "CH2(CH3)2", "(CH2)3", "CO", "C", "CH3CH2)", "C(CH3"])
+def test_condensed_formulas_that_break_a_valence_are_refused(formula: str) -> None:
+    """``CHCH3``: the CH would have 1 H and 2 bonds; ``CH2(CH3)2`` 2 H and 3 bonds; a
+    chain of links with no end; ``CO`` is carbon monoxide or a carbonyl; unbalanced brackets."""
+    assert lookup(formula) is None
+
+
+@given(st.integers(1, 12), st.integers(1, 3))
+def test_a_repeated_link_is_the_straight_chain(links: int, end: int) -> None:
+    """``(CH2)nCH3`` is the n+1-carbon chain, whatever the spelling of its end."""
+    formula = f"(CH2){links}" + ("CH3" if end == 1 else "OH" if end == 2 else "Cl")
+    tail = {1: "C", 2: "O", 3: "Cl"}[end]
+    assert same(lookup(formula), "*" + "C" * links + tail)

@@ -533,3 +533,19 @@ def test_a_lettered_list_beside_a_drawn_substituent_gives_an_entry_per_item() ->
         {"id": "b", "product": "m3", "product_bindings": {"*": "F"}, "yield": "71%"},
         {"id": "c", "product": "m3", "product_bindings": {"*": "Cl"}}]
     assert not [f for f in failures if f["kind"] in ("unread_binding", "unassigned")]
+
+
+@pytest.mark.parametrize(("text", "expected"), [("CH,OH", "CH2OH"), ("CH,CH(CH3),", "CH2CH(CH3)2"),
+                                                ("H, 89%", None), ("Me,", None), ("OMe, Et", None)])
+def test_subscript_twos_read_as_commas_are_repaired_only_into_known_groups(text: str, expected: str | None) -> None:
+    from labrecord.chemdata.extract.associate import subscript_commas
+
+    assert subscript_commas(text) == expected
+
+
+def test_a_binding_value_cut_short_by_a_comma_subscript_is_read_whole() -> None:
+    """``R' = CH,CH(CH3),`` is R' = isobutyl, ``Y = CH,OH`` Y = CH2OH; ``R = Me, 80%`` stays Me."""
+    lines = [TextLine("R' = CH,CH(CH3),", (0, 0, 1, 1), 90), TextLine("Y = CH,OH", (0, 2, 1, 3), 90),
+             TextLine("1a R = Me, 80%", (0, 4, 1, 5), 90)]
+    assert [(e, b) for e, b, _ in binding_lines(lines)] == [
+        (None, {"R'": "CH2CH(CH3)2"}), (None, {"Y": "CH2OH"}), ("1a", {"R": "Me"})]
