@@ -109,9 +109,13 @@ def repair_aryl_formula(text: str) -> str | None:
     is legible.  The character read for the 6 must be one OCR makes of a subscript 6; a
     group's subscript 2 read as ``,`` or ``.`` is tried as 2; the hydrogen count is the
     one digit read, else the only count :func:`~labrecord.chemdata.abbreviations.aryl_formula`
-    accepts.  Without locants (``CoH``: C₆H₅, C₆H₁₁ or C₆H₁₃?) nothing is repaired."""
+    accepts.  Without locants (``CoH``: C₆H₅, C₆H₁₁ or C₆H₁₃?) nothing is repaired —
+    unless one character stands for the hydrogen count and it reads as a 5 (``CoHs``):
+    of the three only C₆H₅ has a one-digit count."""
     from labrecord.chemdata.abbreviations import aryl_formula
 
+    if re.fullmatch(r"C.H[5sS]", text) and text[1] in _SUBSCRIPT_SIX:
+        return "C6H5"  # one character for the hydrogens: of C6H5, C6H11, C6H13 only C6H5
     match = _ARYL_AS_READ.match(text)
     if match is None or match["six"] not in _SUBSCRIPT_SIX:
         return None

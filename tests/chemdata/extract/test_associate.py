@@ -316,6 +316,7 @@ def test_no_arrow_templates_still_make_a_scope() -> None:
     ("4MeOC.H", "4MeOC6H4"),       # the hyphen lost as well
     ("2,4-Cl,C.H", "2,4-Cl2C6H3"), # Cl's subscript 2 read as ','; two groups, so 3 hydrogens
     ("4-FC6H4", "4-FC6H4"),        # already a formula
+    ("CoHs", "C6H5"),              # no locant, but one character for the hydrogens, read as a 5
 ])
 def test_phenyl_formulas_with_misread_subscripts(read: str, repaired: str) -> None:
     assert repair_aryl_formula(read) == repaired
@@ -324,6 +325,7 @@ def test_phenyl_formulas_with_misread_subscripts(read: str, repaired: str) -> No
 
 @pytest.mark.parametrize("read", [
     "CoH",          # no locant: C6H5, C6H11 or C6H13 cannot be told apart
+    "CoH11",        # a two-digit count: C6H11
     "Hy",
     "4-BrCxH4",     # 'x' is not what OCR makes of a subscript 6
     "4-ClC.H3",     # one group leaves four hydrogens, and a 3 was read plainly
