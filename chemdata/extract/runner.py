@@ -575,6 +575,10 @@ def _second_reading(trajectory: Trajectory, image: Any, segments: list[layout.Se
        confidence last).
     2. A drawn product the chosen templates do not fit (or that osra could not read) is
        read by DECIMER, and that reading kept when it fits (:func:`.arbitrate.pick_product`).
+    3. A drawing printed as a binding's value (:func:`.associate.value_line`) that osra
+       does not read as a substituent with one attachment point, and a drawing beside a
+       lettered list whose osra reading the list cannot fill (:func:`_fillable`), are read
+       by DECIMER, and its reading kept when it can be used.
 
     Blobs thinner than one bond (``bond`` px), or more than :data:`MAX_LEARNED_BONDS`
     bonds across both ways, are not read.
