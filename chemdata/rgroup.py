@@ -39,7 +39,7 @@ from labrecord.chemdata.abbreviations import lookup
 from labrecord.errors import LabrecordError
 
 FailureKind = Literal["bad_smiles", "bad_substituent", "no_match", "ambiguous_match", "unbound_label",
-                      "leaving_group_unknown"]
+                      "leaving_group_unknown", "unbound_variable"]
 
 #: bracket labels RDKit cannot parse that name a variable position
 _BRACKET_LABEL = re.compile(r"\[(R\d*'*|X\d*|Z\d*|G\d*|Ar\d+|Q\d*|L\d*)\]")

@@ -6,12 +6,15 @@ Plan shape (the rule-based default and the model endpoint both produce it)::
                     "reactants": [REF], "products": [REF]}],
      "scopes":    [{"id", "reactant_templates": [reading id], "product_template": reading id,
                     "entries": [{"id", "bindings"?: {VAR: value}, "product"?: reading id, "yield"?,
-                                 "variant"?: text, "product_bindings"?: {VAR: value}}],
+                                 "variant"?: text, "product_bindings"?: {VAR: value}, "shared"?: [VAR]}],
                     "co_products"?: [reading id]}]}
     REF = {"reading": id} | {"smiles": "…"}            # the latter is model-written
 
 A reading becomes a ``tool_read`` molecule with its region; a scope entry with bindings
-only instantiates every template (``template_derived``); an entry with a drawn product
+only instantiates every template (``template_derived``) — and is refused
+(``unbound_variable``) when it binds a variable no template carries, other than the
+figure-wide ones listed in ``shared``: the reading lost the label the entry varies, and
+every template would come out as drawn; an entry with a drawn product
 keeps the product as read (filled with its ``product_bindings`` first where the drawing
 keeps a label of its own and the entry is a line listed beside it) and derives the reactants with
 :func:`labrecord.chemdata.rgroup.derive_reactants`, its printed bindings taking
@@ -390,6 +393,12 @@ def _expand_entry(entry: Any, reactant_templates: list[str], product_template: s
             return derived
         return [_derived_molecule(str(s), s.template, s.bindings, sources.get(s.template)) for s in derived], [product]
     fitted = _fit_labels(reactant_templates + [product_template], bindings)
+    labels = {label for t in reactant_templates + [product_template] for label in rgroup.template_labels(t)}
+    shared = {str(k) for k in entry.get("shared") or ()}
+    unbound = sorted(k for k in fitted if rgroup.normalize_label(k) not in labels and k not in shared)
+    if unbound:  # the reading lost the label this entry varies: every template would come out as drawn
+        return rgroup.Failure("unbound_variable", f"the entry binds {', '.join(f'{k} = {fitted[k]}' for k in unbound)}, "
+                              f"which no template carries (labels: {', '.join(sorted(labels)) or 'none'})")
     reactants = [_instantiate(t, fitted, sources.get(t)) for t in reactant_templates]
     return reactants, [_instantiate(product_template, fitted, sources.get(product_template))]
 

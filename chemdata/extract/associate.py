@@ -607,6 +607,9 @@ def _scope(band: int, stages: list[list[Reading]], segments: list[Segment], assi
                 found_yield = _YIELD.search(line.text)
                 if found_yield:
                     entry["yield"] = found_yield.group(0).replace(" ", "")
+                shared = sorted(k for k in figure_level if k in pairs and pairs[k] == figure_level[k])
+                if shared:  # footnote bindings, for every entry: no template need name them
+                    entry["shared"] = shared
                 scope["entries"].append(entry)
     if not scope["entries"]:
         failures.append({"kind": "no_entries", "message": f"template row {band} has no binding lines and no drawn products"})

@@ -360,3 +360,17 @@ def test_a_drawn_substituent_filled_by_its_lettered_item_binds_the_templates_r()
     assert [(r.reactants[0].smiles, r.products[0].smiles) for r in reactions] == [
         (canonical("COc1ccc(C=O)cc1"), canonical("COc1ccc(C=C(C#N)C#N)cc1")),
         (canonical("Fc1ccc(C=O)cc1"), canonical("Fc1ccc(C=C(C#N)C#N)cc1"))]
+
+
+def test_an_entry_binding_a_variable_no_template_carries_is_refused() -> None:
+    """The iodide template ``*c1ccc(cc1)I`` was read without its printed X (a floating
+    substituent dropped); an entry ``X = Me`` would give the parent biphenyl, as drawn, for
+    every entry: it is refused (``unbound_variable``).  A footnote binding listed in
+    ``shared`` (given to every entry) may name a variable of no template."""
+    plan = {"scopes": [{"reactant_templates": ["t1"], "product_template": "t2",
+                        "entries": [{"id": "1", "bindings": {"*": "OMe", "X": "Me"}},
+                                    {"id": "2", "bindings": {"*": "OMe", "Ar2": "Ph"}, "shared": ["Ar2"]}]}]}
+    reactions, _, failures = assemble(plan, READINGS)
+    assert [r.id for r in reactions] == ["t-2"]
+    assert [(f["kind"], f["stage"]) for f in failures] == [("unbound_variable", "rgroup")]
+    assert "X = Me" in failures[0]["message"] and "labels: *" in failures[0]["message"]
