@@ -636,11 +636,10 @@ def _listed_beside(segments: list[Segment], assigned: dict[int, Reading],
         seg = segments[index]
         if seg.band <= band or not reading.is_template or reading.id in used or not reading.smiles:
             continue
-        x0, y0, x1, y1 = seg.box
         labels = _labels_of(reading.smiles)
         bare = reading.smiles.count("*")
         lines = [(entry, pairs) for entry, pairs, line in bound if entry is not None and entry not in taken
-                 and x1 - 5 <= line.box[0] <= x1 + (x1 - x0) and y0 <= (line.box[1] + line.box[3]) / 2 <= y1]
+                 and _printed_beside(seg.box, line.box)]
         entries = []
         for entry, pairs in lines:
             if labels and set(pairs) >= set(labels) and not bare:
@@ -688,13 +687,16 @@ def column_drawing(column: LetteredColumn, segments: list[Segment], assigned: di
     """The drawing a lettered column is printed beside: the nearest one left of its first
     line, which starts within the drawing's width right of it, its middle within the
     drawing's height (segment index, or None)."""
-    fx0, fy0, _, fy1 = column.first
-    near = []
-    for index in assigned:
-        x0, y0, x1, y1 = segments[index].box
-        if x1 - 5 <= fx0 <= x1 + (x1 - x0) and y0 <= (fy0 + fy1) / 2 <= y1:
-            near.append((fx0 - x1, index))
+    near = [(column.first[0] - segments[index].box[2], index) for index in assigned
+            if _printed_beside(segments[index].box, column.first)]
     return min(near)[1] if near else None
+
+
+def _printed_beside(drawing: tuple[int, int, int, int], line: tuple[int, int, int, int]) -> bool:
+    """A printed line stands beside a drawing: it starts right of it, within the drawing's
+    width, and its middle lies within the drawing's height."""
+    x0, y0, x1, y1 = drawing
+    return x1 - 5 <= line[0] <= x1 + (x1 - x0) and y0 <= (line[1] + line[3]) / 2 <= y1
 
 
 def column_label(column: LetteredColumn, smiles: str) -> str | None:

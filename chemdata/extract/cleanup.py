@@ -85,13 +85,14 @@ def _one_bond(atom: Any) -> bool:
     return atom.GetDegree() == 1 and atom.GetFormalCharge() == 0 and not atom.IsInRing()
 
 
-def _to_attachment(symbols: set[str], need_no_h: bool = False, isotope: int | None = None) -> Callable[[Any, int | None], bool]:
+def _attachments_where(chosen: Callable[[Any], bool]) -> Callable[[Any, int | None], bool]:
+    """A row that makes every one-bonded atom ``chosen`` accepts an attachment point ``*``."""
     def apply(mol: Any, limit: int | None = None) -> bool:
         changed = False
         for atom in mol.GetAtoms():
-            if atom.GetSymbol() in symbols and _one_bond(atom) and (not need_no_h or atom.GetTotalNumHs() == 0) \
-                    and (isotope is None or atom.GetIsotope() == isotope):
+            if _one_bond(atom) and chosen(atom):
                 atom.SetAtomicNum(0)
+                atom.SetNumRadicalElectrons(0)
                 atom.SetNumExplicitHs(0)
                 atom.SetNoImplicit(True)
                 atom.SetIsotope(0)
@@ -100,20 +101,16 @@ def _to_attachment(symbols: set[str], need_no_h: bool = False, isotope: int | No
     return apply
 
 
-def _radical_carbon_to_attachment(mol: Any, limit: int | None = None) -> bool:
-    """A carbon radical bonded once ([CH], [CH2]) becomes an attachment point ``*``."""
-    changed = False
-    for atom in mol.GetAtoms():
-        # the molecule is not sanitized here: a bracket carbon short of four bonds is a radical
-        if atom.GetAtomicNum() == 6 and _one_bond(atom) and atom.GetNoImplicit() and \
-                atom.GetNumExplicitHs() + sum(b.GetBondTypeAsDouble() for b in atom.GetBonds()) < 4:
-            atom.SetAtomicNum(0)
-            atom.SetNumRadicalElectrons(0)
-            atom.SetNumExplicitHs(0)
-            atom.SetNoImplicit(True)
-            atom.SetIsotope(0)
-            changed = True
-    return changed
+def _to_attachment(symbols: set[str], need_no_h: bool = False, isotope: int | None = None) -> Callable[[Any, int | None], bool]:
+    return _attachments_where(lambda atom: atom.GetSymbol() in symbols and (not need_no_h or atom.GetTotalNumHs() == 0)
+                              and (isotope is None or atom.GetIsotope() == isotope))
+
+
+def _radical_carbon(atom: Any) -> bool:
+    """A carbon radical ([CH], [CH2]): the molecule is not sanitized here, so a bracket
+    carbon short of four bonds and hydrogens is one."""
+    return atom.GetAtomicNum() == 6 and atom.GetNoImplicit() and \
+        atom.GetNumExplicitHs() + sum(b.GetBondTypeAsDouble() for b in atom.GetBonds()) < 4
 
 
 def _single_bonded(atom: Any) -> bool:
@@ -483,7 +480,7 @@ FIXES: tuple[Fix, ...] = (
         "an iodine-123 ([123I]) bonded once", ("FC(F)(F)c1cc([123I])cc(C(F)(F)F)c1", "*c1cc(C(F)(F)F)cc(C(F)(F)F)c1"),
         _to_attachment({"I"}, isotope=123)),
     Fix("wavy-bond-as-radical", DECIMER, "a wavy attachment bond (a substituent drawn on its own)",
-        "a carbon radical bonded once ([CH])", ("[CH]c1ccc(OC)cc1", "*c1ccc(OC)cc1"), _radical_carbon_to_attachment),
+        "a carbon radical bonded once ([CH])", ("[CH]c1ccc(OC)cc1", "*c1ccc(OC)cc1"), _attachments_where(_radical_carbon)),
     Fix("phenyl-as-lead", DECIMER, "Ph", "[Pb] bonded once",
         ("O=N[Pb]", "O=Nc1ccccc1"), _to_phenyl("Pb"), printed_as="Ph"),
     Fix("phenyl-as-phosphorus", DECIMER, "Ph", "a terminal P with one single bond",

@@ -45,6 +45,7 @@ import traceback
 from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field, replace
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -685,31 +686,33 @@ def _second_reading(trajectory: Trajectory, image: Any, segments: list[layout.Se
                     readings = [kept if r.id == first.id else r for r in readings]
                     trajectory.add("arbitration", product=",".join(map(str, kept.box)), reader=kept.reader,
                                    smiles=kept.smiles)
+        def read_again(index: int, usable: Callable[[str], bool], why: str) -> None:
+            """DECIMER's reading of a drawing osra's reading of which ``usable`` refuses,
+            kept under osra's id when ``usable`` takes it."""
+            nonlocal readings
+            first = by_index[index]
+            if usable(first.smiles):
+                return
+            second = learned(index)
+            if second is not None and usable(second.smiles):
+                by_index[index] = replace(second, id=first.id)
+                readings = [by_index[index] if r.id == first.id else r for r in readings]
+                trajectory.add("arbitration", **{why: ",".join(map(str, second.box))}, reader=second.reader,
+                               smiles=second.smiles)
+
         # a drawing printed as a binding's value (``10a, R1, R2 =`` and a drawn aryl) that
         # osra does not read as a substituent with one attachment point is read again
         by_index = associate.assign_readings(segments, readings)
-        for index, first in sorted(by_index.items()):
-            if associate.value_line(segments[index], lines) is None or rgroup.drawn_substituent(first.smiles):
-                continue
-            second = learned(index)
-            if second is not None and rgroup.drawn_substituent(second.smiles):
-                readings = [replace(second, id=first.id) if r.id == first.id else r for r in readings]
-                trajectory.add("arbitration", value=",".join(map(str, second.box)), reader=second.reader,
-                               smiles=second.smiles)
+        for index in sorted(by_index):
+            if associate.value_line(segments[index], lines) is not None:
+                read_again(index, lambda smiles: rgroup.drawn_substituent(smiles) is not None, "value")
         # a drawing a lettered list is printed beside (``X: a=OMe``, ``b=H`` …) whose osra
         # reading keeps no label for the list to fill, or no wavy bond, is read again
-        by_index = associate.assign_readings(segments, readings)
         for column in associate.lettered_columns(lines):
             beside = associate.column_drawing(column, segments, {i: r for i, r in by_index.items()
                                                                  if segments[i].band not in arrow_bands})
-            if beside is None or _fillable(column, by_index[beside].smiles):
-                continue
-            first, second = by_index[beside], learned(beside)
-            if second is not None and _fillable(column, second.smiles):
-                readings = [replace(second, id=first.id) if r.id == first.id else r for r in readings]
-                by_index[beside] = replace(second, id=first.id)
-                trajectory.add("arbitration", listed=",".join(map(str, second.box)), reader=second.reader,
-                               smiles=second.smiles)
+            if beside is not None:
+                read_again(beside, partial(_fillable, column), "listed")
     trajectory.add("learned_reads", reader=reader.name, count=calls[0], limit=config.learned_reads)
     return readings
 
